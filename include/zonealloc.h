@@ -1,0 +1,200 @@
+/*
+ * zonealloc — the Linux kernel's physical memory allocation stack in user space.
+ *
+ * A memory system (za_mm_t) owns one reserved range of virtual memory, the
+ * "arena", which plays the role of physical memory: it is split into NUMA
+ * nodes, each node into zones (e.g. DMA32 below Normal), and handed out in
+ * 4 KiB pages by a buddy allocator with per-CPU page lists in front of it.
+ * Every page has a descriptor (struct page); addresses, page frame numbers
+ * and descriptors convert into each other in O(1).
+ *
+ * Everything is an instance: two differently configured systems can live in
+ * one process, which is how A/B measurements are made.  Every function here
+ * is thread-safe.
+ *
+ * Errors: functions that can fail return NULL or -1 and set errno; the text
+ * of the last error of the calling thread is available from za_last_error().
+ * Misuse detected at run time (a bad free) is also reported through the
+ * system's error handler (by default one line on stderr).
+ */
+#ifndef ZONEALLOC_H
+#define ZONEALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#pragma GCC visibility push(default)
+
+typedef struct za_mm za_mm_t;       /* a memory system: arena, nodes, zones */
+typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
+
+#define ZA_PAGE_SHIFT 12
+#define ZA_PAGE_SIZE  (1UL << ZA_PAGE_SHIFT)
+
+/* ------------------------------------------------------------------------
+ * Creating a memory system
+ *
+ * The configuration is a kernel-command-line-like string of key=value pairs
+ * separated by commas; NULL or "" means all defaults.  The environment
+ * variable ZA_CONFIG is appended, so its keys override the string's.
+ *
+ *   memory=1G            size of the arena (K/M/G/T suffixes, powers of 1024)
+ *   nodes=1              fake NUMA nodes; memory is split evenly
+ *   zones=DMA32:256M+Normal
+ *                        zones of every node, lowest first; each NAME:SIZE,
+ *                        the last one may omit SIZE and takes the rest.  At
+ *                        most 4 zones; sizes are rounded down to whole
+ *                        max-order blocks.
+ *   cpus=auto            per-CPU structures; auto = the machine's CPUs
+ *   max_order=10         largest block is 4 KiB << max_order (0..14)
+ *   pcp_high_order=1     seed 000: per-CPU lists also cache orders 1..3
+ *   bulkfree_outside_lock=1
+ *                        seed 001: a per-CPU bulk free picks its pages
+ *                        before taking the zone lock
+ *   watermark_scale_factor=10
+ *                        gap between min/low/high watermarks, in 1/10000
+ *                        of the zone's pages
+ *   min_free_kbytes=auto reserve below which only the slow path allocates
+ *   lowmem_reserve_ratio=auto
+ *                        per zone, colon separated (kernel: 256 for DMA and
+ *                        DMA32, 32 for Normal); 0 = no protection
+ *   lock_stats=1         time zone-lock holds with the cycle counter
+ *   debug=0              check every free completely, report leaks on destroy
+ *   hugepages=0          ask for transparent huge pages on the arena
+ *   populate=0           pre-fault the whole arena at creation
+ *
+ * Returns NULL with errno EINVAL for a bad configuration (the message names
+ * the key), ENOMEM if the arena cannot be reserved.  Never aborts.
+ * ------------------------------------------------------------------------ */
+za_mm_t *za_mm_create(const char *config);
+
+/*
+ * Tears the system down and unmaps the arena.  Returns the number of pages
+ * that were still allocated (0 if everything was freed); with debug=1 a
+ * non-zero count is also printed.  Pages on per-CPU lists are not leaks.
+ */
+long za_mm_destroy(za_mm_t *mm);
+
+/*
+ * The full effective configuration, every key with its value (defaults and
+ * "auto" resolved), in a form za_mm_create() accepts.  Owned by mm.
+ */
+const char *za_mm_config_string(const za_mm_t *mm);
+
+/* The text of the calling thread's last error, or "" if none. */
+const char *za_last_error(void);
+
+/*
+ * Where run-time misuse reports go (bad frees, corrupted pages).  fn gets
+ * one line without a trailing newline.  NULL restores the default (stderr).
+ */
+typedef void (*za_error_fn)(const char *msg, void *ctx);
+void za_mm_set_error_handler(za_mm_t *mm, za_error_fn fn, void *ctx);
+
+/* ------------------------------------------------------------------------
+ * Allocation flags (gfp)
+ * ------------------------------------------------------------------------ */
+typedef unsigned int za_gfp_t;
+
+/* Zone limit: the highest zone index the allocation may use (default: any).
+ * Zones are indexed from 0, lowest first, as configured by zones=. */
+#define ZA_GFP_ZONE(i)       ((za_gfp_t)(((i) + 1) & 0x7))
+#define ZA_GFP_DMA32         ZA_GFP_ZONE(0)   /* only the lowest zone */
+/* Migratetype (default unmovable); at most one of the two. */
+#define ZA_GFP_MOVABLE       ((za_gfp_t)1 << 3)
+#define ZA_GFP_RECLAIMABLE   ((za_gfp_t)1 << 4)
+#define ZA_GFP_ZERO          ((za_gfp_t)1 << 5)  /* return zeroed memory */
+#define ZA_GFP_NOWAIT        ((za_gfp_t)1 << 6)  /* never reclaim or sleep */
+#define ZA_GFP_THISNODE      ((za_gfp_t)1 << 7)  /* no fallback to other nodes */
+
+#define ZA_GFP_KERNEL        ((za_gfp_t)0)
+
+/* ------------------------------------------------------------------------
+ * Pages
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Allocates 2^order contiguous pages, aligned to their size, from the
+ * current CPU's node (or its fallbacks).  Returns NULL with errno EINVAL for
+ * a bad order or flag combination, ENOMEM when no allowed zone can satisfy
+ * the request.
+ */
+void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order);
+
+/* As za_alloc_pages(), preferring node nid (-1: the current CPU's node). */
+void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order);
+
+/*
+ * Frees a block returned by za_alloc_pages*() with the order it was
+ * allocated with.  A free of an address outside the arena, not at the start
+ * of an allocated block, with the wrong order, or of a block already free is
+ * reported (address and reason) and ignored: returns -1 with errno EINVAL.
+ * These checks always run; debug=1 adds a check of every page of the block.
+ */
+int za_free_pages(za_mm_t *mm, void *addr, unsigned int order);
+
+/* Descriptor of the page containing addr, or NULL if addr is outside the arena. */
+za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr);
+void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page);
+/* Page frame number: the page's index in the arena. */
+unsigned long za_page_to_pfn(const za_mm_t *mm, const za_page_t *page);
+za_page_t *za_pfn_to_page(const za_mm_t *mm, unsigned long pfn);
+
+/* Returns the per-CPU pages of cpu (or of every CPU if cpu < 0) to the buddy lists. */
+void za_drain_pages(za_mm_t *mm, int cpu);
+void za_drain_all_pages(za_mm_t *mm);
+
+/* ------------------------------------------------------------------------
+ * Topology
+ * ------------------------------------------------------------------------ */
+int za_nr_nodes(const za_mm_t *mm);
+int za_nr_zones(const za_mm_t *mm);        /* per node */
+int za_nr_cpus(const za_mm_t *mm);
+const char *za_zone_name(const za_mm_t *mm, int zone);
+int za_cpu_to_node(const za_mm_t *mm, int cpu);
+int za_page_to_nid(const za_mm_t *mm, const za_page_t *page);
+int za_page_zone(const za_mm_t *mm, const za_page_t *page);   /* zone index */
+/* The CPU the calling thread runs on now, as an index into the system's CPUs. */
+int za_current_cpu(const za_mm_t *mm);
+
+/* ------------------------------------------------------------------------
+ * Counters and reports (vmstat)
+ *
+ * za_stat() takes a counter name as listed by za_stat_name(); a counter kept
+ * per zone may be suffixed with _<ZoneName> (e.g. "pgalloc_Normal",
+ * "nr_free_pages_DMA32") to read that zone of every node.  Unknown names
+ * return -1 with errno EINVAL.  Counters are folded from per-CPU parts on
+ * read; on a busy system they are a consistent-enough snapshot, on a
+ * quiescent one they are exact.
+ * ------------------------------------------------------------------------ */
+long long za_stat(const za_mm_t *mm, const char *name);
+
+/* Counter enumeration, for tools that snapshot everything (zabench). */
+int za_stat_count(void);
+const char *za_stat_name(int i);
+/* Fills vals[0..n) with every counter, in za_stat_name() order; returns the number filled. */
+int za_stat_all(const za_mm_t *mm, long long *vals, int n);
+
+/*
+ * Writes a kernel-format text report: "buddyinfo", "zoneinfo", "vmstat",
+ * "pagetypeinfo".  Returns 0, or -1 with errno EINVAL for an unknown name.
+ */
+int za_report(za_mm_t *mm, const char *what, FILE *out);
+
+/*
+ * Checks every invariant of the page allocator (free lists, block
+ * alignment, per-CPU counts, free page counters) under the locks.  Returns 0
+ * if all hold, else -1 and reports the first violation.  Slow: for tests and
+ * debugging.
+ */
+int za_verify(za_mm_t *mm);
+
+#pragma GCC visibility pop
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZONEALLOC_H */

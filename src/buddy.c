@@ -1,0 +1,282 @@
+/*
+ * The buddy allocator: per zone, free lists per order and migratetype.
+ * Everything here runs under the zone lock.
+ *
+ * Invariants (checked by za_verify()):
+ *  - a free block of order k starts at a pfn aligned to 2^k and lies in one
+ *    zone; only its head page has PG_buddy, and page->order == k;
+ *  - two buddies are never both free at the same order (they would have
+ *    merged: all three migratetypes are mergeable);
+ *  - a free block sits on the list of its pageblock's migratetype, except
+ *    the leftovers of a fallback steal, which stay on the list of the type
+ *    they were taken from;
+ *  - free_area[k].nr_free is the number of blocks on the order-k lists and
+ *    zone->nr_free_pages the pages in all of them.  Pages on per-CPU lists
+ *    are not free pages: they left the buddy lists under the lock.
+ */
+#include "mmzone.h"
+
+static const char *const mt_names[MT_TYPES] = { "Unmovable", "Movable", "Reclaimable" };
+
+const char *migratetype_name(int mt)
+{
+	return mt_names[mt];
+}
+
+/* When a migratetype's lists are empty, try these, in this order. */
+static const int fallbacks[MT_TYPES][MT_TYPES - 1] = {
+	[MT_UNMOVABLE]   = { MT_RECLAIMABLE, MT_MOVABLE },
+	[MT_MOVABLE]     = { MT_RECLAIMABLE, MT_UNMOVABLE },
+	[MT_RECLAIMABLE] = { MT_UNMOVABLE, MT_MOVABLE },
+};
+
+static void add_nr_free(struct za_free_area *area, long n)
+{
+	store_relaxed(&area->nr_free, load_relaxed(&area->nr_free) + (unsigned long)n);
+}
+
+static void add_free_pages(struct za_zone *z, long n)
+{
+	store_relaxed(&z->nr_free_pages, load_relaxed(&z->nr_free_pages) + n);
+}
+
+static void add_to_free_list(struct za_zone *z, struct za_page *page,
+			     unsigned int order, int mt, bool tail)
+{
+	struct za_free_area *area = &z->free_area[order];
+	page->order = (uint8_t)order;
+	set_page_mt(page, mt);
+	set_page_flags(page, PG_buddy);
+	if (tail)
+		list_add_tail(&page->lru, &area->free_list[mt]);
+	else
+		list_add(&page->lru, &area->free_list[mt]);
+	add_nr_free(area, 1);
+}
+
+static void del_from_free_list(struct za_zone *z, struct za_page *page, unsigned int order)
+{
+	list_del(&page->lru);
+	set_page_flags(page, 0);
+	add_nr_free(&z->free_area[order], -1);
+}
+
+static void move_to_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
+{
+	list_del(&page->lru);
+	set_page_mt(page, mt);
+	list_add_tail(&page->lru, &z->free_area[order].free_list[mt]);
+}
+
+static bool page_is_buddy(const struct za_page *buddy, unsigned int order)
+{
+	return (page_flags(buddy) & PG_buddy) && buddy->order == order;
+}
+
+static void set_pageblock_range(struct za_mm *mm, unsigned long pfn, unsigned int order, int mt)
+{
+	unsigned long end = pfn + (1UL << order);
+	for (; pfn < end; pfn += 1UL << mm->pageblock_order)
+		set_pageblock_mt(mm, pfn, mt);
+}
+
+/*
+ * Is the order+1 block containing this one likely to merge further soon?
+ * If its buddy is already free, the block we are adding is the missing half
+ * of a larger free block: put it at the tail so that it is not handed out
+ * before its buddy comes back.
+ */
+static bool buddy_merge_likely(struct za_mm *mm, unsigned long pfn, unsigned int order)
+{
+	if (order + 1 >= mm->max_order)
+		return false;
+	unsigned long higher = pfn & ~(1UL << order);
+	unsigned long higher_buddy = higher ^ (1UL << (order + 1));
+	return page_is_buddy(pfn_to_page(mm, higher_buddy), order + 1);
+}
+
+/*
+ * Frees a block into the lists, merging it with its buddy (pfn ^ 2^order)
+ * for as long as the buddy is free at the same order.  Zones are aligned to
+ * the largest block, so a buddy is always in the same zone.
+ */
+void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long pfn = page_to_pfn(mm, page);
+
+	set_page_flags(page, 0);
+	add_free_pages(z, 1L << order);
+	while (order < mm->max_order) {
+		unsigned long buddy_pfn = pfn ^ (1UL << order);
+		struct za_page *buddy = pfn_to_page(mm, buddy_pfn);
+		if (!page_is_buddy(buddy, order))
+			break;
+		/* One merged block, one type: the freed block's wins. */
+		if (order >= mm->pageblock_order && pageblock_mt(mm, buddy_pfn) != mt)
+			set_pageblock_range(mm, buddy_pfn, order, mt);
+		del_from_free_list(z, buddy, order);
+		ev_add(&z->stat, EV_BUDDY_MERGE, 1);
+		pfn &= buddy_pfn;
+		order++;
+	}
+	add_to_free_list(z, pfn_to_page(mm, pfn), order, mt, buddy_merge_likely(mm, pfn, order));
+}
+
+/* Splits a block of order high down to order low, freeing the upper halves. */
+static void expand(struct za_zone *z, struct za_page *page, unsigned int low,
+		   unsigned int high, int mt)
+{
+	while (high > low) {
+		high--;
+		add_to_free_list(z, page + (1UL << high), high, mt, false);
+		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
+	}
+}
+
+static struct za_page *first_free(struct za_zone *z, unsigned int order, int mt)
+{
+	struct za_list *head = &z->free_area[order].free_list[mt];
+	return list_empty(head) ? NULL : container_of(head->next, struct za_page, lru);
+}
+
+static struct za_page *rmqueue_smallest(struct za_zone *z, unsigned int order, int mt)
+{
+	for (unsigned int o = order; o <= z->mm->max_order; o++) {
+		struct za_page *page = first_free(z, o, mt);
+		if (page) {
+			del_from_free_list(z, page, o);
+			expand(z, page, order, o, mt);
+			return page;
+		}
+	}
+	return NULL;
+}
+
+/* Size of the block a page heads, or 1 for a page inside a block. */
+static unsigned long head_span(const struct za_page *page)
+{
+	return page_flags(page) & (PG_buddy | PG_pcp | PG_alloc) ? 1UL << page->order : 1;
+}
+
+/*
+ * May a fallback take a whole pageblock?  Large requests may (they would
+ * fragment it anyway), and so may unmovable and reclaimable ones, which
+ * are better off concentrated in few pageblocks.
+ */
+static bool can_claim_fallback(const struct za_mm *mm, unsigned int order, int start_mt)
+{
+	return order >= mm->pageblock_order / 2 || start_mt != MT_MOVABLE;
+}
+
+/* The first fallback type with a free block of this order, or -1. */
+static int find_fallback(struct za_zone *z, unsigned int order, int start_mt)
+{
+	if (!load_relaxed(&z->free_area[order].nr_free))
+		return -1;
+	for (int i = 0; i < MT_TYPES - 1; i++)
+		if (first_free(z, order, fallbacks[start_mt][i]))
+			return fallbacks[start_mt][i];
+	return -1;
+}
+
+/*
+ * Tries to retag the pageblock holding page to start_mt.  Allowed when at
+ * least half of the pageblock is free or already used compatibly: for a
+ * movable request the movable pages, for the others (taking from a movable
+ * block) the pages that are neither free nor movable.  On success all its
+ * free blocks move to start_mt's lists.
+ */
+static bool try_claim_pageblock(struct za_zone *z, struct za_page *page, int start_mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long nr = 1UL << mm->pageblock_order;
+	unsigned long start = page_to_pfn(mm, page) & ~(nr - 1), pfn;
+	unsigned long free_pages = 0, movable_pages = 0, alike;
+	int old_mt = pageblock_mt(mm, start);
+
+	for (pfn = start; pfn < start + nr; pfn += head_span(pfn_to_page(mm, pfn))) {
+		const struct za_page *p = pfn_to_page(mm, pfn);
+		uint32_t f = page_flags(p);
+		if (f & PG_buddy)
+			free_pages += 1UL << p->order;
+		else if ((f & PG_alloc) && page_mt(p) == MT_MOVABLE)
+			movable_pages += 1UL << p->order;
+	}
+	if (start_mt == MT_MOVABLE)
+		alike = movable_pages;
+	else if (old_mt == MT_MOVABLE)
+		alike = nr - free_pages - movable_pages;
+	else
+		alike = 0;
+	if (free_pages + alike < nr / 2)
+		return false;
+
+	for (pfn = start; pfn < start + nr; pfn += head_span(pfn_to_page(mm, pfn))) {
+		struct za_page *p = pfn_to_page(mm, pfn);
+		if (page_flags(p) & PG_buddy)
+			move_to_free_list(z, p, p->order, start_mt);
+	}
+	set_pageblock_mt(mm, start, start_mt);
+	ev_add(&z->stat, EV_PAGEBLOCK_CLAIM, 1);
+	return true;
+}
+
+/*
+ * start_mt's lists are empty at every order >= order.  Take the largest
+ * free block of a fallback type (approximating the pageblock with the most
+ * free pages); claim its whole pageblock when allowed; otherwise take one
+ * block without retagging anything (this mixes the pageblock).  A movable
+ * request that may not claim takes the smallest block instead, so that
+ * the mixing stays small.
+ */
+static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, int start_mt)
+{
+	struct za_mm *mm = z->mm;
+	int fmt = -1;
+	unsigned int o;
+
+	for (o = mm->max_order + 1; o-- > order;)
+		if ((fmt = find_fallback(z, o, start_mt)) >= 0)
+			break;
+	if (fmt < 0)
+		return NULL;
+	bool can_claim = can_claim_fallback(mm, o, start_mt);
+	if (!can_claim && start_mt == MT_MOVABLE && o > order)
+		for (o = order; (fmt = find_fallback(z, o, start_mt)) < 0; o++)
+			;
+
+	struct za_page *page = first_free(z, o, fmt);
+	ev_add(&z->stat, EV_PGFALLBACK, 1);
+	if (o >= mm->pageblock_order) {
+		set_pageblock_range(mm, page_to_pfn(mm, page), o, start_mt);
+		ev_add(&z->stat, EV_PAGEBLOCK_CLAIM, 1);
+		del_from_free_list(z, page, o);
+		expand(z, page, order, o, start_mt);
+		return page;
+	}
+	if (can_claim && try_claim_pageblock(z, page, start_mt))
+		return rmqueue_smallest(z, order, start_mt);
+	del_from_free_list(z, page, o);
+	expand(z, page, order, o, fmt);
+	return page;
+}
+
+struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt)
+{
+	struct za_page *page = rmqueue_smallest(z, order, mt);
+	if (!page)
+		page = rmqueue_fallback(z, order, mt);
+	if (page)
+		add_free_pages(z, -(1L << order));
+	return page;
+}
+
+/* Creation: hands a whole max-order block to the zone, no merging needed. */
+void buddy_add_initial_block(struct za_zone *z, unsigned long pfn)
+{
+	struct za_mm *mm = z->mm;
+	add_to_free_list(z, pfn_to_page(mm, pfn), mm->max_order,
+			 pageblock_mt(mm, pfn), true);
+	add_free_pages(z, 1L << mm->max_order);
+}

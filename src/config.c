@@ -1,0 +1,354 @@
+/*
+ * Configuration strings: "memory=2G,nodes=1,zones=DMA32:512M+Normal,...".
+ *
+ * One table row per key.  Parsing is strict (an unknown key or a bad value
+ * fails with a message naming the key) because a benchmark that silently
+ * ignored a mistyped switch would measure the wrong system.
+ */
+#include "config.h"
+#include "platform.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum key_type { K_SIZE, K_INT, K_BOOL, K_ZONES, K_RATIOS };
+
+struct key {
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	int64_t min, max;
+	bool auto_ok;
+};
+
+#define FIELD(f) offsetof(struct za_config, f)
+
+static const struct key keys[] = {
+	{ "memory",                K_SIZE,   FIELD(memory), 0, 0, false },
+	{ "nodes",                 K_INT,    FIELD(nodes), 1, ZA_MAX_NODES, false },
+	{ "zones",                 K_ZONES,  FIELD(zones), 0, 0, false },
+	{ "cpus",                  K_INT,    FIELD(cpus), 1, ZA_MAX_CPUS, true },
+	{ "max_order",             K_INT,    FIELD(max_order), 0, ZA_MAX_ORDER_LIMIT, false },
+	{ "pcp_high_order",        K_BOOL,   FIELD(pcp_high_order), 0, 1, false },
+	{ "bulkfree_outside_lock", K_BOOL,   FIELD(bulkfree_outside_lock), 0, 1, false },
+	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false },
+	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true },
+	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true },
+	{ "lock_stats",            K_BOOL,   FIELD(lock_stats), 0, 1, false },
+	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
+	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false },
+	{ "populate",              K_BOOL,   FIELD(populate), 0, 1, false },
+};
+
+void za_config_defaults(struct za_config *cfg)
+{
+	*cfg = (struct za_config){
+		.memory = 1ULL << 30,
+		.nodes = 1,
+		.nr_zones = 2,
+		.zones = { { "DMA32", 256ULL << 20 }, { "Normal", 0 } },
+		.cpus = ZA_AUTO,
+		.max_order = 10,
+		.pcp_high_order = 1,
+		.bulkfree_outside_lock = 1,
+		.watermark_scale_factor = 10,
+		.min_free_kbytes = ZA_AUTO,
+		.lowmem_reserve_ratio = { ZA_AUTO, ZA_AUTO, ZA_AUTO, ZA_AUTO },
+		.lock_stats = 1,
+	};
+}
+
+static int bad_value(const char *key, const char *val, int len, const char *want)
+{
+	za_set_last_error("config: bad value '%.*s' for key '%s' (expected %s)",
+			  len, val, key, want);
+	errno = EINVAL;
+	return -1;
+}
+
+/* A size: digits with an optional K/M/G/T suffix (powers of 1024). */
+static int parse_size(const char *s, int len, uint64_t *out)
+{
+	char *end;
+	if (len <= 0 || !isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	int shift = 0;
+	if (end < s + len) {
+		const char *suffixes = "KMGT";
+		const char *p = strchr(suffixes, toupper((unsigned char)*end));
+		if (!p || !*end)
+			return -1;
+		shift = 10 * (int)(p - suffixes + 1);
+		end++;
+	}
+	if (end != s + len || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_int(const char *s, int len, int64_t *out)
+{
+	char *end;
+	if (len <= 0 || !(isdigit((unsigned char)s[0]) || s[0] == '-'))
+		return -1;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end != s + len)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *s, int len, int64_t *out)
+{
+	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+	static const char *const no[] = { "0", "n", "no", "off", "false" };
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(yes); i++) {
+		if ((int)strlen(yes[i]) == len && !strncasecmp(s, yes[i], len))
+			return *out = 1, 0;
+		if ((int)strlen(no[i]) == len && !strncasecmp(s, no[i], len))
+			return *out = 0, 0;
+	}
+	return -1;
+}
+
+/* "NAME:SIZE+NAME:SIZE+NAME", the last size optional. */
+static int parse_zones(struct za_config *cfg, const char *s, int len)
+{
+	struct za_zone_spec zones[ZA_MAX_ZONES] = { 0 };
+	int n = 0;
+	const char *end = s + len;
+	while (s < end) {
+		const char *plus = memchr(s, '+', (size_t)(end - s));
+		const char *stop = plus ? plus : end;
+		const char *colon = memchr(s, ':', (size_t)(stop - s));
+		const char *name_end = colon ? colon : stop;
+		int name_len = (int)(name_end - s);
+		if (n == ZA_MAX_ZONES || name_len == 0 || name_len >= ZA_ZONE_NAME_MAX)
+			return -1;
+		for (int i = 0; i < name_len; i++)
+			if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+				return -1;
+		memcpy(zones[n].name, s, (size_t)name_len);
+		for (int i = 0; i < n; i++)
+			if (!strcmp(zones[i].name, zones[n].name))
+				return -1;
+		if (colon) {
+			if (parse_size(colon + 1, (int)(stop - colon - 1), &zones[n].bytes) ||
+			    !zones[n].bytes)
+				return -1;
+		} else if (plus) {
+			return -1;      /* only the last zone may take "the rest" */
+		}
+		n++;
+		s = plus ? plus + 1 : end;
+		if (plus && s == end)
+			return -1;
+	}
+	if (!n)
+		return -1;
+	memcpy(cfg->zones, zones, sizeof(zones));
+	cfg->nr_zones = n;
+	return 0;
+}
+
+/* "auto" or "R0:R1:..." (one ratio per zone, lowest first). */
+static int parse_ratios(int64_t *ratios, const struct key *k, const char *s, int len)
+{
+	int64_t v[ZA_MAX_ZONES];
+	int n = 0;
+	const char *end = s + len;
+	while (s <= end) {
+		const char *colon = memchr(s, ':', (size_t)(end - s));
+		const char *stop = colon ? colon : end;
+		if (n == ZA_MAX_ZONES || parse_int(s, (int)(stop - s), &v[n]) ||
+		    v[n] < k->min || v[n] > k->max)
+			return -1;
+		n++;
+		s = stop + 1;
+	}
+	for (int i = 0; i < ZA_MAX_ZONES; i++)
+		ratios[i] = i < n ? v[i] : 0;
+	return 0;
+}
+
+static const struct key *find_key(const char *name, int len)
+{
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(keys); i++)
+		if ((int)strlen(keys[i].name) == len && !strncmp(keys[i].name, name, len))
+			return &keys[i];
+	return NULL;
+}
+
+static int parse_pair(struct za_config *cfg, const char *s, int len)
+{
+	const char *eq = memchr(s, '=', (size_t)len);
+	if (!eq) {
+		za_set_last_error("config: '%.*s' is not key=value", len, s);
+		errno = EINVAL;
+		return -1;
+	}
+	int klen = (int)(eq - s), vlen = len - klen - 1;
+	const char *val = eq + 1;
+	while (klen && isspace((unsigned char)s[klen - 1]))
+		klen--;
+	while (vlen && isspace((unsigned char)*val))
+		val++, vlen--;
+	const struct key *k = find_key(s, klen);
+	if (!k) {
+		za_set_last_error("config: unknown key '%.*s'", klen, s);
+		errno = EINVAL;
+		return -1;
+	}
+	void *field = (char *)cfg + k->offset;
+	bool is_auto = vlen == 4 && !strncmp(val, "auto", 4);
+	if (is_auto && k->type == K_RATIOS) {
+		for (int i = 0; i < ZA_MAX_ZONES; i++)
+			((int64_t *)field)[i] = ZA_AUTO;
+		return 0;
+	}
+	if (is_auto && k->auto_ok) {
+		*(int64_t *)field = ZA_AUTO;
+		return 0;
+	}
+	int64_t v = 0;
+	switch (k->type) {
+	case K_SIZE:
+		if (parse_size(val, vlen, (uint64_t *)field) || !*(uint64_t *)field)
+			return bad_value(k->name, val, vlen, "a size like 512M or 2G");
+		return 0;
+	case K_ZONES:
+		if (parse_zones(cfg, val, vlen))
+			return bad_value(k->name, val, vlen,
+					 "NAME:SIZE+...+NAME, at most 4 distinct zones");
+		return 0;
+	case K_RATIOS:
+		if (parse_ratios(field, k, val, vlen))
+			return bad_value(k->name, val, vlen, "auto or ratios like 256:32");
+		return 0;
+	case K_BOOL:
+		if (parse_bool(val, vlen, &v))
+			return bad_value(k->name, val, vlen, "0 or 1");
+		break;
+	case K_INT:
+		if (parse_int(val, vlen, &v) || v < k->min || v > k->max) {
+			char want[80];
+			snprintf(want, sizeof(want), "an integer in %" PRId64 "..%" PRId64 "%s",
+				 k->min, k->max, k->auto_ok ? " or auto" : "");
+			return bad_value(k->name, val, vlen, want);
+		}
+		break;
+	}
+	*(int64_t *)field = v;
+	return 0;
+}
+
+int za_config_parse(struct za_config *cfg, const char *str)
+{
+	if (!str)
+		return 0;
+	while (*str) {
+		const char *comma = strchr(str, ',');
+		int len = comma ? (int)(comma - str) : (int)strlen(str);
+		while (len && isspace((unsigned char)*str))
+			str++, len--;
+		while (len && isspace((unsigned char)str[len - 1]))
+			len--;
+		if (len && parse_pair(cfg, str, len))
+			return -1;
+		if (!comma)
+			break;
+		str = comma + 1;
+	}
+	return 0;
+}
+
+/* Appends to a caller's buffer, counting what did not fit, like snprintf. */
+struct strbuf {
+	char *buf;
+	size_t len, n;
+};
+
+static void __attribute__((format(printf, 2, 3))) sb_printf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vsnprintf(sb->buf ? sb->buf + (sb->n < sb->len ? sb->n : sb->len) : NULL,
+			  sb->n < sb->len ? sb->len - sb->n : 0, fmt, ap);
+	va_end(ap);
+	if (r > 0)
+		sb->n += (size_t)r;
+}
+
+/* A byte count with the largest suffix that keeps it exact. */
+static void format_size(struct strbuf *sb, uint64_t v)
+{
+	static const char suffix[] = "KMGT";
+	int i = -1;
+	while (i < 3 && v && !(v & 1023))
+		v >>= 10, i++;
+	if (i < 0)
+		sb_printf(sb, "%" PRIu64, v);
+	else
+		sb_printf(sb, "%" PRIu64 "%c", v, suffix[i]);
+}
+
+static void format_value(struct strbuf *sb, const struct za_config *cfg, const struct key *k)
+{
+	const void *field = (const char *)cfg + k->offset;
+	switch (k->type) {
+	case K_SIZE:
+		format_size(sb, *(const uint64_t *)field);
+		break;
+	case K_ZONES:
+		for (int i = 0; i < cfg->nr_zones; i++) {
+			sb_printf(sb, "%s%s", i ? "+" : "", cfg->zones[i].name);
+			if (cfg->zones[i].bytes) {
+				sb_printf(sb, ":");
+				format_size(sb, cfg->zones[i].bytes);
+			}
+		}
+		break;
+	case K_RATIOS: {
+		const int64_t *r = field;
+		if (r[0] == ZA_AUTO)
+			sb_printf(sb, "auto");
+		else
+			for (int i = 0; i < cfg->nr_zones; i++)
+				sb_printf(sb, "%s%" PRId64, i ? ":" : "", r[i]);
+		break;
+	}
+	case K_BOOL:
+	case K_INT: {
+		int64_t v = *(const int64_t *)field;
+		if (v == ZA_AUTO && k->auto_ok)
+			sb_printf(sb, "auto");
+		else
+			sb_printf(sb, "%" PRId64, v);
+		break;
+	}
+	}
+}
+
+size_t za_config_format(const struct za_config *cfg, char *buf, size_t len)
+{
+	struct strbuf sb = { buf, len, 0 };
+	if (buf && len)
+		buf[0] = 0;
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(keys); i++) {
+		sb_printf(&sb, "%s%s=", i ? "," : "", keys[i].name);
+		format_value(&sb, cfg, &keys[i]);
+	}
+	return sb.n;
+}

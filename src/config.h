@@ -1,0 +1,54 @@
+/*
+ * The configuration of a memory system: parsed from "key=value,..." strings,
+ * printed back in full.  Each key is a row of the table in config.c.
+ */
+#ifndef ZA_CONFIG_H
+#define ZA_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZA_MAX_ZONES       4
+#define ZA_MAX_NODES       64
+#define ZA_MAX_CPUS        4096
+#define ZA_MAX_ORDER_LIMIT 14
+#define ZA_ZONE_NAME_MAX   16
+#define ZA_AUTO            (-1)   /* an integer key left to be computed */
+
+struct za_zone_spec {
+	char name[ZA_ZONE_NAME_MAX];
+	uint64_t bytes;               /* 0: the rest of the node */
+};
+
+struct za_config {
+	uint64_t memory;
+	int64_t nodes;
+	int nr_zones;
+	struct za_zone_spec zones[ZA_MAX_ZONES];
+	int64_t cpus;                 /* ZA_AUTO: the machine's */
+	int64_t max_order;
+	int64_t pcp_high_order;
+	int64_t bulkfree_outside_lock;
+	int64_t watermark_scale_factor;
+	int64_t min_free_kbytes;      /* ZA_AUTO: 4 * sqrt(lowmem KiB) */
+	int64_t lowmem_reserve_ratio[ZA_MAX_ZONES];   /* ZA_AUTO: by zone name */
+	int64_t lock_stats;
+	int64_t debug;
+	int64_t hugepages;
+	int64_t populate;
+};
+
+void za_config_defaults(struct za_config *cfg);
+
+/* Applies str over cfg.  On error returns -1, errno EINVAL, and sets the
+ * thread's last error to a message naming the key. */
+int za_config_parse(struct za_config *cfg, const char *str);
+
+/* Every key=value, in table order.  Returns the length (snprintf-like). */
+size_t za_config_format(const struct za_config *cfg, char *buf, size_t len);
+
+/* Sets the calling thread's last error (see za_last_error()). */
+void za_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* ZA_CONFIG_H */

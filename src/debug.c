@@ -1,0 +1,156 @@
+/*
+ * Error reporting and the invariant checker.
+ */
+#include "mmzone.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+static _Thread_local __attribute__((tls_model("initial-exec"))) char last_error[256];
+
+void za_set_last_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+}
+
+const char *za_last_error(void)
+{
+	return last_error;
+}
+
+/* One line, "zonealloc: ...", to the system's handler or stderr. */
+void za_report_error(struct za_mm *mm, const char *fmt, ...)
+{
+	char msg[sizeof(last_error)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	za_set_last_error("%s", msg);
+	if (mm->error_fn)
+		mm->error_fn(msg, mm->error_ctx);
+	else
+		fprintf(stderr, "zonealloc: %s\n", msg);
+}
+
+/* ------------------------------------------------------------------------
+ * za_verify
+ * ------------------------------------------------------------------------ */
+#define VERIFY(mm, cond, ...)                                   \
+	do {                                                    \
+		if (!(cond)) {                                  \
+			za_report_error((mm), "verify: " __VA_ARGS__); \
+			return -1;                              \
+		}                                               \
+	} while (0)
+
+static int verify_free_block(struct za_zone *z, struct za_page *page, unsigned int order)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long pfn = page_to_pfn(mm, page);
+	VERIFY(mm, pfn >= z->start_pfn && pfn + (1UL << order) <= z->start_pfn + z->nr_pages,
+	       "zone %s: free block pfn %lu order %u outside the zone", z->name, pfn, order);
+	VERIFY(mm, !(pfn & ((1UL << order) - 1)),
+	       "zone %s: free block pfn %lu not aligned to order %u", z->name, pfn, order);
+	VERIFY(mm, page_flags(page) == PG_buddy && page->order == order,
+	       "zone %s: pfn %lu on the order-%u list has flags %#x order %u",
+	       z->name, pfn, order, page_flags(page), page->order);
+	if (order < mm->max_order) {
+		struct za_page *buddy = pfn_to_page(mm, pfn ^ (1UL << order));
+		VERIFY(mm, !(page_flags(buddy) & PG_buddy) || buddy->order != order,
+		       "zone %s: buddies pfn %lu and %lu both free at order %u",
+		       z->name, pfn, pfn ^ (1UL << order), order);
+	}
+	return 0;
+}
+
+static int verify_buddy(struct za_zone *z)
+{
+	long pages = 0;
+	for (unsigned int o = 0; o <= z->mm->max_order; o++) {
+		unsigned long blocks = 0;
+		for (int mt = 0; mt < MT_TYPES; mt++) {
+			struct za_list *head = &z->free_area[o].free_list[mt];
+			for (struct za_list *l = head->next; l != head; l = l->next, blocks++)
+				if (verify_free_block(z, container_of(l, struct za_page, lru), o))
+					return -1;
+		}
+		VERIFY(z->mm, blocks == load_relaxed(&z->free_area[o].nr_free),
+		       "zone %s: order %u has %lu blocks but nr_free %lu", z->name, o, blocks,
+		       load_relaxed(&z->free_area[o].nr_free));
+		pages += (long)(blocks << o);
+	}
+	VERIFY(z->mm, pages == load_relaxed(&z->nr_free_pages),
+	       "zone %s: %ld pages in the lists but nr_free_pages %ld", z->name, pages,
+	       load_relaxed(&z->nr_free_pages));
+	return 0;
+}
+
+static int verify_pcp(struct za_zone *z, int cpu)
+{
+	struct za_mm *mm = z->mm;
+	struct za_pcp *pcp = &z->pcp[cpu];
+	int pages = 0;
+	for (unsigned int i = 0; i < NR_PCP_LISTS; i++) {
+		unsigned int order = pindex_to_order(i);
+		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next) {
+			struct za_page *page = container_of(l, struct za_page, lru);
+			unsigned long pfn = page_to_pfn(mm, page);
+			VERIFY(mm, page_flags(page) == PG_pcp && page->order == order &&
+				   pfn_zone(mm, pfn) == z && !(pfn & ((1UL << order) - 1)),
+			       "zone %s cpu %d: pfn %lu on the order-%u list has flags %#x order %u",
+			       z->name, cpu, pfn, order, page_flags(page), page->order);
+			pages += 1 << order;
+		}
+	}
+	VERIFY(mm, pages == load_relaxed(&pcp->count),
+	       "zone %s cpu %d: %d pages listed but count %d", z->name, cpu, pages,
+	       load_relaxed(&pcp->count));
+	return 0;
+}
+
+/* Pages inside a block (not its head) never carry state. */
+static int verify_descriptors(struct za_zone *z)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long pfn = z->start_pfn, end = z->start_pfn + z->nr_pages;
+	while (pfn < end) {
+		struct za_page *head = pfn_to_page(mm, pfn);
+		unsigned long span = page_flags(head) ? 1UL << head->order : 1;
+		for (unsigned long i = 1; i < span; i++)
+			VERIFY(mm, !page_flags(pfn_to_page(mm, pfn + i)),
+			       "zone %s: pfn %lu inside the block at pfn %lu has flags %#x",
+			       z->name, pfn + i, pfn, page_flags(pfn_to_page(mm, pfn + i)));
+		pfn += span;
+	}
+	return 0;
+}
+
+int za_verify(za_mm_t *mm)
+{
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
+			za_trylock_wait(&z->pcp[cpu].lock);
+			int r = verify_pcp(z, cpu);
+			za_tryunlock(&z->pcp[cpu].lock);
+			if (r)
+				goto fail;
+		}
+		zone_lock_quiet(z);
+		int r = verify_buddy(z);
+		if (!r)
+			r = verify_descriptors(z);
+		zone_unlock_quiet(z);
+		if (r)
+			goto fail;
+	}
+	return 0;
+fail:
+	errno = EINVAL;
+	return -1;
+}

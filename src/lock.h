@@ -1,0 +1,60 @@
+/*
+ * Locks.
+ *
+ * za_lock_t is the zone lock (and later the slab list_lock): a spinlock that
+ * spins briefly and then sleeps on a futex, because in user space the holder
+ * can be preempted and more threads than CPUs is the normal case.  States:
+ * 0 free, 1 held, 2 held with (possible) sleepers.
+ *
+ * za_trylock_t is the per-CPU lock of the kernel's pcp_spin_trylock: the fast
+ * paths only ever try it and fall back to the zone when it is busy (another
+ * thread on the same CPU, or a remote drain), so it never has sleepers and
+ * is released with a plain store.
+ */
+#ifndef ZA_LOCK_H
+#define ZA_LOCK_H
+
+#include "platform.h"
+#include <sched.h>
+
+typedef struct { _Atomic uint32_t word; } za_lock_t;
+
+static inline bool za_lock_try(za_lock_t *l)
+{
+	uint32_t expect = 0;
+	return atomic_compare_exchange_strong_explicit(&l->word, &expect, 1,
+			memory_order_acquire, memory_order_relaxed);
+}
+
+void za_lock_slow(za_lock_t *l);
+
+static inline void za_unlock(za_lock_t *l)
+{
+	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
+		za_futex_wake(&l->word, 1);
+}
+
+typedef struct { _Atomic uint8_t held; } za_trylock_t;
+
+static inline bool za_trylock(za_trylock_t *l)
+{
+	return !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
+}
+
+static inline void za_tryunlock(za_trylock_t *l)
+{
+	atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* For the rare callers that must have the per-CPU lock (drains). */
+static inline void za_trylock_wait(za_trylock_t *l)
+{
+	for (int spins = 0; !za_trylock(l); spins++) {
+		if (spins < 64)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+#endif /* ZA_LOCK_H */

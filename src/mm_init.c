@@ -1,0 +1,319 @@
+/*
+ * Creating and destroying a memory system: the layout of nodes and zones in
+ * the arena, the metadata arrays, the zonelists, and the small accessors of
+ * the public API.
+ *
+ * Creation touches no page descriptor except the head of each max-order
+ * block: an all-zero descriptor is a valid "inside a block" descriptor, and
+ * the descriptor array is reserved like the arena, so a system the size of
+ * the machine's memory starts in microseconds and costs what it uses.
+ */
+#include "arena.h"
+#include "mmzone.h"
+#include "percpu.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int layout_error(const char *key, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	za_set_last_error("config: key '%s': %s", key, msg);
+	errno = EINVAL;
+	return -1;
+}
+
+/*
+ * Resolves "auto" values and rounds sizes to whole max-order blocks, so
+ * that every zone starts and ends on a block boundary and a buddy is always
+ * in its block's zone.
+ */
+static int resolve_layout(struct za_config *cfg)
+{
+	uint64_t block = PAGE_SIZE << cfg->max_order;
+	uint64_t node_bytes = cfg->memory / (uint64_t)cfg->nodes / block * block;
+	uint64_t sum = 0;
+	struct za_zone_spec *last = &cfg->zones[cfg->nr_zones - 1];
+
+	if (cfg->cpus == ZA_AUTO)
+		cfg->cpus = machine_nr_cpus();
+	if (node_bytes < block * (uint64_t)cfg->nr_zones)
+		return layout_error("memory", "%llu bytes leave a zone of some node smaller than one "
+				    "max-order block (%llu bytes)",
+				    (unsigned long long)cfg->memory, (unsigned long long)block);
+	for (int i = 0; i < cfg->nr_zones; i++) {
+		struct za_zone_spec *zs = &cfg->zones[i];
+		if (!zs->bytes)
+			continue;
+		zs->bytes = zs->bytes / block * block;
+		if (!zs->bytes)
+			return layout_error("zones", "zone %s is smaller than one max-order block",
+					    zs->name);
+		sum += zs->bytes;
+	}
+	if (last->bytes ? sum != node_bytes : sum + block > node_bytes)
+		return layout_error("zones", "zone sizes add up to %lluM but each node has %lluM",
+				    (unsigned long long)(sum >> 20),
+				    (unsigned long long)(node_bytes >> 20));
+	cfg->memory = node_bytes * (uint64_t)cfg->nodes;
+	return 0;
+}
+
+/* Metadata comes from the OS in a few arrays, remembered for destroy. */
+static void *meta_alloc(struct za_mm *mm, size_t size)
+{
+	void *p = za_os_alloc(size);
+	if (p) {
+		mm->meta[mm->nr_meta].ptr = p;
+		mm->meta[mm->nr_meta].size = size;
+		mm->nr_meta++;
+	}
+	return p;
+}
+
+static void init_zone(struct za_mm *mm, struct za_zone *z, int node, int idx,
+		      unsigned long start_pfn, unsigned long nr_pages, struct za_pcp *pcp)
+{
+	z->mm = mm;
+	z->node = node;
+	z->idx = idx;
+	z->id = node * mm->nr_zones + idx;
+	z->name = mm->cfg.zones[idx].name;
+	z->start_pfn = start_pfn;
+	z->nr_pages = nr_pages;
+	z->pcp = pcp;
+	for (unsigned int o = 0; o <= mm->max_order; o++)
+		for (int mt = 0; mt < MT_TYPES; mt++)
+			list_init(&z->free_area[o].free_list[mt]);
+	mm->zone_by_id[z->id] = z;
+	for (unsigned long pfn = start_pfn; pfn < start_pfn + nr_pages; pfn += 1UL << mm->max_order) {
+		mm->block_zone[pfn >> mm->max_order] = (uint8_t)z->id;
+		buddy_add_initial_block(z, pfn);
+	}
+}
+
+/* Each node's fallback order: its own zones highest first, then the next
+ * nodes' (fake NUMA has no distances: the next node is the nearest). */
+static void build_zonelists(struct za_mm *mm, struct za_zone **lists)
+{
+	int per_list = mm->nr_nodes * mm->nr_zones + 1;
+	for (int n = 0; n < mm->nr_nodes; n++) {
+		struct za_zone **all = lists + (2 * n) * per_list;
+		struct za_zone **local = lists + (2 * n + 1) * per_list;
+		int k = 0;
+		for (int d = 0; d < mm->nr_nodes; d++)
+			for (int i = mm->nr_zones - 1; i >= 0; i--)
+				all[k++] = &mm->nodes[(n + d) % mm->nr_nodes].zones[i];
+		memcpy(local, all, sizeof(*all) * (size_t)mm->nr_zones);
+		mm->zonelists[2 * n] = all;
+		mm->zonelists[2 * n + 1] = local;
+	}
+}
+
+static int init_layout(struct za_mm *mm)
+{
+	const struct za_config *cfg = &mm->cfg;
+	mm->max_order = (unsigned int)cfg->max_order;
+	mm->pageblock_order = mm->max_order < PAGEBLOCK_ORDER_DEFAULT ? mm->max_order
+								     : PAGEBLOCK_ORDER_DEFAULT;
+	mm->nr_nodes = (int)cfg->nodes;
+	mm->nr_zones = cfg->nr_zones;
+	mm->nr_cpus = (int)cfg->cpus;
+	mm->rseq_cpu_offset = rseq_cpu_id_offset();
+	mm->pcp_high_order = cfg->pcp_high_order;
+	mm->bulkfree_outside_lock = cfg->bulkfree_outside_lock;
+	mm->lock_stats = cfg->lock_stats;
+	mm->debug = cfg->debug;
+
+	if (arena_reserve(mm, cfg->memory >> PAGE_SHIFT, mm->max_order))
+		return -1;
+	int nr_zones = mm->nr_nodes * mm->nr_zones;
+	size_t pageblocks = (mm->nr_pages >> mm->pageblock_order) + 1;
+	mm->pages = meta_alloc(mm, mm->nr_pages * sizeof(struct za_page));
+	mm->pageblock_mt = meta_alloc(mm, pageblocks);
+	mm->block_zone = meta_alloc(mm, (mm->nr_pages >> mm->max_order) + 1);
+	mm->nodes = meta_alloc(mm, sizeof(struct za_node) * (size_t)mm->nr_nodes);
+	mm->zone_by_id = meta_alloc(mm, sizeof(struct za_zone *) * (size_t)nr_zones);
+	mm->cpu_node = meta_alloc(mm, sizeof(int) * (size_t)mm->nr_cpus);
+	struct za_zone **lists = meta_alloc(mm, sizeof(struct za_zone *) * 2 *
+						(size_t)mm->nr_nodes * (size_t)(nr_zones + 1));
+	mm->zonelists = meta_alloc(mm, sizeof(struct za_zone **) * 2 * (size_t)mm->nr_nodes);
+	struct za_pcp *pcp = meta_alloc(mm, sizeof(struct za_pcp) * (size_t)nr_zones *
+					      (size_t)mm->nr_cpus);
+	if (!mm->pages || !mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
+	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp) {
+		errno = ENOMEM;
+		return -1;
+	}
+
+	/* Every pageblock starts movable, as at boot. */
+	memset((void *)mm->pageblock_mt, MT_MOVABLE, pageblocks);
+	unsigned long pfn = 0;
+	for (int n = 0; n < mm->nr_nodes; n++) {
+		mm->nodes[n].id = n;
+		unsigned long node_end = pfn + (cfg->memory / (uint64_t)cfg->nodes >> PAGE_SHIFT);
+		for (int i = 0; i < mm->nr_zones; i++) {
+			uint64_t bytes = cfg->zones[i].bytes;
+			unsigned long pages = bytes ? bytes >> PAGE_SHIFT : node_end - pfn;
+			init_zone(mm, &mm->nodes[n].zones[i], n, i, pfn, pages,
+				  pcp + (size_t)(n * mm->nr_zones + i) * (size_t)mm->nr_cpus);
+			pfn += pages;
+		}
+	}
+	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+		mm->cpu_node[cpu] = machine_cpu_to_node(cpu, mm->nr_nodes);
+	build_zonelists(mm, lists);
+	setup_zone_watermarks(mm);
+	for (int id = 0; id < nr_zones; id++)
+		pcp_init(mm->zone_by_id[id], mm->nr_cpus);
+	return 0;
+}
+
+static void free_mm(struct za_mm *mm)
+{
+	arena_release(mm);
+	for (int i = mm->nr_meta - 1; i >= 0; i--)
+		za_os_free(mm->meta[i].ptr, mm->meta[i].size);
+	za_os_free(mm, sizeof(*mm));
+}
+
+static int parse_config(struct za_config *cfg, const char *config)
+{
+	za_config_defaults(cfg);
+	if (za_config_parse(cfg, config))
+		return -1;
+	const char *env = getenv("ZA_CONFIG");
+	if (env && za_config_parse(cfg, env)) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%s", za_last_error());
+		za_set_last_error("ZA_CONFIG: %s", msg);
+		return -1;
+	}
+	return resolve_layout(cfg);
+}
+
+za_mm_t *za_mm_create(const char *config)
+{
+	struct za_config cfg;
+	if (parse_config(&cfg, config))
+		return NULL;
+	struct za_mm *mm = za_os_alloc(sizeof(*mm));
+	if (!mm) {
+		za_set_last_error("za_mm_create: out of memory for the system's metadata");
+		errno = ENOMEM;
+		return NULL;
+	}
+	mm->cfg = cfg;
+	if (init_layout(mm)) {
+		int err = errno;
+		za_set_last_error("za_mm_create: cannot reserve %llu bytes of arena and metadata",
+				  (unsigned long long)cfg.memory);
+		free_mm(mm);
+		errno = err;
+		return NULL;
+	}
+	size_t len = za_config_format(&mm->cfg, NULL, 0) + 1;
+	if (!(mm->config_string = meta_alloc(mm, len))) {
+		free_mm(mm);
+		errno = ENOMEM;
+		return NULL;
+	}
+	za_config_format(&mm->cfg, mm->config_string, len);
+	return mm;
+}
+
+long za_mm_destroy(za_mm_t *mm)
+{
+	if (!mm)
+		return 0;
+	za_drain_all_pages(mm);
+	long leaked = (long)mm->nr_pages;
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
+		leaked -= load_relaxed(&mm->zone_by_id[id]->nr_free_pages);
+	if (leaked && mm->debug)
+		za_report_error(mm, "za_mm_destroy: %ld pages (%ld KiB) still allocated",
+				leaked, leaked << (PAGE_SHIFT - 10));
+	free_mm(mm);
+	return leaked;
+}
+
+const char *za_mm_config_string(const za_mm_t *mm)
+{
+	return mm->config_string;
+}
+
+void za_mm_set_error_handler(za_mm_t *mm, za_error_fn fn, void *ctx)
+{
+	mm->error_ctx = ctx;
+	mm->error_fn = fn;
+}
+
+void za_drain_pages(za_mm_t *mm, int cpu)
+{
+	if (cpu >= mm->nr_cpus) {
+		errno = EINVAL;
+		return;
+	}
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
+		for (int c = cpu < 0 ? 0 : cpu; c < (cpu < 0 ? mm->nr_cpus : cpu + 1); c++)
+			pcp_drain_cpu(mm->zone_by_id[id], c);
+}
+
+void za_drain_all_pages(za_mm_t *mm)
+{
+	za_drain_pages(mm, -1);
+}
+
+/* ------------------------------------------------------------------------
+ * Conversions and topology
+ * ------------------------------------------------------------------------ */
+za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr)
+{
+	return addr_in_arena(mm, addr) ? pfn_to_page(mm, virt_to_pfn(mm, addr)) : NULL;
+}
+
+void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page)
+{
+	return pfn_to_virt(mm, page_to_pfn(mm, page));
+}
+
+unsigned long za_page_to_pfn(const za_mm_t *mm, const za_page_t *page)
+{
+	return page_to_pfn(mm, page);
+}
+
+za_page_t *za_pfn_to_page(const za_mm_t *mm, unsigned long pfn)
+{
+	return pfn < mm->nr_pages ? pfn_to_page(mm, pfn) : NULL;
+}
+
+int za_nr_nodes(const za_mm_t *mm) { return mm->nr_nodes; }
+int za_nr_zones(const za_mm_t *mm) { return mm->nr_zones; }
+int za_nr_cpus(const za_mm_t *mm) { return mm->nr_cpus; }
+int za_current_cpu(const za_mm_t *mm) { return this_cpu(mm); }
+
+const char *za_zone_name(const za_mm_t *mm, int zone)
+{
+	return zone >= 0 && zone < mm->nr_zones ? mm->cfg.zones[zone].name : NULL;
+}
+
+int za_cpu_to_node(const za_mm_t *mm, int cpu)
+{
+	return cpu >= 0 && cpu < mm->nr_cpus ? mm->cpu_node[cpu] : -1;
+}
+
+int za_page_to_nid(const za_mm_t *mm, const za_page_t *page)
+{
+	return pfn_zone(mm, page_to_pfn(mm, page))->node;
+}
+
+int za_page_zone(const za_mm_t *mm, const za_page_t *page)
+{
+	return pfn_zone(mm, page_to_pfn(mm, page))->idx;
+}

@@ -1,0 +1,307 @@
+/*
+ * The shared types of the page allocator: page descriptors, zones, per-CPU
+ * page sets, nodes and the memory system (the kernel's mmzone.h and
+ * mm_types.h in one small header).
+ */
+#ifndef ZA_MMZONE_H
+#define ZA_MMZONE_H
+
+#include "zonealloc.h"
+#include "config.h"
+#include "lock.h"
+#include "platform.h"
+#include "vmstat.h"
+
+#define PAGE_SHIFT ZA_PAGE_SHIFT
+#define PAGE_SIZE  ZA_PAGE_SIZE
+
+/* Orders above this are "costly": never cached per CPU (the kernel's
+ * PAGE_ALLOC_COSTLY_ORDER). */
+#define PCP_MAX_ORDER 3
+#define PAGEBLOCK_ORDER_DEFAULT 9
+
+enum za_migratetype {
+	MT_UNMOVABLE,
+	MT_MOVABLE,
+	MT_RECLAIMABLE,
+	MT_TYPES
+};
+
+/*
+ * Seed 000's list layout: one order-0 list per migratetype, then one list per
+ * order 1..3 shared by all migratetypes.  With pcp_high_order=0 only the
+ * first MT_TYPES lists are used.
+ */
+#define NR_PCP_LISTS (MT_TYPES + PCP_MAX_ORDER)
+
+static inline unsigned int order_to_pindex(int mt, unsigned int order)
+{
+	return order == 0 ? (unsigned int)mt : MT_TYPES + order - 1;
+}
+
+static inline unsigned int pindex_to_order(unsigned int pindex)
+{
+	return pindex < MT_TYPES ? 0 : pindex - MT_TYPES + 1;
+}
+
+/* ------------------------------------------------------------------------
+ * Intrusive doubly linked lists
+ * ------------------------------------------------------------------------ */
+struct za_list {
+	struct za_list *next, *prev;
+};
+
+static inline void list_init(struct za_list *h) { h->next = h->prev = h; }
+static inline bool list_empty(const struct za_list *h) { return h->next == h; }
+
+static inline void list_insert(struct za_list *n, struct za_list *prev, struct za_list *next)
+{
+	next->prev = n;
+	n->next = next;
+	n->prev = prev;
+	prev->next = n;
+}
+
+static inline void list_add(struct za_list *n, struct za_list *h) { list_insert(n, h, h->next); }
+static inline void list_add_tail(struct za_list *n, struct za_list *h) { list_insert(n, h->prev, h); }
+
+static inline void list_del(struct za_list *n)
+{
+	n->next->prev = n->prev;
+	n->prev->next = n->next;
+}
+
+#define container_of(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
+
+/* ------------------------------------------------------------------------
+ * Page descriptors
+ *
+ * Only the head page of a block carries state; the other pages of the block
+ * keep flags 0.  A descriptor that was never used is all zero, which is why
+ * creating a system does not need to touch the descriptor array.
+ * ------------------------------------------------------------------------ */
+enum {
+	PG_buddy = 1u << 0,    /* head of a free block in the buddy lists */
+	PG_pcp   = 1u << 1,    /* head of a free block on a per-CPU list */
+	PG_alloc = 1u << 2,    /* head of an allocated block */
+};
+
+struct za_page {
+	/* Atomic because the buddy merge of one CPU reads the flags of a
+	 * neighbouring block that another CPU may be freeing; PG_buddy itself
+	 * only changes under the zone lock. */
+	_Atomic uint32_t flags;
+	uint8_t order;          /* order of the block this page heads */
+	_Atomic uint8_t mt;     /* migratetype it was allocated or freed with */
+	uint8_t zone;           /* global zone id (node * nr_zones + index) */
+	struct za_list lru;     /* buddy free list or per-CPU list */
+	unsigned long private;  /* free for the owner of an allocated block */
+};
+
+_Static_assert(sizeof(struct za_page) <= 64, "a page descriptor must fit a cache line");
+
+static inline uint32_t page_flags(const struct za_page *p) { return load_relaxed(&p->flags); }
+static inline void set_page_flags(struct za_page *p, uint32_t f) { store_relaxed(&p->flags, f); }
+static inline int page_mt(const struct za_page *p) { return load_relaxed(&p->mt); }
+static inline void set_page_mt(struct za_page *p, int mt) { store_relaxed(&p->mt, (uint8_t)mt); }
+
+/* ------------------------------------------------------------------------
+ * Per-CPU page sets: one per (zone, CPU), on its own cache lines.
+ * ------------------------------------------------------------------------ */
+struct za_pcp {
+	za_trylock_t lock;
+	_Atomic int count;              /* pages (not blocks) on all lists */
+	int high;                       /* free down to count - batch above this */
+	int batch;                      /* refill / drain unit, in pages */
+	struct za_list lists[NR_PCP_LISTS];
+	struct za_events stat;
+} __attribute__((aligned(ZA_CACHELINE)));
+
+/* ------------------------------------------------------------------------
+ * Zones
+ * ------------------------------------------------------------------------ */
+enum za_wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
+
+struct za_free_area {
+	struct za_list free_list[MT_TYPES];
+	_Atomic unsigned long nr_free;  /* blocks of this order, every type */
+};
+
+struct za_zone {
+	/* Read-mostly after creation. */
+	struct za_mm *mm;
+	struct za_pcp *pcp;             /* [mm->nr_cpus] */
+	unsigned long start_pfn;
+	unsigned long nr_pages;         /* spanned == present == managed */
+	unsigned long wmark[NR_WMARK];
+	unsigned long lowmem_reserve[ZA_MAX_ZONES];
+	int node, idx, id;              /* idx within the node, id = node * nr_zones + idx */
+	const char *name;
+
+	/* Written under the lock. */
+	za_lock_t lock __attribute__((aligned(ZA_CACHELINE)));
+	_Atomic long nr_free_pages;     /* pages in the buddy lists */
+	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
+	struct za_events stat;
+} __attribute__((aligned(ZA_CACHELINE)));
+
+struct za_node {
+	int id;
+	struct za_zone zones[ZA_MAX_ZONES];
+};
+
+/* ------------------------------------------------------------------------
+ * The memory system
+ * ------------------------------------------------------------------------ */
+struct za_mm {
+	/* Hot, read-only after creation. */
+	char *base;                     /* arena start, aligned to the largest block */
+	unsigned long nr_pages;
+	struct za_page *pages;          /* descriptor array, [nr_pages] */
+	_Atomic uint8_t *pageblock_mt;  /* migratetype per pageblock */
+	uint8_t *block_zone;            /* zone id per max-order block */
+	struct za_zone **zone_by_id;
+	int *cpu_node;                  /* [nr_cpus] */
+	/* Per node, two NULL-terminated fallback lists: [2n] this node's zones
+	 * highest first, then the other nodes' by distance; [2n+1] this node's
+	 * zones only (ZA_GFP_THISNODE). */
+	struct za_zone ***zonelists;
+	unsigned int max_order, pageblock_order;
+	int nr_nodes, nr_zones, nr_cpus;
+	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id, 0 without rseq */
+	bool pcp_high_order, bulkfree_outside_lock, lock_stats, debug;
+	struct za_node *nodes;
+
+	struct za_config cfg;
+	char *config_string;
+	void *map_base;                 /* what was reserved, for munmap */
+	size_t map_len;
+	struct { void *ptr; size_t size; } meta[12];   /* metadata arrays */
+	int nr_meta;
+	za_error_fn error_fn;
+	void *error_ctx;
+
+	struct za_events stat __attribute__((aligned(ZA_CACHELINE)));
+};
+
+/* ------------------------------------------------------------------------
+ * Conversions
+ * ------------------------------------------------------------------------ */
+static inline unsigned long page_to_pfn(const struct za_mm *mm, const struct za_page *p)
+{
+	return (unsigned long)(p - mm->pages);
+}
+
+static inline struct za_page *pfn_to_page(const struct za_mm *mm, unsigned long pfn)
+{
+	return &mm->pages[pfn];
+}
+
+static inline void *pfn_to_virt(const struct za_mm *mm, unsigned long pfn)
+{
+	return mm->base + (pfn << PAGE_SHIFT);
+}
+
+static inline bool addr_in_arena(const struct za_mm *mm, const void *addr)
+{
+	return (uintptr_t)addr - (uintptr_t)mm->base < (mm->nr_pages << PAGE_SHIFT);
+}
+
+static inline unsigned long virt_to_pfn(const struct za_mm *mm, const void *addr)
+{
+	return ((uintptr_t)addr - (uintptr_t)mm->base) >> PAGE_SHIFT;
+}
+
+static inline struct za_zone *pfn_zone(const struct za_mm *mm, unsigned long pfn)
+{
+	return mm->zone_by_id[mm->block_zone[pfn >> mm->max_order]];
+}
+
+static inline int pageblock_mt(const struct za_mm *mm, unsigned long pfn)
+{
+	return load_relaxed(&mm->pageblock_mt[pfn >> mm->pageblock_order]);
+}
+
+static inline void set_pageblock_mt(struct za_mm *mm, unsigned long pfn, int mt)
+{
+	store_relaxed(&mm->pageblock_mt[pfn >> mm->pageblock_order], (uint8_t)mt);
+}
+
+/* ------------------------------------------------------------------------
+ * Zone lock, with the counters that explain contention: acquisitions,
+ * contended acquisitions, time waited and time held (cycles), the hold also
+ * charged to its cause (refill, bulk free, or the generic hold only).
+ * ------------------------------------------------------------------------ */
+static inline uint64_t zone_lock(struct za_zone *z)
+{
+	bool timing = z->mm->lock_stats;
+	if (unlikely(!za_lock_try(&z->lock))) {
+		uint64_t t0 = timing ? za_cycles() : 0;
+		za_lock_slow(&z->lock);
+		ev_add(&z->stat, EV_ZONE_LOCK_CONTENDED, 1);
+		if (timing)
+			ev_add(&z->stat, EV_ZONE_LOCK_WAIT, za_cycles() - t0);
+	}
+	ev_add(&z->stat, EV_ZONE_LOCK_ACQUIRE, 1);
+	return timing ? za_cycles() : 0;
+}
+
+/*
+ * Releases the lock taken at t0.  cause, if not NO_CAUSE, is the event that
+ * also accumulates this hold (EV_PCP_REFILL_HOLD, EV_PCP_BULKFREE_HOLD);
+ * bulk frees also keep their longest hold.
+ */
+#define NO_CAUSE (-1)
+static inline void zone_unlock(struct za_zone *z, uint64_t t0, int cause)
+{
+	if (z->mm->lock_stats) {
+		uint64_t held = za_cycles() - t0;
+		ev_add(&z->stat, EV_ZONE_LOCK_HOLD, held);
+		if (cause != NO_CAUSE)
+			ev_add(&z->stat, (enum za_event)cause, held);
+		if (cause == EV_PCP_BULKFREE_HOLD)
+			ev_max(&z->stat, EV_PCP_BULKFREE_HOLD_MAX, held);
+	}
+	za_unlock(&z->lock);
+}
+
+/* For inspection (reports, verification): takes the lock without counting,
+ * so that looking does not change what is measured. */
+static inline void zone_lock_quiet(struct za_zone *z)
+{
+	if (!za_lock_try(&z->lock))
+		za_lock_slow(&z->lock);
+}
+
+static inline void zone_unlock_quiet(struct za_zone *z)
+{
+	za_unlock(&z->lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Interfaces between the files
+ * ------------------------------------------------------------------------ */
+/* buddy.c — all under the zone lock */
+struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt);
+void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt);
+void buddy_add_initial_block(struct za_zone *z, unsigned long pfn);
+const char *migratetype_name(int mt);
+
+/* pcp.c (the hit paths are in pcp.h) */
+void pcp_init(struct za_zone *z, int nr_cpus);
+void pcp_drain_cpu(struct za_zone *z, int cpu);
+static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
+{
+	return order == 0 || (order <= PCP_MAX_ORDER && mm->pcp_high_order);
+}
+
+/* page_alloc.c */
+void setup_zone_watermarks(struct za_mm *mm);
+
+
+/* debug.c */
+void za_report_error(struct za_mm *mm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* percpu.h has the CPU lookup; mm_init.c the system's layout. */
+
+#endif /* ZA_MMZONE_H */

@@ -1,0 +1,345 @@
+/*
+ * The page allocator's entry points: watermarks, the zonelist walk (fast
+ * path at the low watermark, slow path at the min watermark), and the free
+ * path with its checks.
+ */
+#include "mmzone.h"
+#include "pcp.h"
+#include "percpu.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#define ZA_GFP_ZONE_MASK  0x7u
+#define ZA_GFP_VALID_MASK 0xffu
+
+/* ------------------------------------------------------------------------
+ * Watermarks
+ * ------------------------------------------------------------------------ */
+static unsigned long int_sqrt(unsigned long x)
+{
+	unsigned long r = 0;
+	for (unsigned long bit = 1UL << (sizeof(long) * 8 - 2); bit; bit >>= 2) {
+		if (x >= r + bit) {
+			x -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+	}
+	return r;
+}
+
+/* The kernel's default lowmem_reserve_ratio by zone name: DMA and DMA32 are
+ * protected by 1/256 of the memory above them, Normal by 1/32. */
+static int64_t default_reserve_ratio(const char *name)
+{
+	if (!strcasecmp(name, "Normal"))
+		return 32;
+	if (!strcasecmp(name, "HighMem") || !strcasecmp(name, "Movable"))
+		return 0;
+	return 256;
+}
+
+/*
+ * min_free_kbytes = 4 * sqrt(lowmem KiB), clamped to [128 KiB, 256 MiB],
+ * split across zones by size into their min watermarks; low and high sit
+ * max(min/4, managed * watermark_scale_factor / 10000) above the previous
+ * mark.  lowmem_reserve[j] of zone i is the memory of zones i+1..j of the
+ * node divided by zone i's ratio: what a request that could have used a
+ * higher zone must leave behind in this one.
+ */
+void setup_zone_watermarks(struct za_mm *mm)
+{
+	struct za_config *cfg = &mm->cfg;
+	unsigned long lowmem = mm->nr_pages;
+
+	if (cfg->min_free_kbytes == ZA_AUTO) {
+		unsigned long kb = int_sqrt((lowmem << (PAGE_SHIFT - 10)) * 16);
+		cfg->min_free_kbytes = kb < 128 ? 128 : kb > 262144 ? 262144 : (int64_t)kb;
+	}
+	if (cfg->lowmem_reserve_ratio[0] == ZA_AUTO)
+		for (int i = 0; i < mm->nr_zones; i++)
+			cfg->lowmem_reserve_ratio[i] = default_reserve_ratio(cfg->zones[i].name);
+
+	unsigned long pages_min = (unsigned long)cfg->min_free_kbytes >> (PAGE_SHIFT - 10);
+	for (int n = 0; n < mm->nr_nodes; n++) {
+		struct za_zone *zones = mm->nodes[n].zones;
+		for (int i = 0; i < mm->nr_zones; i++) {
+			struct za_zone *z = &zones[i];
+			unsigned long tmp = (unsigned long)((unsigned __int128)pages_min * z->nr_pages / lowmem);
+			unsigned long gap = z->nr_pages * (unsigned long)cfg->watermark_scale_factor / 10000;
+			if (gap < tmp / 4)
+				gap = tmp / 4;
+			z->wmark[WMARK_MIN] = tmp;
+			z->wmark[WMARK_LOW] = tmp + gap;
+			z->wmark[WMARK_HIGH] = tmp + 2 * gap;
+
+			unsigned long above = 0;
+			int64_t ratio = cfg->lowmem_reserve_ratio[i];
+			for (int j = 0; j < mm->nr_zones; j++) {
+				if (j > i)
+					above += zones[j].nr_pages;
+				z->lowmem_reserve[j] = j > i && ratio ? above / (unsigned long)ratio : 0;
+			}
+		}
+	}
+}
+
+/*
+ * Would the zone still have more than `mark` free pages (plus the reserve
+ * protecting it from requests that could use a higher zone) after this
+ * allocation?  For order > 0 a block of at least that order must also be
+ * free.  Lockless: a snapshot is good enough, as in the kernel.
+ */
+static inline __attribute__((always_inline)) bool
+zone_watermark_ok(const struct za_zone *z, unsigned int order, unsigned long mark, int highest_zone)
+{
+	long free = load_relaxed(&z->nr_free_pages) - ((1L << order) - 1);
+	if (free <= (long)(mark + z->lowmem_reserve[highest_zone]))
+		return false;
+	if (!order)
+		return true;
+	for (unsigned int o = order; o <= z->mm->max_order; o++)
+		if (load_relaxed(&z->free_area[o].nr_free))
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Allocation
+ * ------------------------------------------------------------------------ */
+struct alloc_context {
+	struct za_zone **zonelist;
+	int highest_zone;
+	int mt;
+	int cpu;
+	unsigned int order;
+};
+
+static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int mt,
+				     bool pcp_busy)
+{
+	uint64_t t0 = zone_lock(z);
+	struct za_page *page = buddy_rmqueue(z, order, mt);
+	if (page) {
+		page->order = (uint8_t)order;
+		page->zone = (uint8_t)z->id;
+		set_page_mt(page, mt);
+		set_page_flags(page, PG_alloc);
+		ev_add(&z->stat, EV_PGALLOC, 1UL << order);
+	}
+	if (pcp_busy)
+		ev_add(&z->stat, EV_PCP_TRYLOCK_FAIL, 1);
+	zone_unlock(z, t0, NO_CAUSE);
+	return page;
+}
+
+static inline __attribute__((always_inline)) struct za_page *
+rmqueue(struct za_zone *z, const struct alloc_context *ac)
+{
+	struct za_page *page;
+	bool pcp = pcp_allowed_order(z->mm, ac->order);
+	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, &page))
+		return page;
+	return rmqueue_buddy(z, ac->order, ac->mt, pcp);
+}
+
+static inline __attribute__((always_inline)) struct za_page *
+get_page_from_freelist(const struct alloc_context *ac, enum za_wmark wm)
+{
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
+		struct za_zone *z = *zp;
+		if (z->idx > ac->highest_zone)
+			continue;
+		if (!zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone)) {
+			ev_add_atomic(&z->stat, EV_WMARK_FAIL, 1);
+			continue;
+		}
+		struct za_page *page = rmqueue(z, ac);
+		if (page)
+			return page;
+	}
+	return NULL;
+}
+
+static void drain_zonelist(struct za_mm *mm, const struct alloc_context *ac)
+{
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++)
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+			pcp_drain_cpu(*zp, cpu);
+}
+
+/*
+ * The slow path: retry at the min watermark; a caller that may wait then
+ * gets the pages cached on every CPU's lists back into the buddy lists (the
+ * kernel drains them after direct reclaim) and one more try.  Reclaim will
+ * slot in here.
+ */
+static __attribute__((noinline)) struct za_page *
+alloc_slowpath(struct za_mm *mm, const struct alloc_context *ac, za_gfp_t gfp)
+{
+	ev_add_atomic(&mm->stat, EV_ALLOC_SLOWPATH, 1);
+	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN);
+	if (!page && !(gfp & ZA_GFP_NOWAIT)) {
+		drain_zonelist(mm, ac);
+		page = get_page_from_freelist(ac, WMARK_MIN);
+	}
+	if (!page) {
+		ev_add_atomic(&mm->stat, EV_ALLOC_FAIL, 1);
+		za_set_last_error("out of memory: no zone could satisfy an order-%u allocation",
+				  ac->order);
+		errno = ENOMEM;
+	}
+	return page;
+}
+
+static int gfp_migratetype(za_gfp_t gfp)
+{
+	if (gfp & ZA_GFP_MOVABLE)
+		return MT_MOVABLE;
+	return gfp & ZA_GFP_RECLAIMABLE ? MT_RECLAIMABLE : MT_UNMOVABLE;
+}
+
+static int gfp_highest_zone(const struct za_mm *mm, za_gfp_t gfp)
+{
+	int limit = (int)(gfp & ZA_GFP_ZONE_MASK) - 1;
+	return limit < 0 || limit >= mm->nr_zones ? mm->nr_zones - 1 : limit;
+}
+
+static bool request_ok(const struct za_mm *mm, int nid, za_gfp_t gfp, unsigned int order)
+{
+	const za_gfp_t both = ZA_GFP_MOVABLE | ZA_GFP_RECLAIMABLE;
+	return order <= mm->max_order && !(gfp & ~ZA_GFP_VALID_MASK) &&
+	       (gfp & both) != both && nid < mm->nr_nodes;
+}
+
+static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int nid,
+						    za_gfp_t gfp, unsigned int order)
+{
+	if (order > mm->max_order)
+		za_set_last_error("za_alloc_pages: order %u above max_order %u", order, mm->max_order);
+	else if (nid >= mm->nr_nodes)
+		za_set_last_error("za_alloc_pages: no node %d (the system has %d)", nid, mm->nr_nodes);
+	else
+		za_set_last_error("za_alloc_pages: invalid gfp flags %#x", gfp);
+	errno = EINVAL;
+	return NULL;
+}
+
+static inline __attribute__((always_inline)) void *
+alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
+{
+	if (unlikely(!request_ok(mm, nid, gfp, order)))
+		return bad_request(mm, nid, gfp, order);
+
+	int cpu = this_cpu(mm);
+	int node = nid < 0 ? mm->cpu_node[cpu] : nid;
+	struct alloc_context ac = {
+		.zonelist = mm->zonelists[2 * node + !!(gfp & ZA_GFP_THISNODE)],
+		.highest_zone = gfp_highest_zone(mm, gfp),
+		.mt = gfp_migratetype(gfp),
+		.cpu = cpu,
+		.order = order,
+	};
+	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW);
+	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
+		return NULL;
+	void *addr = pfn_to_virt(mm, page_to_pfn(mm, page));
+	if (gfp & ZA_GFP_ZERO)
+		memset(addr, 0, PAGE_SIZE << order);
+	return addr;
+}
+
+void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
+{
+	return alloc_pages(mm, nid, gfp, order);
+}
+
+void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order)
+{
+	return alloc_pages(mm, -1, gfp, order);
+}
+
+/* ------------------------------------------------------------------------
+ * Freeing
+ * ------------------------------------------------------------------------ */
+static int bad_free(struct za_mm *mm, const void *addr, unsigned int order, const char *why)
+{
+	ev_add_atomic(&mm->stat, EV_BAD_FREE, 1);
+	za_report_error(mm, "za_free_pages(%p, order %u): %s", addr, order, why);
+	errno = EINVAL;
+	return -1;
+}
+
+/* debug=1: no page inside the block may head a block of its own. */
+static const char *check_block_body(const struct za_mm *mm, unsigned long pfn, unsigned int order)
+{
+	for (unsigned long i = 1; i < 1UL << order; i++) {
+		uint32_t f = page_flags(pfn_to_page(mm, pfn + i));
+		if (f & (PG_buddy | PG_pcp))
+			return "part of the block is already free (overlapping or double free)";
+		if (f & PG_alloc)
+			return "the block overlaps another allocated block (wrong order?)";
+	}
+	return NULL;
+}
+
+static const char *why_not_allocated(uint32_t flags)
+{
+	if (flags & PG_buddy)
+		return "double free (the block is already in the buddy lists)";
+	if (flags & PG_pcp)
+		return "double free (the block is already on a per-CPU list)";
+	return "not the start of an allocated block";
+}
+
+/*
+ * The checks cost nothing on the fast path: the descriptor is read anyway
+ * to link the block into a list.  Default mode reads and then writes the
+ * flags, so two threads freeing the same block at the same instant can
+ * both pass; debug=1 claims the block with an atomic exchange instead,
+ * which catches that race too.
+ */
+int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
+{
+	if (unlikely(!addr_in_arena(mm, addr)))
+		return bad_free(mm, addr, order, "address outside the arena");
+	if (unlikely(order > mm->max_order))
+		return bad_free(mm, addr, order, "order above max_order");
+	unsigned long pfn = virt_to_pfn(mm, addr);
+	if (unlikely((uintptr_t)addr & (PAGE_SIZE - 1)))
+		return bad_free(mm, addr, order, "not the start of an allocated block");
+
+	struct za_page *page = pfn_to_page(mm, pfn);
+	uint32_t flags = page_flags(page);
+	if (unlikely(!(flags & PG_alloc)))
+		return bad_free(mm, addr, order, why_not_allocated(flags));
+	if (unlikely(page->order != order)) {
+		char why[80];
+		snprintf(why, sizeof(why), "freed with order %u, allocated with order %u",
+			 order, page->order);
+		return bad_free(mm, addr, order, why);
+	}
+	if (unlikely(mm->debug)) {
+		const char *why = check_block_body(mm, pfn, order);
+		if (why)
+			return bad_free(mm, addr, order, why);
+		flags = atomic_exchange_explicit(&page->flags, 0, memory_order_relaxed);
+		if (!(flags & PG_alloc))
+			return bad_free(mm, addr, order, why_not_allocated(flags));
+	}
+
+	struct za_zone *z = mm->zone_by_id[page->zone];
+	bool pcp = pcp_allowed_order(mm, order);
+	if (likely(pcp) && pcp_free(z, this_cpu(mm), page, order))
+		return 0;
+	uint64_t t0 = zone_lock(z);
+	buddy_free(z, page, order, pageblock_mt(mm, pfn));
+	ev_add(&z->stat, EV_PGFREE, 1UL << order);
+	if (pcp)
+		ev_add(&z->stat, EV_PCP_TRYLOCK_FAIL, 1);
+	zone_unlock(z, t0, NO_CAUSE);
+	return 0;
+}

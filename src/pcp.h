@@ -1,0 +1,75 @@
+/*
+ * The hit paths of the per-CPU page lists, inlined into the allocator's
+ * entry points: one trylock on a CPU-local line, one list operation, one
+ * counter (pgalloc/pgfree and the hits are derived from the per-order
+ * counts when read).  Misses and overflows call into pcp.c.
+ */
+#ifndef ZA_PCP_H
+#define ZA_PCP_H
+
+#include "mmzone.h"
+
+void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
+		struct za_list *list);
+void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp);
+
+static inline int pcp_count(const struct za_pcp *pcp)
+{
+	return load_relaxed(&pcp->count);
+}
+
+static inline void pcp_add_count(struct za_pcp *pcp, int n)
+{
+	store_relaxed(&pcp->count, load_relaxed(&pcp->count) + n);
+}
+
+/*
+ * Returns false, doing nothing, when the CPU's lists are busy (another
+ * thread on the same CPU, or a drain): the caller then uses the buddy
+ * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
+ * the block, or NULL if the zone has none of this order, in *out.
+ */
+static inline bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
+			     struct za_page **out)
+{
+	struct za_pcp *pcp = &z->pcp[cpu];
+	if (unlikely(!za_trylock(&pcp->lock)))
+		return false;
+
+	struct za_list *list = &pcp->lists[order_to_pindex(mt, order)];
+	struct za_page *page = NULL;
+	if (unlikely(list_empty(list)))
+		pcp_refill(z, pcp, order, mt, list);
+	if (likely(!list_empty(list))) {
+		page = container_of(list->next, struct za_page, lru);
+		list_del(&page->lru);
+		pcp_add_count(pcp, -(1 << order));
+		set_page_mt(page, mt);
+		set_page_flags(page, PG_alloc);
+		ev_add(&pcp->stat, EV_PCP_ALLOC + order, 1);
+	}
+	za_tryunlock(&pcp->lock);
+	*out = page;
+	return true;
+}
+
+/* As pcp_alloc: false when busy. */
+static inline bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
+{
+	struct za_pcp *pcp = &z->pcp[cpu];
+	if (unlikely(!za_trylock(&pcp->lock)))
+		return false;
+
+	int mt = pageblock_mt(z->mm, page_to_pfn(z->mm, page));
+	set_page_mt(page, mt);
+	set_page_flags(page, PG_pcp);
+	list_add(&page->lru, &pcp->lists[order_to_pindex(mt, order)]);
+	pcp_add_count(pcp, 1 << order);
+	ev_add(&pcp->stat, EV_PCP_FREE + order, 1);
+	if (unlikely(pcp_count(pcp) >= pcp->high))
+		pcp_free_batch(z, pcp);
+	za_tryunlock(&pcp->lock);
+	return true;
+}
+
+#endif /* ZA_PCP_H */

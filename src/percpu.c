@@ -1,0 +1,109 @@
+/*
+ * CPU numbering and topology.  No stdio or malloc here: the malloc front end
+ * creates its memory system before malloc works.
+ */
+#include "percpu.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#if __has_include(<sys/rseq.h>) && (defined(__x86_64__) || defined(__aarch64__))
+#include <sys/rseq.h>
+
+long rseq_cpu_id_offset(void)
+{
+	if (__rseq_size == 0)
+		return 0;
+	/* Registration can fail for a thread; then cpu_id stays negative and
+	 * this_cpu() falls back per call. */
+	return (long)__rseq_offset + (long)offsetof(struct rseq, cpu_id);
+}
+#else
+long rseq_cpu_id_offset(void)
+{
+	return 0;
+}
+#endif
+
+/* No rseq, a CPU beyond the configured ones, or a thread whose rseq
+ * registration failed. */
+int this_cpu_slow(const struct za_mm *mm)
+{
+	int cpu = -1;
+	if (mm->rseq_cpu_offset)
+		cpu = *(const volatile int *)(thread_pointer() + mm->rseq_cpu_offset);
+	if (cpu < 0)
+		cpu = sched_getcpu();
+	return cpu < 0 ? 0 : cpu % mm->nr_cpus;
+}
+
+int machine_nr_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	return n < 1 ? 1 : n > ZA_MAX_CPUS ? ZA_MAX_CPUS : (int)n;
+}
+
+/* Reads a small sysfs file into buf; returns its length or -1. */
+static int read_small_file(const char *path, char *buf, int len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, (size_t)len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return (int)n;
+}
+
+/* Does a cpulist such as "0-3,8,10-11" contain cpu? */
+static bool cpulist_has(const char *s, int cpu)
+{
+	while (*s >= '0' && *s <= '9') {
+		int lo = 0, hi;
+		while (*s >= '0' && *s <= '9')
+			lo = lo * 10 + (*s++ - '0');
+		hi = lo;
+		if (*s == '-') {
+			hi = 0;
+			for (s++; *s >= '0' && *s <= '9'; s++)
+				hi = hi * 10 + (*s - '0');
+		}
+		if (cpu >= lo && cpu <= hi)
+			return true;
+		if (*s == ',')
+			s++;
+	}
+	return false;
+}
+
+static bool machine_has_exactly_nodes(int nr_nodes)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", nr_nodes - 1);
+	if (access(path, F_OK))
+		return false;
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", nr_nodes);
+	return access(path, F_OK) != 0;
+}
+
+/*
+ * Fake NUMA assigns CPUs to nodes round-robin.  When the machine really has
+ * as many nodes as configured (and more than one), its topology is used,
+ * read from the same sysfs files libnuma reads.
+ */
+int machine_cpu_to_node(int cpu, int nr_nodes)
+{
+	if (nr_nodes > 1 && machine_has_exactly_nodes(nr_nodes)) {
+		char path[64], list[1024];
+		for (int node = 0; node < nr_nodes; node++) {
+			snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+			if (read_small_file(path, list, sizeof(list)) > 0 && cpulist_has(list, cpu))
+				return node;
+		}
+	}
+	return cpu % nr_nodes;
+}

@@ -1,0 +1,50 @@
+/*
+ * Which CPU the calling thread runs on.
+ *
+ * glibc (2.35+) registers a restartable-sequences area for every thread, in
+ * which the kernel keeps cpu_id current.  The memory system caches where
+ * that field sits relative to the thread pointer, so reading the CPU is two
+ * loads, no system call.  Without rseq, sched_getcpu() (a vDSO call) is the
+ * fallback.  The answer may be stale the moment it is read: callers use it
+ * only to pick a per-CPU structure, which they then lock, so a migration
+ * costs locality, never correctness.
+ */
+#ifndef ZA_PERCPU_H
+#define ZA_PERCPU_H
+
+#include "mmzone.h"
+
+/* The offset of cpu_id from the thread pointer, or 0 if rseq is not in use. */
+long rseq_cpu_id_offset(void);
+int this_cpu_slow(const struct za_mm *mm);
+
+static inline char *thread_pointer(void)
+{
+#if defined(__x86_64__)
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+#elif defined(__aarch64__)
+	return __builtin_thread_pointer();
+#else
+	return NULL;
+#endif
+}
+
+/* The system's index of the current CPU (configurations with fewer CPUs
+ * than the machine fold the machine's CPUs onto theirs). */
+static inline int this_cpu(const struct za_mm *mm)
+{
+	if (likely(mm->rseq_cpu_offset)) {
+		unsigned int cpu = *(const volatile unsigned int *)(thread_pointer() + mm->rseq_cpu_offset);
+		if (likely(cpu < (unsigned int)mm->nr_cpus))
+			return (int)cpu;
+	}
+	return this_cpu_slow(mm);
+}
+
+/* CPU topology. */
+int machine_nr_cpus(void);
+int machine_cpu_to_node(int cpu, int nr_nodes);
+
+#endif /* ZA_PERCPU_H */

@@ -1,0 +1,78 @@
+/*
+ * The platform layer: compiler hints, relaxed counters, the cycle counter,
+ * futexes and the OS memory primitives.  Everything machine-specific lives
+ * here or in arena.c/percpu.c.
+ */
+#ifndef ZA_PLATFORM_H
+#define ZA_PLATFORM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define ZA_CACHELINE 64
+#define za_cacheline_aligned _Alignas(ZA_CACHELINE)
+#define ZA_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define relaxed memory_order_relaxed
+#define load_relaxed(p)      atomic_load_explicit((p), memory_order_relaxed)
+#define store_relaxed(p, v)  atomic_store_explicit((p), (v), memory_order_relaxed)
+
+/*
+ * A counter written only by whoever holds the lock that owns it, read
+ * locklessly by folding code.  A relaxed load and store (no read-modify-write
+ * instruction) is all the writer needs.
+ */
+typedef _Atomic uint64_t za_counter_t;
+
+static inline void counter_add(za_counter_t *c, uint64_t n)
+{
+	store_relaxed(c, load_relaxed(c) + n);
+}
+
+/* A counter bumped from anywhere, without a lock: only for rare events. */
+static inline void counter_add_atomic(za_counter_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+uint64_t za_cycles_fallback(void);   /* nanoseconds, where there is no cycle counter */
+
+/* A cheap, monotonic-enough cycle counter for lock hold times. */
+static inline uint64_t za_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return za_cycles_fallback();
+#endif
+}
+
+/* Nanoseconds per 2^32 cycles, calibrated once per process. */
+uint64_t za_cycles_to_ns(uint64_t cycles);
+
+void za_futex_wait(_Atomic uint32_t *addr, uint32_t val);
+void za_futex_wake(_Atomic uint32_t *addr, int nr);
+
+/* OS memory (arena.c).  Metadata never comes from malloc: the malloc front
+ * end is built on this library and must not recurse into itself. */
+void *za_os_alloc(size_t size);            /* zeroed, page aligned, or NULL */
+void za_os_free(void *p, size_t size);
+
+#endif /* ZA_PLATFORM_H */

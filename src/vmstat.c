@@ -1,0 +1,377 @@
+/*
+ * Counters (folded from their per-CPU, per-zone and global parts on read)
+ * and the kernel-format text reports.
+ */
+#include "mmzone.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct event_info {
+	const char *name;
+	bool is_max;        /* fold by maximum, not sum */
+	bool cycles;        /* stored in cycles, read in ns */
+};
+
+static const struct event_info event_info[NR_EVENTS] = {
+	[EV_PGALLOC] = { .name = "pgalloc" },
+	[EV_PGFREE] = { .name = "pgfree" },
+	[EV_PCP_ALLOC + 0] = { .name = "pcp_alloc_order0" },
+	[EV_PCP_ALLOC + 1] = { .name = "pcp_alloc_order1" },
+	[EV_PCP_ALLOC + 2] = { .name = "pcp_alloc_order2" },
+	[EV_PCP_ALLOC + 3] = { .name = "pcp_alloc_order3" },
+	[EV_PCP_ALLOC_MISS + 0] = { .name = "pcp_alloc_miss_order0" },
+	[EV_PCP_ALLOC_MISS + 1] = { .name = "pcp_alloc_miss_order1" },
+	[EV_PCP_ALLOC_MISS + 2] = { .name = "pcp_alloc_miss_order2" },
+	[EV_PCP_ALLOC_MISS + 3] = { .name = "pcp_alloc_miss_order3" },
+	[EV_PCP_FREE + 0] = { .name = "pcp_free_order0" },
+	[EV_PCP_FREE + 1] = { .name = "pcp_free_order1" },
+	[EV_PCP_FREE + 2] = { .name = "pcp_free_order2" },
+	[EV_PCP_FREE + 3] = { .name = "pcp_free_order3" },
+	[EV_PCP_REFILL] = { .name = "pcp_refill" },
+	[EV_PCP_REFILL_PAGES] = { .name = "pcp_refill_pages" },
+	[EV_PCP_REFILL_HOLD] = { .name = "pcp_refill_hold_ns", .cycles = true },
+	[EV_PCP_BULKFREE] = { .name = "pcp_bulkfree" },
+	[EV_PCP_BULKFREE_PAGES] = { .name = "pcp_bulkfree_pages" },
+	[EV_PCP_BULKFREE_HOLD] = { .name = "pcp_bulkfree_hold_ns", .cycles = true },
+	[EV_PCP_BULKFREE_HOLD_MAX] = { .name = "pcp_bulkfree_hold_max_ns", .is_max = true, .cycles = true },
+	[EV_PCP_DRAIN] = { .name = "pcp_drain" },
+	[EV_PCP_TRYLOCK_FAIL] = { .name = "pcp_trylock_fail" },
+	[EV_ZONE_LOCK_ACQUIRE] = { .name = "zone_lock_acquire" },
+	[EV_ZONE_LOCK_CONTENDED] = { .name = "zone_lock_contended" },
+	[EV_ZONE_LOCK_HOLD] = { .name = "zone_lock_hold_ns", .cycles = true },
+	[EV_ZONE_LOCK_WAIT] = { .name = "zone_lock_wait_ns", .cycles = true },
+	[EV_BUDDY_SPLIT] = { .name = "buddy_split" },
+	[EV_BUDDY_MERGE] = { .name = "buddy_merge" },
+	[EV_PGFALLBACK] = { .name = "pgfallback" },
+	[EV_PAGEBLOCK_CLAIM] = { .name = "pageblock_claim" },
+	[EV_WMARK_FAIL] = { .name = "wmark_fail" },
+	[EV_ALLOC_SLOWPATH] = { .name = "alloc_slowpath" },
+	[EV_ALLOC_FAIL] = { .name = "alloc_fail" },
+	[EV_BAD_FREE] = { .name = "bad_free" },
+};
+
+/* Gauges: current state rather than events. */
+enum gauge {
+	G_NR_FREE_PAGES,
+	G_NR_PCP_PAGES,
+	G_NR_MANAGED_PAGES,
+	G_NR_ALLOCATED_PAGES,
+	G_NR_MIXED_PAGEBLOCKS,
+	G_PCP_ALLOC_HIT,             /* + order 0..3: served without a refill */
+	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
+	NR_GAUGES = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1
+};
+
+static const char *const gauge_fixed_names[] = {
+	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
+	"nr_mixed_pageblocks", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
+	"pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
+};
+
+static const char *gauge_name(int g)
+{
+	static const char *const order_names[] = {
+		"nr_free_blocks_order0", "nr_free_blocks_order1", "nr_free_blocks_order2",
+		"nr_free_blocks_order3", "nr_free_blocks_order4", "nr_free_blocks_order5",
+		"nr_free_blocks_order6", "nr_free_blocks_order7", "nr_free_blocks_order8",
+		"nr_free_blocks_order9", "nr_free_blocks_order10", "nr_free_blocks_order11",
+		"nr_free_blocks_order12", "nr_free_blocks_order13", "nr_free_blocks_order14",
+	};
+	_Static_assert(ZA_ARRAY_SIZE(order_names) == ZA_MAX_ORDER_LIMIT + 1, "one name per order");
+	return g < G_NR_FREE_BLOCKS ? gauge_fixed_names[g] : order_names[g - G_NR_FREE_BLOCKS];
+}
+
+/* ------------------------------------------------------------------------
+ * Folding
+ * ------------------------------------------------------------------------ */
+static uint64_t fold(uint64_t acc, uint64_t v, enum za_event item)
+{
+	return event_info[item].is_max ? (v > acc ? v : acc) : acc + v;
+}
+
+static uint64_t zone_event_raw(const struct za_zone *z, enum za_event item)
+{
+	uint64_t v = load_relaxed(&z->stat.ev[item]);
+	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
+		v = fold(v, load_relaxed(&z->pcp[cpu].stat.ev[item]), item);
+	return v;
+}
+
+/* The fast paths count blocks by order only; pages follow from them. */
+static uint64_t zone_event(const struct za_zone *z, enum za_event item)
+{
+	uint64_t v = zone_event_raw(z, item);
+	if (item == EV_PGALLOC || item == EV_PGFREE)
+		for (unsigned int o = 0; o <= PCP_MAX_ORDER; o++)
+			v += zone_event_raw(z, (item == EV_PGALLOC ? EV_PCP_ALLOC : EV_PCP_FREE) + o) << o;
+	return v;
+}
+
+static int nr_all_zones(const struct za_mm *mm)
+{
+	return mm->nr_nodes * mm->nr_zones;
+}
+
+/* zone_idx < 0: every zone plus the global part. */
+static uint64_t event_value(const struct za_mm *mm, enum za_event item, int zone_idx)
+{
+	uint64_t v = zone_idx < 0 ? load_relaxed(&mm->stat.ev[item]) : 0;
+	for (int id = 0; id < nr_all_zones(mm); id++)
+		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
+			v = fold(v, zone_event(mm->zone_by_id[id], item), item);
+	return event_info[item].cycles ? za_cycles_to_ns(v) : v;
+}
+
+static long pcp_pages(const struct za_zone *z)
+{
+	long n = 0;
+	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
+		n += load_relaxed(&z->pcp[cpu].count);
+	return n;
+}
+
+/* Does any block in the pageblock belong to another migratetype? */
+static bool pageblock_is_mixed(const struct za_mm *mm, unsigned long start)
+{
+	int mt = pageblock_mt(mm, start);
+	unsigned long pfn = start, end = start + (1UL << mm->pageblock_order);
+	while (pfn < end) {
+		const struct za_page *p = pfn_to_page(mm, pfn);
+		uint32_t f = page_flags(p);
+		if ((f & (PG_alloc | PG_pcp)) && page_mt(p) != mt)
+			return true;
+		pfn += f ? 1UL << p->order : 1;
+	}
+	return false;
+}
+
+static long mixed_pageblocks(const struct za_zone *z, int mt)
+{
+	const struct za_mm *mm = z->mm;
+	long n = 0;
+	unsigned long step = 1UL << mm->pageblock_order;
+	for (unsigned long pfn = z->start_pfn; pfn < z->start_pfn + z->nr_pages; pfn += step)
+		if ((mt < 0 || pageblock_mt(mm, pfn) == mt) && pageblock_is_mixed(mm, pfn))
+			n++;
+	return n;
+}
+
+static long zone_gauge(const struct za_zone *z, enum gauge g)
+{
+	switch (g) {
+	case G_NR_FREE_PAGES:
+		return load_relaxed(&z->nr_free_pages);
+	case G_NR_PCP_PAGES:
+		return pcp_pages(z);
+	case G_NR_MANAGED_PAGES:
+		return (long)z->nr_pages;
+	case G_NR_ALLOCATED_PAGES:
+		return (long)z->nr_pages - load_relaxed(&z->nr_free_pages) - pcp_pages(z);
+	case G_NR_MIXED_PAGEBLOCKS:
+		return mixed_pageblocks(z, -1);
+	default:
+		break;
+	}
+	if (g < G_NR_FREE_BLOCKS) {
+		enum za_event o = (enum za_event)(g - G_PCP_ALLOC_HIT);
+		return (long)(zone_event(z, EV_PCP_ALLOC + o) - zone_event(z, EV_PCP_ALLOC_MISS + o));
+	}
+	unsigned int order = (unsigned int)(g - G_NR_FREE_BLOCKS);
+	return order <= z->mm->max_order ? (long)load_relaxed(&z->free_area[order].nr_free) : 0;
+}
+
+static long gauge_value(const struct za_mm *mm, enum gauge g, int zone_idx)
+{
+	long v = 0;
+	for (int id = 0; id < nr_all_zones(mm); id++)
+		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
+			v += zone_gauge(mm->zone_by_id[id], g);
+	return v;
+}
+
+/* ------------------------------------------------------------------------
+ * Lookup by name
+ * ------------------------------------------------------------------------ */
+int za_stat_count(void)
+{
+	return NR_EVENTS + NR_GAUGES;
+}
+
+const char *za_stat_name(int i)
+{
+	if (i < 0 || i >= za_stat_count())
+		return NULL;
+	return i < NR_EVENTS ? event_info[i].name : gauge_name(i - NR_EVENTS);
+}
+
+static long long stat_value(const struct za_mm *mm, int i, int zone_idx)
+{
+	return i < NR_EVENTS ? (long long)event_value(mm, (enum za_event)i, zone_idx)
+			     : gauge_value(mm, (enum gauge)(i - NR_EVENTS), zone_idx);
+}
+
+static int find_stat(const char *name, size_t len)
+{
+	for (int i = 0; i < za_stat_count(); i++)
+		if (strlen(za_stat_name(i)) == len && !strncmp(za_stat_name(i), name, len))
+			return i;
+	return -1;
+}
+
+long long za_stat(const za_mm_t *mm, const char *name)
+{
+	size_t len = strlen(name);
+	int i = find_stat(name, len);
+	if (i >= 0)
+		return stat_value(mm, i, -1);
+	/* "<counter>_<Zone>" */
+	for (int zi = 0; zi < mm->nr_zones; zi++) {
+		const char *zn = mm->cfg.zones[zi].name;
+		size_t zl = strlen(zn);
+		if (len > zl + 1 && name[len - zl - 1] == '_' && !strcmp(name + len - zl, zn) &&
+		    (i = find_stat(name, len - zl - 1)) >= 0)
+			return stat_value(mm, i, zi);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+int za_stat_all(const za_mm_t *mm, long long *vals, int n)
+{
+	int count = za_stat_count() < n ? za_stat_count() : n;
+	for (int i = 0; i < count; i++)
+		vals[i] = stat_value(mm, i, -1);
+	return count;
+}
+
+/* ------------------------------------------------------------------------
+ * Reports, in the kernel's /proc formats
+ * ------------------------------------------------------------------------ */
+static void report_buddyinfo(struct za_mm *mm, FILE *out)
+{
+	for (int id = 0; id < nr_all_zones(mm); id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		fprintf(out, "Node %d, zone %8s ", z->node, z->name);
+		for (unsigned int o = 0; o <= mm->max_order; o++)
+			fprintf(out, "%6lu ", load_relaxed(&z->free_area[o].nr_free));
+		fputc('\n', out);
+	}
+}
+
+static void report_zoneinfo(struct za_mm *mm, FILE *out)
+{
+	for (int id = 0; id < nr_all_zones(mm); id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		fprintf(out, "Node %d, zone %8s\n", z->node, z->name);
+		fprintf(out, "  pages free     %ld\n", load_relaxed(&z->nr_free_pages));
+		fprintf(out, "        boost    0\n");
+		fprintf(out, "        min      %lu\n", z->wmark[WMARK_MIN]);
+		fprintf(out, "        low      %lu\n", z->wmark[WMARK_LOW]);
+		fprintf(out, "        high     %lu\n", z->wmark[WMARK_HIGH]);
+		fprintf(out, "        spanned  %lu\n", z->nr_pages);
+		fprintf(out, "        present  %lu\n", z->nr_pages);
+		fprintf(out, "        managed  %lu\n", z->nr_pages);
+		fprintf(out, "        protection: (");
+		for (int j = 0; j < mm->nr_zones; j++)
+			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
+		fprintf(out, ")\n");
+		for (int g = 0; g < G_PCP_ALLOC_HIT; g++)
+			fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
+		for (int e = 0; e < NR_EVENTS; e++) {
+			uint64_t v = zone_event(z, (enum za_event)e);
+			fprintf(out, "      %-24s %llu\n", event_info[e].name,
+				(unsigned long long)(event_info[e].cycles ? za_cycles_to_ns(v) : v));
+		}
+		fprintf(out, "  pagesets\n");
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
+			const struct za_pcp *pcp = &z->pcp[cpu];
+			fprintf(out, "    cpu: %d\n", cpu);
+			fprintf(out, "              count: %d\n", load_relaxed(&pcp->count));
+			fprintf(out, "              high:  %d\n", pcp->high);
+			fprintf(out, "              batch: %d\n", pcp->batch);
+		}
+	}
+}
+
+static void report_vmstat(struct za_mm *mm, FILE *out)
+{
+	for (int i = 0; i < za_stat_count(); i++)
+		fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1));
+	for (int zi = 0; zi < mm->nr_zones; zi++)
+		fprintf(out, "pgalloc_%s %lld\n", mm->cfg.zones[zi].name,
+			stat_value(mm, EV_PGALLOC, zi));
+}
+
+static unsigned long list_length(const struct za_list *head)
+{
+	unsigned long n = 0;
+	for (const struct za_list *l = head->next; l != head; l = l->next)
+		n++;
+	return n;
+}
+
+static void report_pagetypeinfo(struct za_mm *mm, FILE *out)
+{
+	fprintf(out, "Page block order: %u\nPages per block:  %lu\n\n", mm->pageblock_order,
+		1UL << mm->pageblock_order);
+	fprintf(out, "%-43s ", "Free pages count per migrate type at order");
+	for (unsigned int o = 0; o <= mm->max_order; o++)
+		fprintf(out, "%6u ", o);
+	fputc('\n', out);
+	for (int id = 0; id < nr_all_zones(mm); id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		zone_lock_quiet(z);
+		for (int mt = 0; mt < MT_TYPES; mt++) {
+			fprintf(out, "Node %4d, zone %8s, type %12s ", z->node, z->name,
+				migratetype_name(mt));
+			for (unsigned int o = 0; o <= mm->max_order; o++)
+				fprintf(out, "%6lu ", list_length(&z->free_area[o].free_list[mt]));
+			fputc('\n', out);
+		}
+		zone_unlock_quiet(z);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		fprintf(out, "\n%-23s", pass ? "Number of mixed blocks " : "Number of blocks type ");
+		for (int mt = 0; mt < MT_TYPES; mt++)
+			fprintf(out, "%12s ", migratetype_name(mt));
+		fputc('\n', out);
+		for (int id = 0; id < nr_all_zones(mm); id++) {
+			struct za_zone *z = mm->zone_by_id[id];
+			fprintf(out, "Node %d, zone %8s ", z->node, z->name);
+			for (int mt = 0; mt < MT_TYPES; mt++) {
+				long n = 0;
+				if (pass)
+					n = mixed_pageblocks(z, mt);
+				else
+					for (unsigned long pfn = z->start_pfn; pfn < z->start_pfn + z->nr_pages;
+					     pfn += 1UL << mm->pageblock_order)
+						n += pageblock_mt(mm, pfn) == mt;
+				fprintf(out, "%12ld ", n);
+			}
+			fputc('\n', out);
+		}
+	}
+}
+
+int za_report(za_mm_t *mm, const char *what, FILE *out)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(struct za_mm *, FILE *);
+	} reports[] = {
+		{ "buddyinfo", report_buddyinfo },
+		{ "zoneinfo", report_zoneinfo },
+		{ "vmstat", report_vmstat },
+		{ "pagetypeinfo", report_pagetypeinfo },
+	};
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(reports); i++) {
+		if (!strcmp(what, reports[i].name)) {
+			reports[i].fn(mm, out);
+			return 0;
+		}
+	}
+	za_set_last_error("za_report: unknown report '%s'", what);
+	errno = EINVAL;
+	return -1;
+}

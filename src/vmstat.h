@@ -1,0 +1,71 @@
+/*
+ * Event counters (the kernel's vm_event_item).
+ *
+ * Each counter lives in up to three places, chosen by who may write it
+ * without an atomic instruction:
+ *   - a CPU's per-CPU page set, written under that set's trylock;
+ *   - a zone, written under the zone lock;
+ *   - the memory system, bumped atomically (rare events only).
+ * Reading folds all of them.  Counters ending in _ns are kept in cycles and
+ * converted on read.
+ */
+#ifndef ZA_VMSTAT_H
+#define ZA_VMSTAT_H
+
+#include "platform.h"
+
+enum za_event {
+	/* per zone; reading adds the per-CPU lists' share, counted by order below */
+	EV_PGALLOC,                 /* pages allocated */
+	EV_PGFREE,                  /* pages freed */
+	/* per-CPU, + order 0..3 */
+	EV_PCP_ALLOC,               /* allocations served by the lists */
+	EV_PCP_ALLOC_MISS = EV_PCP_ALLOC + 4,   /* ... of which had to refill first */
+	EV_PCP_FREE = EV_PCP_ALLOC_MISS + 4,
+	/* per zone */
+	EV_PCP_REFILL = EV_PCP_FREE + 4,
+	EV_PCP_REFILL_PAGES,
+	EV_PCP_REFILL_HOLD,
+	EV_PCP_BULKFREE,
+	EV_PCP_BULKFREE_PAGES,
+	EV_PCP_BULKFREE_HOLD,
+	EV_PCP_BULKFREE_HOLD_MAX,
+	EV_PCP_DRAIN,
+	EV_PCP_TRYLOCK_FAIL,
+	EV_ZONE_LOCK_ACQUIRE,
+	EV_ZONE_LOCK_CONTENDED,
+	EV_ZONE_LOCK_HOLD,
+	EV_ZONE_LOCK_WAIT,
+	EV_BUDDY_SPLIT,
+	EV_BUDDY_MERGE,
+	EV_PGFALLBACK,
+	EV_PAGEBLOCK_CLAIM,
+	/* memory system, atomic */
+	EV_WMARK_FAIL,
+	EV_ALLOC_SLOWPATH,
+	EV_ALLOC_FAIL,
+	EV_BAD_FREE,
+	NR_EVENTS
+};
+
+struct za_events {
+	za_counter_t ev[NR_EVENTS];
+};
+
+static inline void ev_add(struct za_events *e, enum za_event item, uint64_t n)
+{
+	counter_add(&e->ev[item], n);
+}
+
+static inline void ev_max(struct za_events *e, enum za_event item, uint64_t v)
+{
+	if (v > load_relaxed(&e->ev[item]))
+		store_relaxed(&e->ev[item], v);
+}
+
+static inline void ev_add_atomic(struct za_events *e, enum za_event item, uint64_t n)
+{
+	counter_add_atomic(&e->ev[item], n);
+}
+
+#endif /* ZA_VMSTAT_H */

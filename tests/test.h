@@ -1,0 +1,105 @@
+/*
+ * A minimal test harness: CHECK macros that print the failing expression
+ * with its values and exit non-zero, and helpers shared by the tests.
+ */
+#ifndef ZA_TEST_H
+#define ZA_TEST_H
+
+#include "zonealloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                              \
+	do {                                                                        \
+		long long a_ = (long long)(a), b_ = (long long)(b);                 \
+		if (a_ != b_) {                                                     \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", \
+				__FILE__, __LINE__, #a, #b, a_, b_);                \
+			exit(1);                                                    \
+		}                                                                   \
+	} while (0)
+
+#define CHECK_STR_HAS(s, sub)                                                       \
+	do {                                                                        \
+		const char *s_ = (s);                                               \
+		if (!s_ || !strstr(s_, (sub))) {                                    \
+			fprintf(stderr, "%s:%d: '%s' does not contain '%s'\n",      \
+				__FILE__, __LINE__, s_ ? s_ : "(null)", (sub));     \
+			exit(1);                                                    \
+		}                                                                   \
+	} while (0)
+
+/* Creates a system or fails the test with the library's message. */
+static inline za_mm_t *test_mm(const char *config)
+{
+	za_mm_t *mm = za_mm_create(config);
+	if (!mm) {
+		fprintf(stderr, "za_mm_create(\"%s\"): %s\n", config, za_last_error());
+		exit(1);
+	}
+	return mm;
+}
+
+/* Collects run-time error reports instead of printing them. */
+struct captured {
+	int count;
+	char last[256];
+};
+
+static inline void capture_error(const char *msg, void *ctx)
+{
+	struct captured *c = ctx;
+	c->count++;
+	snprintf(c->last, sizeof(c->last), "%s", msg);
+}
+
+/* Every page accounted for: free + per-CPU + what the test holds = total. */
+static inline void check_accounting(za_mm_t *mm, long held_pages)
+{
+	long long free_pages = za_stat(mm, "nr_free_pages");
+	long long pcp = za_stat(mm, "nr_pcp_pages");
+	long long total = za_stat(mm, "nr_managed_pages");
+	if (free_pages + pcp + held_pages != total) {
+		fprintf(stderr, "accounting: free %lld + pcp %lld + held %ld != total %lld\n",
+			free_pages, pcp, held_pages, total);
+		exit(1);
+	}
+	CHECK(za_verify(mm) == 0);
+}
+
+/* After freeing everything and draining: every zone is whole max-order blocks. */
+static inline void check_fully_coalesced(za_mm_t *mm, unsigned int max_order)
+{
+	char name[64];
+	za_drain_all_pages(mm);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_stat(mm, "nr_pcp_pages"), 0);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
+	snprintf(name, sizeof(name), "nr_free_blocks_order%u", max_order);
+	CHECK_EQ(za_stat(mm, name) << max_order, za_stat(mm, "nr_managed_pages"));
+}
+
+/* xorshift64*: a fast reproducible generator for tests. */
+static inline unsigned long long test_rand(unsigned long long *state)
+{
+	unsigned long long x = *state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * Buddy allocator: coalescing, exact split/merge counts, migratetype
+ * fallback, zone limits, watermarks and the lowmem reserve.
+ */
+#include "test.h"
+
+#include <stdint.h>
+
+struct block {
+	void *addr;
+	unsigned int order;
+};
+
+/* Marks the pages of a block as owned; fails if any already was. */
+static void own_pages(za_mm_t *mm, unsigned char *owned, void *addr, unsigned int order, int set)
+{
+	unsigned long pfn = za_page_to_pfn(mm, za_virt_to_page(mm, addr));
+	CHECK((pfn & ((1UL << order) - 1)) == 0);
+	for (unsigned long i = 0; i < 1UL << order; i++) {
+		CHECK(owned[pfn + i] == !set);
+		owned[pfn + i] = (unsigned char)set;
+	}
+}
+
+/* Allocate everything in random orders, free in random order: all coalesces. */
+static void test_fill_and_coalesce(const char *config)
+{
+	za_mm_t *mm = test_mm(config);
+	long total = za_stat(mm, "nr_managed_pages");
+	unsigned char *owned = calloc((size_t)total, 1);
+	struct block *blocks = calloc((size_t)total, sizeof(*blocks));
+	unsigned long long rng = 42;
+	long n = 0, held = 0;
+	int failures = 0;
+
+	while (failures < 64) {
+		unsigned int order = (unsigned int)(test_rand(&rng) % 11);
+		za_gfp_t gfp = (test_rand(&rng) & 1) ? ZA_GFP_MOVABLE : 0;
+		void *p = za_alloc_pages(mm, gfp | ZA_GFP_NOWAIT, order);
+		if (!p) {
+			CHECK_EQ(errno, ENOMEM);
+			failures++;
+			continue;
+		}
+		own_pages(mm, owned, p, order, 1);
+		blocks[n++] = (struct block){ p, order };
+		held += 1L << order;
+	}
+	check_accounting(mm, held);
+	/* Order 0 can still squeeze out the last pages above the min watermark. */
+	void *p;
+	while ((p = za_alloc_pages(mm, 0, 0))) {
+		own_pages(mm, owned, p, 0, 1);
+		blocks[n++] = (struct block){ p, 0 };
+		held++;
+	}
+	check_accounting(mm, held);
+	CHECK(held > total * 9 / 10);
+
+	for (long i = n - 1; i > 0; i--) {
+		long j = (long)(test_rand(&rng) % (unsigned long long)(i + 1));
+		struct block t = blocks[i];
+		blocks[i] = blocks[j];
+		blocks[j] = t;
+	}
+	for (long i = 0; i < n; i++) {
+		own_pages(mm, owned, blocks[i].addr, blocks[i].order, 0);
+		CHECK_EQ(za_free_pages(mm, blocks[i].addr, blocks[i].order), 0);
+		held -= 1L << blocks[i].order;
+		if (i % 997 == 0)
+			check_accounting(mm, held);
+	}
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_stat(mm, "bad_free"), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(owned);
+	free(blocks);
+}
+
+/* A fresh zone is all order-10 blocks: an order-k block from it takes 10-k
+ * splits, and freeing it takes 10-k merges. */
+static void test_split_merge_exact(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1");
+	for (unsigned int order = 4; order <= 10; order++) {
+		long long split0 = za_stat(mm, "buddy_split"), merge0 = za_stat(mm, "buddy_merge");
+		void *p = za_alloc_pages(mm, ZA_GFP_MOVABLE, order);
+		CHECK(p);
+		CHECK_EQ(za_stat(mm, "buddy_split") - split0, 10 - order);
+		CHECK_EQ(za_stat(mm, "nr_free_blocks_order10"), 15);
+		CHECK_EQ(za_free_pages(mm, p, order), 0);
+		CHECK_EQ(za_stat(mm, "buddy_merge") - merge0, 10 - order);
+		CHECK_EQ(za_stat(mm, "nr_free_blocks_order10"), 16);
+	}
+	/* pgalloc/pgfree count pages, per zone too. */
+	CHECK_EQ(za_stat(mm, "pgalloc"), (16 + 32 + 64 + 128 + 256 + 512 + 1024));
+	CHECK_EQ(za_stat(mm, "pgalloc_Normal"), za_stat(mm, "pgalloc"));
+	CHECK_EQ(za_stat(mm, "pgfree"), za_stat(mm, "pgalloc"));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* Pageblocks of a migratetype in the (single) Normal zone, from pagetypeinfo. */
+static long blocks_of_type(za_mm_t *mm, const char *type)
+{
+	static const char *const types[] = { "Unmovable", "Movable", "Reclaimable" };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(za_report(mm, "pagetypeinfo", f) == 0);
+	fclose(f);
+	char *row = strstr(text, "Number of blocks type");
+	CHECK(row);
+	row = strstr(row, "  Normal ");
+	CHECK(row);
+	row += strlen("  Normal ");
+	long v = -1;
+	for (int i = 0; i < 3; i++) {
+		long n = strtol(row, &row, 10);
+		if (!strcmp(types[i], type))
+			v = n;
+	}
+	free(text);
+	return v;
+}
+
+/*
+ * All pageblocks start movable.  An unmovable request claims a whole
+ * pageblock range (the free blocks are larger than a pageblock); later
+ * unmovable requests are served from it without further fallbacks.
+ */
+static void test_migratetype_fallback(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,pcp_high_order=0");
+	CHECK_EQ(blocks_of_type(mm, "Movable"), 32);
+	CHECK_EQ(blocks_of_type(mm, "Unmovable"), 0);
+
+	void *p = za_alloc_pages(mm, ZA_GFP_KERNEL, 4);
+	CHECK(p);
+	CHECK_EQ(za_stat(mm, "pgfallback"), 1);
+	CHECK_EQ(za_stat(mm, "pageblock_claim"), 1);
+	CHECK_EQ(blocks_of_type(mm, "Unmovable"), 2);  /* an order-10 block = 2 pageblocks */
+	void *q = za_alloc_pages(mm, ZA_GFP_KERNEL, 4);
+	CHECK(q);
+	CHECK_EQ(za_stat(mm, "pgfallback"), 1);
+	void *r = za_alloc_pages(mm, ZA_GFP_RECLAIMABLE, 5);
+	CHECK(r);
+	CHECK_EQ(za_stat(mm, "pgfallback"), 2);
+	/* The largest fallback block is a movable order-10 one: claimed whole. */
+	CHECK_EQ(blocks_of_type(mm, "Reclaimable"), 2);
+	/* Movable requests never needed to fall back. */
+	void *m = za_alloc_pages(mm, ZA_GFP_MOVABLE, 4);
+	CHECK(m);
+	CHECK_EQ(za_stat(mm, "pgfallback"), 2);
+	CHECK_EQ(za_stat(mm, "nr_mixed_pageblocks"), 0);
+
+	CHECK_EQ(za_free_pages(mm, p, 4), 0);
+	CHECK_EQ(za_free_pages(mm, q, 4), 0);
+	CHECK_EQ(za_free_pages(mm, r, 5), 0);
+	CHECK_EQ(za_free_pages(mm, m, 4), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/*
+ * A movable request that may not claim (small block, movable) takes a block
+ * from another type's pageblock without retagging it: that pageblock is
+ * then mixed.
+ */
+static void test_steal_mixes_pageblock(void)
+{
+	za_mm_t *mm = test_mm("memory=8M,zones=Normal,cpus=1,pcp_high_order=0,max_order=9");
+	long total = za_stat(mm, "nr_managed_pages");
+	void **pages = calloc((size_t)total, sizeof(void *));
+	long n = 0;
+	/* Unmovable order-0 pages claim both pageblocks (each a whole order-9 block). */
+	while ((pages[n] = za_alloc_pages(mm, ZA_GFP_NOWAIT, 0)))
+		n++;
+	CHECK_EQ(blocks_of_type(mm, "Unmovable"), 4);
+	/* Free every other page: lots of free order-0 blocks, all unmovable. */
+	for (long i = 0; i < n; i += 2)
+		CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	za_drain_all_pages(mm);
+	void *m = za_alloc_pages(mm, ZA_GFP_MOVABLE | ZA_GFP_NOWAIT, 0);
+	CHECK(m);
+	CHECK(za_stat(mm, "nr_mixed_pageblocks") >= 1);
+	CHECK_EQ(za_free_pages(mm, m, 0), 0);
+	for (long i = 1; i < n; i += 2)
+		CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	check_fully_coalesced(mm, 9);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(pages);
+}
+
+/* ZA_GFP_DMA32 never leaves the lowest zone; default requests may use it
+ * but must leave its lowmem reserve behind. */
+static void test_zone_limits_and_reserve(void)
+{
+	za_mm_t *mm = test_mm("memory=256M,zones=DMA32:64M+Normal,cpus=1");
+	long dma_total = za_stat(mm, "nr_managed_pages_DMA32");
+	long normal_total = za_stat(mm, "nr_managed_pages_Normal");
+	CHECK_EQ(dma_total, 16384);
+	CHECK_EQ(normal_total, 49152);
+	void **pages = calloc((size_t)(dma_total + normal_total), sizeof(void *));
+	long n = 0;
+
+	/* Default requests: Normal first, then DMA32 down to min + reserve. */
+	while ((pages[n] = za_alloc_pages(mm, 0, 0)))
+		n++;
+	za_drain_all_pages(mm);
+	long dma_free = za_stat(mm, "nr_free_pages_DMA32");
+	CHECK(dma_free >= 49152 / 256);             /* lowmem_reserve = Normal / 256 */
+	CHECK(za_stat(mm, "nr_free_pages_Normal") < normal_total / 100);
+	CHECK(za_stat(mm, "wmark_fail") > 0);
+	CHECK(za_stat(mm, "alloc_fail") >= 1);
+
+	/* DMA32-only requests may go below the reserve, never into Normal. */
+	long dma_only = 0;
+	void *p;
+	while ((p = za_alloc_pages(mm, ZA_GFP_DMA32, 0))) {
+		CHECK_EQ(za_page_zone(mm, za_virt_to_page(mm, p)), 0);
+		pages[n++] = p;
+		dma_only++;
+	}
+	CHECK(dma_only > 0);
+	for (long i = 0; i < n; i++)
+		CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	check_fully_coalesced(mm, 10);
+
+	/* Higher orders too. */
+	for (int i = 0; i < 100; i++) {
+		p = za_alloc_pages(mm, ZA_GFP_DMA32 | ZA_GFP_MOVABLE, (unsigned int)(i % 8));
+		CHECK(p);
+		CHECK_EQ(za_page_zone(mm, za_virt_to_page(mm, p)), 0);
+		CHECK_EQ(za_free_pages(mm, p, (unsigned int)(i % 8)), 0);
+	}
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(pages);
+}
+
+static long zoneinfo_value(za_mm_t *mm, const char *zone, const char *key)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(za_report(mm, "zoneinfo", f) == 0);
+	fclose(f);
+	char header[64];
+	snprintf(header, sizeof(header), "zone %8s\n", zone);
+	char *sec = strstr(text, header);
+	CHECK(sec);
+	char *at = strstr(sec, key);
+	CHECK(at);
+	long v = strtol(at + strlen(key), NULL, 10);
+	free(text);
+	return v;
+}
+
+/* The kernel's formulas, computed by hand for 1 GiB = 256M DMA32 + 768M Normal:
+ * min_free_kbytes = sqrt(1048576 * 16) = 4096 KiB = 1024 pages, split 1:3;
+ * gap = max(min / 4, managed * 10 / 10000). */
+static void test_watermark_formulas(void)
+{
+	za_mm_t *mm = test_mm("memory=1G,zones=DMA32:256M+Normal,cpus=1");
+	CHECK_STR_HAS(za_mm_config_string(mm), "min_free_kbytes=4096");
+	CHECK_STR_HAS(za_mm_config_string(mm), "lowmem_reserve_ratio=256:32");
+	CHECK_EQ(zoneinfo_value(mm, "DMA32", "min "), 256);
+	CHECK_EQ(zoneinfo_value(mm, "DMA32", "low "), 256 + 65);
+	CHECK_EQ(zoneinfo_value(mm, "DMA32", "high "), 256 + 130);
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "min "), 768);
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "low "), 768 + 196);
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "high "), 768 + 392);
+	CHECK_EQ(zoneinfo_value(mm, "DMA32", "protection: (0, "), 196608 / 256);
+	/* batch: 196608 >> 10 = 192 -> 48 -> 72 -> 64 - 1; seed 000 high = 11 * batch. */
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "batch: "), 63);
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "high:  "), 11 * 63);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+
+	mm = test_mm("memory=1G,zones=DMA32:256M+Normal,cpus=1,pcp_high_order=0,watermark_scale_factor=100");
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "high:  "), 6 * 63);
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "low "), 768 + 1966);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* Free pages far above the watermark are not enough for order k: a free
+ * block of order >= k must exist. */
+static void test_high_order_watermark(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,pcp_high_order=0");
+	long total = za_stat(mm, "nr_managed_pages");
+	void **pages = calloc((size_t)total, sizeof(void *));
+	long n = 0, held = 0;
+	while ((pages[n] = za_alloc_pages(mm, 0, 0)))
+		n++;
+	/* Free the even pages: no two free pages are buddies. */
+	for (long i = 0; i < n; i++) {
+		if (za_page_to_pfn(mm, za_virt_to_page(mm, pages[i])) & 1)
+			held++;
+		else
+			CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	}
+	za_drain_all_pages(mm);
+	/* Besides the freed pages only what was below the min watermark is free:
+	 * fewer than 256 pages, so no order-8 block can exist. */
+	CHECK(za_stat(mm, "nr_free_pages") > total / 3);
+	CHECK(za_stat(mm, "nr_free_pages") - za_stat(mm, "nr_free_blocks_order0") < 256);
+	CHECK(za_alloc_pages(mm, 0, 8) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK(za_alloc_pages(mm, 0, 0) != NULL);   /* order 0 is fine */
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_mm_destroy(mm), held + 1);     /* destroy reports what is still held */
+	free(pages);
+}
+
+int main(void)
+{
+	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
+	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2,pcp_high_order=0");
+	test_fill_and_coalesce("memory=64M,nodes=2,zones=DMA32:8M+Normal,cpus=3,bulkfree_outside_lock=0");
+	test_fill_and_coalesce("memory=64M,zones=Normal,cpus=1,debug=1");
+	test_split_merge_exact();
+	test_migratetype_fallback();
+	test_steal_mixes_pageblock();
+	test_zone_limits_and_reserve();
+	test_watermark_formulas();
+	test_high_order_watermark();
+	printf("test_buddy: ok\n");
+	return 0;
+}

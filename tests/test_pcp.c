@@ -1,0 +1,151 @@
+/*
+ * Per-CPU page lists: refill and drain arithmetic, exact accounting at every
+ * quiescent point, for both values of pcp_high_order and
+ * bulkfree_outside_lock.  cpus=1 folds every CPU onto one set of lists so
+ * that the numbers do not depend on where the thread runs.
+ */
+#include "test.h"
+
+static char config[256];
+
+static za_mm_t *make(int high_order, int outside)
+{
+	snprintf(config, sizeof(config),
+		 "memory=1G,zones=DMA32:256M+Normal,cpus=1,pcp_high_order=%d,bulkfree_outside_lock=%d",
+		 high_order, outside);
+	return test_mm(config);
+}
+
+/* batch = 63 for the 768M Normal zone; high = 11 * 63 (seed 000) or 6 * 63. */
+static void test_refill_and_bulkfree(int high_order, int outside)
+{
+	za_mm_t *mm = make(high_order, outside);
+	const int batch = 63, high = high_order ? 11 * batch : 6 * batch;
+
+	void *p = za_alloc_pages(mm, 0, 0);
+	CHECK(p);
+	CHECK_EQ(za_stat(mm, "pcp_alloc_miss_order0"), 1);
+	CHECK_EQ(za_stat(mm, "pcp_refill"), 1);
+	CHECK_EQ(za_stat(mm, "pcp_refill_pages"), batch);
+	CHECK_EQ(za_stat(mm, "nr_pcp_pages"), batch - 1);
+	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), 1);
+	check_accounting(mm, 1);
+
+	/* Hits take no zone lock. */
+	for (int i = 0; i < 1000; i++) {
+		void *q = za_alloc_pages(mm, 0, 0);
+		CHECK(q);
+		CHECK_EQ(za_free_pages(mm, q, 0), 0);
+	}
+	CHECK_EQ(za_stat(mm, "pcp_alloc_hit_order0"), 1000);
+	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), 1);
+
+	/* Hold high pages, then free them: every time count reaches high, one
+	 * bulk free of batch pages. */
+	void **held = calloc((size_t)high + 1, sizeof(void *));
+	held[0] = p;
+	for (int i = 1; i <= high; i++)
+		CHECK((held[i] = za_alloc_pages(mm, 0, 0)));
+	check_accounting(mm, high + 1);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree"), 0);
+	for (int i = 0; i <= high; i++) {
+		CHECK_EQ(za_free_pages(mm, held[i], 0), 0);
+		check_accounting(mm, high - i);
+		CHECK(za_stat(mm, "nr_pcp_pages") < high);
+	}
+	long long bulk = za_stat(mm, "pcp_bulkfree");
+	CHECK(bulk >= 1);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree_pages"), bulk * batch);
+	CHECK(za_stat(mm, "pcp_bulkfree_hold_ns") > 0);
+	CHECK(za_stat(mm, "pcp_bulkfree_hold_max_ns") <= za_stat(mm, "pcp_bulkfree_hold_ns"));
+	CHECK(za_stat(mm, "zone_lock_hold_ns") >= za_stat(mm, "pcp_bulkfree_hold_ns") +
+						       za_stat(mm, "pcp_refill_hold_ns"));
+
+	/* A drain empties the lists and is counted. */
+	long long pcp = za_stat(mm, "nr_pcp_pages");
+	CHECK(pcp > 0);
+	za_drain_pages(mm, 0);
+	CHECK_EQ(za_stat(mm, "nr_pcp_pages"), 0);
+	CHECK_EQ(za_stat(mm, "pcp_drain"), 1);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree_pages"), bulk * batch + pcp);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(held);
+}
+
+/* Orders 1..3 are cached only with pcp_high_order=1 (seed 000). */
+static void test_high_order_lists(int high_order)
+{
+	za_mm_t *mm = make(high_order, 1);
+	for (unsigned int order = 1; order <= 3; order++) {
+		long long locks = za_stat(mm, "zone_lock_acquire");
+		for (int i = 0; i < 100; i++) {
+			void *p = za_alloc_pages(mm, 0, order);
+			CHECK(p);
+			CHECK_EQ(za_free_pages(mm, p, order), 0);
+		}
+		long long taken = za_stat(mm, "zone_lock_acquire") - locks;
+		char name[64];
+		snprintf(name, sizeof(name), "pcp_alloc_hit_order%u", order);
+		if (high_order) {
+			CHECK_EQ(taken, 1);                 /* the one refill */
+			CHECK_EQ(za_stat(mm, name), 99);
+		} else {
+			CHECK_EQ(taken, 200);               /* one per alloc and per free */
+			CHECK_EQ(za_stat(mm, name), 0);
+		}
+	}
+	/* Refills of order k bring batch >> k blocks (at least two). */
+	if (high_order)
+		CHECK_EQ(za_stat(mm, "pcp_refill_pages"), 31 * 2 + 15 * 4 + 7 * 8);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* Random orders 0..5, random frees: the books balance after every step. */
+static void test_random_accounting(int high_order, int outside)
+{
+	za_mm_t *mm = make(high_order, outside);
+	enum { SLOTS = 4096 };
+	void *addr[SLOTS] = { 0 };
+	unsigned int ord[SLOTS] = { 0 };
+	unsigned long long rng = 7 + (unsigned long long)high_order * 2 + (unsigned long long)outside;
+	long held = 0;
+	for (int step = 0; step < 40000; step++) {
+		int slot = (int)(test_rand(&rng) % SLOTS);
+		if (addr[slot]) {
+			CHECK_EQ(za_free_pages(mm, addr[slot], ord[slot]), 0);
+			held -= 1L << ord[slot];
+			addr[slot] = NULL;
+		} else {
+			ord[slot] = (unsigned int)(test_rand(&rng) % 6);
+			za_gfp_t gfp = (za_gfp_t)(test_rand(&rng) % 3 == 0 ? ZA_GFP_MOVABLE : 0);
+			CHECK((addr[slot] = za_alloc_pages(mm, gfp, ord[slot])));
+			memset(addr[slot], slot & 0xff, 64);
+			held += 1L << ord[slot];
+		}
+		if (step % 1000 == 0)
+			check_accounting(mm, held);
+	}
+	check_accounting(mm, held);
+	for (int i = 0; i < SLOTS; i++)
+		if (addr[i]) {
+			CHECK(((unsigned char *)addr[i])[63] == (i & 0xff));
+			CHECK_EQ(za_free_pages(mm, addr[i], ord[i]), 0);
+		}
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+int main(void)
+{
+	for (int high_order = 0; high_order <= 1; high_order++) {
+		for (int outside = 0; outside <= 1; outside++) {
+			test_refill_and_bulkfree(high_order, outside);
+			test_random_accounting(high_order, outside);
+		}
+		test_high_order_lists(high_order);
+	}
+	printf("test_pcp: ok\n");
+	return 0;
+}
