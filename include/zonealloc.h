@@ -176,8 +176,15 @@ long long za_stat(const za_mm_t *mm, const char *name);
 /* Counter enumeration, for tools that snapshot everything (zabench). */
 int za_stat_count(void);
 const char *za_stat_name(int i);
+/* How a counter aggregates: events count up (subtract two readings),
+ * peaks hold a maximum (see za_stat_reset_peaks), gauges are a state. */
+enum za_stat_kind { ZA_STAT_EVENT, ZA_STAT_PEAK, ZA_STAT_GAUGE };
+enum za_stat_kind za_stat_kind(int i);
 /* Fills vals[0..n) with every counter, in za_stat_name() order; returns the number filled. */
 int za_stat_all(const za_mm_t *mm, long long *vals, int n);
+/* Restarts the peak counters (e.g. pcp_bulkfree_hold_max_ns) from zero, so
+ * that a measurement does not see the maxima of what came before it. */
+void za_stat_reset_peaks(za_mm_t *mm);
 
 /*
  * Writes a kernel-format text report: "buddyinfo", "zoneinfo", "vmstat",

@@ -138,9 +138,12 @@ struct za_zone {
 	int node, idx, id;              /* idx within the node, id = node * nr_zones + idx */
 	const char *name;
 
-	/* Written under the lock. */
+	/* The lock word has a line of its own: waiters spin reading it, and
+	 * must not steal the lines the holder is writing. */
 	za_lock_t lock __attribute__((aligned(ZA_CACHELINE)));
-	_Atomic long nr_free_pages;     /* pages in the buddy lists */
+
+	/* Written under the lock. */
+	_Atomic long nr_free_pages __attribute__((aligned(ZA_CACHELINE)));   /* pages in the buddy lists */
 	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
 	struct za_events stat;
 } __attribute__((aligned(ZA_CACHELINE)));

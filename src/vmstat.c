@@ -237,6 +237,31 @@ long long za_stat(const za_mm_t *mm, const char *name)
 	return -1;
 }
 
+enum za_stat_kind za_stat_kind(int i)
+{
+	if (i < NR_EVENTS)
+		return event_info[i].is_max ? ZA_STAT_PEAK : ZA_STAT_EVENT;
+	enum gauge g = (enum gauge)(i - NR_EVENTS);
+	return g >= G_PCP_ALLOC_HIT && g < G_NR_FREE_BLOCKS ? ZA_STAT_EVENT : ZA_STAT_GAUGE;
+}
+
+/* Racy against a concurrent update of the same peak, which then survives:
+ * harmless for a maximum. */
+void za_stat_reset_peaks(za_mm_t *mm)
+{
+	for (int item = 0; item < NR_EVENTS; item++) {
+		if (!event_info[item].is_max)
+			continue;
+		store_relaxed(&mm->stat.ev[item], 0);
+		for (int id = 0; id < nr_all_zones(mm); id++) {
+			struct za_zone *z = mm->zone_by_id[id];
+			store_relaxed(&z->stat.ev[item], 0);
+			for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+				store_relaxed(&z->pcp[cpu].stat.ev[item], 0);
+		}
+	}
+}
+
 int za_stat_all(const za_mm_t *mm, long long *vals, int n)
 {
 	int count = za_stat_count() < n ? za_stat_count() : n;

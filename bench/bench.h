@@ -1,0 +1,128 @@
+/*
+ * zabench: the shared types of the benchmark runner and its experiments.
+ *
+ * An experiment declares its metrics, then is run for a number of measured
+ * iterations on one memory system per variant ("default", or "before" and
+ * "after" for --ab), interleaved.  Each iteration reports one value per
+ * metric and the number of operations it performed; the runner snapshots
+ * the system's counters around it, so counters can be read per operation.
+ */
+#ifndef ZABENCH_H
+#define ZABENCH_H
+
+#include "zonealloc.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_METRICS   32
+#define MAX_ITERS     64
+#define MAX_VARIANTS  8
+#define MAX_SIZES     16
+#define CONFIG_LEN    2048
+
+enum direction { HIGHER_IS_BETTER, LOWER_IS_BETTER };
+
+struct metric_def {
+	char name[48];
+	enum direction dir;
+};
+
+/* Command-line options; each experiment uses the ones it needs. */
+struct bench_opts {
+	const char *experiment;
+	int threads;            /* 0: the experiment's default */
+	double seconds;         /* length of one measured iteration */
+	int iterations;         /* measured iterations per variant */
+	const char *config;     /* the user's --config, over the experiment's */
+	const char *ab;         /* --ab SWITCH[=A:B][,...] */
+	bool json;
+	bool quick;
+	int order;              /* --order */
+	long pages;             /* --pages: blocks per thread (bulk, rand) */
+	int nsizes;
+	long sizes[MAX_SIZES];  /* --sizes */
+};
+
+struct variant {
+	char name[16];
+	char config[CONFIG_LEN];        /* as given to za_mm_create */
+	za_mm_t *mm;
+	int niters;
+	double values[MAX_METRICS][MAX_ITERS];
+	long long *counters;            /* summed deltas, [za_stat_count()] */
+	long long ops;
+};
+
+struct bench {
+	const struct experiment *exp;
+	struct bench_opts opts;
+	int nmetrics;
+	struct metric_def metrics[MAX_METRICS];
+	int nvariants;
+	struct variant variants[MAX_VARIANTS];
+	void *state;            /* the experiment's, from declare() */
+};
+
+/* What one measured iteration produced. */
+struct iteration {
+	double value[MAX_METRICS];
+	long long ops;
+};
+
+struct experiment {
+	const char *name;
+	const char *summary;
+	const char *config;             /* defaults, under the user's --config */
+	int threads;                    /* default --threads */
+	/* Declares the metrics (bench_metric) from the options. */
+	void (*declare)(struct bench *b);
+	/* One iteration on one variant's system. */
+	void (*run)(struct bench *b, struct variant *v, struct iteration *it);
+	/* What `zabench report` runs: extra arguments and A/B switches, one
+	 * run per entry, NULL-terminated. */
+	const char *const *report_runs;
+	/* Optional: a table of its own after the standard ones. */
+	void (*print_extra)(const struct bench *b, FILE *out);
+};
+
+/* runner.c */
+int bench_metric(struct bench *b, const char *name, enum direction dir);
+double now_seconds(void);
+double bench_seconds(const struct bench *b);
+/* Runs fn(i, arg) on n threads released together; returns the wall time
+ * from the release to the last one's return. */
+double run_threads(int n, void (*fn)(int i, void *arg), void *arg);
+int bench_main(int argc, char **argv);
+int bench_prepare(struct bench *b, int argc, char **argv);
+int bench_run(struct bench *b);          /* 0, or an exit status */
+void bench_finish(struct bench *b);
+int usage_error(const char *fmt, const char *arg);   /* prints usage, returns 2 */
+const struct experiment *find_experiment(const char *name);
+extern const struct experiment *const experiments[];
+
+/* stats.c */
+struct summary {
+	double hmean, amean, stddev, min, max, median;
+};
+void summarize(const double *v, int n, struct summary *s);
+double pct_change(double before, double after, enum direction dir);
+
+/* report.c */
+void print_table(const struct bench *b, FILE *out);
+void print_json(const struct bench *b, FILE *out);
+int run_report(int argc, char **argv);
+
+/* Per-thread deterministic random numbers. */
+static inline uint64_t bench_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * The runner: command line, variants, interleaved iterations, counter
+ * snapshots around each iteration.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double bench_seconds(const struct bench *b)
+{
+	return b->opts.seconds;
+}
+
+int bench_metric(struct bench *b, const char *name, enum direction dir)
+{
+	struct metric_def *m = &b->metrics[b->nmetrics];
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->dir = dir;
+	return b->nmetrics++;
+}
+
+/* ------------------------------------------------------------------------
+ * Threads released together
+ * ------------------------------------------------------------------------ */
+struct thread_arg {
+	int i;
+	void (*fn)(int i, void *arg);
+	void *arg;
+	pthread_barrier_t *start;
+};
+
+static void *thread_main(void *p)
+{
+	struct thread_arg *t = p;
+	pthread_barrier_wait(t->start);
+	t->fn(t->i, t->arg);
+	return NULL;
+}
+
+double run_threads(int n, void (*fn)(int i, void *arg), void *arg)
+{
+	pthread_t tid[n];
+	struct thread_arg targ[n];
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		targ[i] = (struct thread_arg){ i, fn, arg, &start };
+		if (pthread_create(&tid[i], NULL, thread_main, &targ[i])) {
+			perror("zabench: pthread_create");
+			exit(1);
+		}
+	}
+	pthread_barrier_wait(&start);
+	double t0 = now_seconds();
+	for (int i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	double wall = now_seconds() - t0;
+	pthread_barrier_destroy(&start);
+	return wall;
+}
+
+/* ------------------------------------------------------------------------
+ * Command line
+ * ------------------------------------------------------------------------ */
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: zabench <experiment> [--threads N] [--seconds S] [--iterations K]\n"
+		"               [--config STR] [--ab SWITCH[=A:B][,SWITCH...]] [--json]\n"
+		"               [--order K] [--pages N] [--sizes N,N,...]\n"
+		"       zabench report [--quick] [--out DIR]\n"
+		"       zabench list\n\n"
+		"  --seconds S     length of one measured iteration (default 1)\n"
+		"  --iterations K  measured iterations per variant (default 5), after one warm-up\n"
+		"  --config STR    configuration for za_mm_create, over the experiment's defaults\n"
+		"  --ab X          compare X=0 (\"before\") with X=1 (\"after\"), or X=A with X=B\n"
+		"  --json          one JSON object instead of the tables\n\n"
+		"experiments:\n");
+	for (int i = 0; experiments[i]; i++)
+		fprintf(out, "  %-14s %s\n", experiments[i]->name, experiments[i]->summary);
+}
+
+int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "zabench: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n\n");
+	usage(stderr);
+	return 2;
+}
+
+const struct experiment *find_experiment(const char *name)
+{
+	for (int i = 0; experiments[i]; i++)
+		if (!strcmp(experiments[i]->name, name))
+			return experiments[i];
+	return NULL;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_sizes(const char *s, struct bench_opts *o)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", s);
+	o->nsizes = 0;
+	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+		if (o->nsizes == MAX_SIZES || !parse_long(tok, 1, 1L << 30, &o->sizes[o->nsizes]))
+			return false;
+		o->nsizes++;
+	}
+	return o->nsizes > 0;
+}
+
+/* Parses argv into o; returns 0, or the exit status for a usage error. */
+static int parse_options(int argc, char **argv, struct bench_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "iterations", required_argument, NULL, 'i' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "ab", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "order", required_argument, NULL, 'o' },
+		{ "pages", required_argument, NULL, 'p' },
+		{ "sizes", required_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	long v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (!parse_long(optarg, 1, 1024, &v))
+				return usage_error("bad --threads '%s' (1..1024)", optarg);
+			o->threads = (int)v;
+			break;
+		case 's': {
+			char *end;
+			o->seconds = strtod(optarg, &end);
+			if (*end || !(o->seconds > 0 && o->seconds <= 3600))
+				return usage_error("bad --seconds '%s'", optarg);
+			break;
+		}
+		case 'i':
+			if (!parse_long(optarg, 1, MAX_ITERS, &v))
+				return usage_error("bad --iterations '%s' (1..64)", optarg);
+			o->iterations = (int)v;
+			break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'a':
+			o->ab = optarg;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'o':
+			if (!parse_long(optarg, 0, 14, &v))
+				return usage_error("bad --order '%s' (0..14)", optarg);
+			o->order = (int)v;
+			break;
+		case 'p':
+			if (!parse_long(optarg, 1, 1L << 24, &v))
+				return usage_error("bad --pages '%s'", optarg);
+			o->pages = v;
+			break;
+		case 'z':
+			if (!parse_sizes(optarg, o))
+				return usage_error("bad --sizes '%s'", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Variants
+ * ------------------------------------------------------------------------ */
+
+/*
+ * "--ab pcp_high_order,slub_max_order=3:4" -> before "pcp_high_order=0,
+ * slub_max_order=3", after "...=1,...=4".  Returns false on a malformed spec.
+ */
+static bool ab_part(const char *spec, int which, char *out, size_t len)
+{
+	char buf[512];
+	size_t n = 0;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	out[0] = 0;
+	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+		char *eq = strchr(tok, '=');
+		const char *value = which ? "1" : "0";
+		if (eq) {
+			char *colon = strchr(eq + 1, ':');
+			if (!colon || colon == eq + 1 || !colon[1] || strchr(colon + 1, ':'))
+				return false;
+			*eq = *colon = 0;
+			value = which ? colon + 1 : eq + 1;
+		}
+		if (!*tok)
+			return false;
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",%s=%s", tok, value);
+	}
+	return n > 0 && n < len;
+}
+
+static int make_variants(struct bench *b)
+{
+	const char *user = b->opts.config ? b->opts.config : "";
+	const char *ab = b->opts.ab;
+	b->nvariants = ab ? 2 : 1;
+	for (int i = 0; i < b->nvariants; i++) {
+		struct variant *v = &b->variants[i];
+		char extra[512] = "";
+		if (ab && !ab_part(ab, i, extra, sizeof(extra)))
+			return usage_error("bad --ab '%s' (SWITCH or SWITCH=A:B, comma separated)", ab);
+		snprintf(v->name, sizeof(v->name), "%s", ab ? (i ? "after" : "before") : "default");
+		snprintf(v->config, sizeof(v->config), "%s,%s%s", b->exp->config, user, extra);
+		v->mm = za_mm_create(v->config);
+		if (!v->mm) {
+			fprintf(stderr, "zabench: %s\n\n", za_last_error());
+			usage(stderr);
+			return 2;
+		}
+		v->counters = calloc((size_t)za_stat_count(), sizeof(long long));
+	}
+	return 0;
+}
+
+static void destroy_variants(struct bench *b)
+{
+	for (int i = 0; i < b->nvariants; i++) {
+		struct variant *v = &b->variants[i];
+		long leaked = za_mm_destroy(v->mm);
+		if (leaked)
+			fprintf(stderr, "zabench: %s: the %s variant leaked %ld pages\n",
+				b->exp->name, v->name, leaked);
+		free(v->counters);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Running
+ * ------------------------------------------------------------------------ */
+static void measure(struct bench *b, struct variant *v)
+{
+	int n = za_stat_count();
+	long long before[n], after[n];
+	struct iteration it = { 0 };
+
+	za_stat_all(v->mm, before, n);
+	b->exp->run(b, v, &it);
+	za_stat_all(v->mm, after, n);
+	for (int i = 0; i < n; i++) {
+		if (za_stat_kind(i) == ZA_STAT_EVENT)
+			v->counters[i] += after[i] - before[i];
+		else
+			v->counters[i] = after[i];
+	}
+	for (int m = 0; m < b->nmetrics; m++)
+		v->values[m][v->niters] = it.value[m];
+	v->niters++;
+	v->ops += it.ops;
+}
+
+/*
+ * One warm-up iteration per variant, then K measured ones, interleaved
+ * A B B A A B ... so that a drift of the machine hits both alike.
+ */
+int bench_run(struct bench *b)
+{
+	struct bench_opts *o = &b->opts;
+	if (!o->threads)
+		o->threads = b->exp->threads;
+	if (!o->seconds)
+		o->seconds = o->quick ? 0.3 : 1.0;
+	if (!o->iterations)
+		o->iterations = o->quick ? 3 : 5;
+	b->exp->declare(b);
+	int rc = make_variants(b);
+	if (rc)
+		return rc;
+
+	for (int i = 0; i < b->nvariants; i++) {
+		struct iteration warm = { 0 };
+		b->exp->run(b, &b->variants[i], &warm);
+		za_stat_reset_peaks(b->variants[i].mm);
+	}
+	for (int k = 0; k < o->iterations; k++)
+		for (int j = 0; j < b->nvariants; j++)
+			measure(b, &b->variants[k % 2 ? b->nvariants - 1 - j : j]);
+	return 0;
+}
+
+void bench_finish(struct bench *b)
+{
+	destroy_variants(b);
+	free(b->state);
+	b->state = NULL;
+}
+
+/* Sets up b for one experiment from its arguments (argv[0] is its name). */
+int bench_prepare(struct bench *b, int argc, char **argv)
+{
+	memset(b, 0, sizeof(*b));
+	if (!(b->exp = find_experiment(argv[0])))
+		return usage_error("unknown experiment '%s'", argv[0]);
+	b->opts.experiment = b->exp->name;
+	return parse_options(argc, argv, &b->opts);
+}
+
+int bench_main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_error("%s", "no experiment given");
+	if (!strcmp(argv[1], "report"))
+		return run_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list")) {
+		for (int i = 0; experiments[i]; i++)
+			printf("%s\n", experiments[i]->name);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	static struct bench b;
+	int rc = bench_prepare(&b, argc - 1, argv + 1);
+	if (!rc)
+		rc = bench_run(&b);
+	if (rc)
+		return rc;
+	if (b.opts.json)
+		print_json(&b, stdout);
+	else
+		print_table(&b, stdout);
+	bench_finish(&b);
+	return 0;
+}

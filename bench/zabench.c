@@ -1,0 +1,22 @@
+/*
+ * zabench: reproduces the seed patches' measurements A/B in one run.
+ * See ../shared/EXPERIMENTS.md and README.md; `zabench --help` lists the
+ * experiments.
+ */
+#include "bench.h"
+
+extern const struct experiment exp_page_fault1, exp_repeat, exp_bulk, exp_rand, exp_frag;
+
+const struct experiment *const experiments[] = {
+	&exp_page_fault1,
+	&exp_repeat,
+	&exp_bulk,
+	&exp_rand,
+	&exp_frag,
+	NULL,
+};
+
+int main(int argc, char **argv)
+{
+	return bench_main(argc, argv);
+}

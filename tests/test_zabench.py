@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""zabench end to end: every experiment's table and JSON on a tiny run, the
+JSON contract, --ab systems that differ only in the switch, and usage
+errors with exit status 2.  Usage: test_zabench.py path/to/zabench"""
+import json
+import subprocess
+import sys
+
+ZABENCH = sys.argv[1]
+TINY = ["--seconds", "0.05", "--iterations", "2"]
+
+
+def run(args, expect=0):
+    p = subprocess.run([ZABENCH] + args, capture_output=True, text=True, timeout=300)
+    if p.returncode != expect:
+        sys.exit(f"zabench {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                 f"{p.stdout}\n{p.stderr}")
+    return p
+
+
+def config_keys(config):
+    return dict(kv.split("=", 1) for kv in config.split(","))
+
+
+def check_contract(doc, experiment, names):
+    assert doc["experiment"] == experiment, doc["experiment"]
+    assert doc["machine"]["cores"] >= 1 and doc["machine"]["memory"] > 0
+    assert [v["name"] for v in doc["variants"]] == names, doc["variants"]
+    for v in doc["variants"]:
+        assert isinstance(v["config"], str) and "memory=" in v["config"]
+        assert v["metrics"], "no metrics"
+        for name, m in v["metrics"].items():
+            for field in ("values", "hmean", "amean", "stddev", "min", "max"):
+                assert field in m, (name, field)
+            assert len(m["values"]) == doc["iterations"], (name, m)
+            assert m["min"] <= m["amean"] <= m["max"], (name, m)
+        c = v["counters"]
+        assert c["ops"] > 0, c
+        for name in ("zone_lock_acquire", "pgalloc", "pgfree"):
+            assert name in c, name
+
+
+def experiments():
+    return run(["list"]).stdout.split()
+
+
+def test_each_experiment():
+    extra = {"bulk": ["--pages", "256"], "rand": ["--pages", "256"], "repeat": ["--order", "1"]}
+    for exp in experiments():
+        args = [exp] + TINY + extra.get(exp, [])
+        table = run(args).stdout
+        assert f"zabench {exp}:" in table and "Counters per op" in table, table
+        assert "Hmean" in table or "Amean" in table, table
+        check_contract(json.loads(run(args + ["--json"]).stdout), exp, ["default"])
+
+
+def test_ab_differs_only_in_the_switch():
+    for switch in ("pcp_high_order", "bulkfree_outside_lock"):
+        doc = json.loads(run(["repeat", "--ab", switch, "--json"] + TINY).stdout)
+        check_contract(doc, "repeat", ["before", "after"])
+        before, after = (config_keys(v["config"]) for v in doc["variants"])
+        assert before.keys() == after.keys()
+        diff = {k for k in before if before[k] != after[k]}
+        assert diff == {switch}, diff
+        assert before[switch] == "0" and after[switch] == "1"
+    # Named values, several switches at once.
+    doc = json.loads(run(["repeat", "--ab", "max_order=9:10,pcp_high_order", "--json"] + TINY).stdout)
+    before, after = (config_keys(v["config"]) for v in doc["variants"])
+    assert {k for k in before if before[k] != after[k]} == {"max_order", "pcp_high_order"}
+    assert (before["max_order"], after["max_order"]) == ("9", "10")
+
+
+def test_usage_errors():
+    for args in (["nosuch"], [], ["repeat", "--ab", "nosuchswitch"], ["repeat", "--ab", "max_order=9:"],
+                 ["repeat", "--ab", "pcp_high_order=0:7"], ["repeat", "--threads", "0"],
+                 ["repeat", "--seconds", "abc"], ["repeat", "--bogus"], ["repeat", "extra"],
+                 ["repeat", "--config", "memory=banana"], ["report", "--bogus"]):
+        p = run(args, expect=2)
+        assert "usage: zabench" in p.stderr, (args, p.stderr)
+
+
+test_each_experiment()
+test_ab_differs_only_in_the_switch()
+test_usage_errors()
+print("test_zabench: ok")
