@@ -107,7 +107,13 @@ static void bulk_worker(int i, void *arg)
 			za_free_pages(st->mm, victims[k], st->order);
 		free_t += now_seconds() - t1;
 		done += st->blocks;
-		/* Every thread does the same number of rounds (rand's barriers). */
+		if (!st->random) {
+			if (now_seconds() >= st->deadline)
+				break;
+			continue;
+		}
+		/* rand: every thread does the same number of rounds (the frees
+		 * of a round need the other threads' allocations). */
 		pthread_barrier_wait(&st->phase);
 		if (i == 0)
 			atomic_store(&st->stop, now_seconds() >= st->deadline);

@@ -55,6 +55,9 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *   bulkfree_outside_lock=1
  *                        seed 001: a per-CPU bulk free picks its pages
  *                        before taking the zone lock
+ *   percpu_pagelist_high_fraction=0
+ *                        0: per-CPU high as the seeds set it; F >= 8: each
+ *                        CPU may hold 1/F of the zone (the kernel's sysctl)
  *   watermark_scale_factor=10
  *                        gap between min/low/high watermarks, in 1/10000
  *                        of the zone's pages

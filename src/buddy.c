@@ -4,7 +4,7 @@
  *
  * Invariants (checked by za_verify()):
  *  - a free block of order k starts at a pfn aligned to 2^k and lies in one
- *    zone; only its head page has PG_buddy, and page->order == k;
+ *    zone; only its head page has PG_buddy, and page_order(page) == k;
  *  - two buddies are never both free at the same order (they would have
  *    merged: all three migratetypes are mergeable);
  *  - a free block sits on the list of its pageblock's migratetype, except
@@ -44,7 +44,7 @@ static void add_to_free_list(struct za_zone *z, struct za_page *page,
 			     unsigned int order, int mt, bool tail)
 {
 	struct za_free_area *area = &z->free_area[order];
-	page->order = (uint8_t)order;
+	set_page_order(page, order);
 	set_page_mt(page, mt);
 	set_page_flags(page, PG_buddy);
 	if (tail)
@@ -70,7 +70,7 @@ static void move_to_free_list(struct za_zone *z, struct za_page *page, unsigned 
 
 static bool page_is_buddy(const struct za_page *buddy, unsigned int order)
 {
-	return (page_flags(buddy) & PG_buddy) && buddy->order == order;
+	return (page_flags(buddy) & PG_buddy) && page_order(buddy) == order;
 }
 
 static void set_pageblock_range(struct za_mm *mm, unsigned long pfn, unsigned int order, int mt)
@@ -156,7 +156,7 @@ static struct za_page *rmqueue_smallest(struct za_zone *z, unsigned int order, i
 /* Size of the block a page heads, or 1 for a page inside a block. */
 static unsigned long head_span(const struct za_page *page)
 {
-	return page_flags(page) & (PG_buddy | PG_pcp | PG_alloc) ? 1UL << page->order : 1;
+	return page_flags(page) & (PG_buddy | PG_pcp | PG_alloc) ? 1UL << page_order(page) : 1;
 }
 
 /*
@@ -199,9 +199,9 @@ static bool try_claim_pageblock(struct za_zone *z, struct za_page *page, int sta
 		const struct za_page *p = pfn_to_page(mm, pfn);
 		uint32_t f = page_flags(p);
 		if (f & PG_buddy)
-			free_pages += 1UL << p->order;
+			free_pages += 1UL << page_order(p);
 		else if ((f & PG_alloc) && page_mt(p) == MT_MOVABLE)
-			movable_pages += 1UL << p->order;
+			movable_pages += 1UL << page_order(p);
 	}
 	if (start_mt == MT_MOVABLE)
 		alike = movable_pages;
@@ -215,7 +215,7 @@ static bool try_claim_pageblock(struct za_zone *z, struct za_page *page, int sta
 	for (pfn = start; pfn < start + nr; pfn += head_span(pfn_to_page(mm, pfn))) {
 		struct za_page *p = pfn_to_page(mm, pfn);
 		if (page_flags(p) & PG_buddy)
-			move_to_free_list(z, p, p->order, start_mt);
+			move_to_free_list(z, p, page_order(p), start_mt);
 	}
 	set_pageblock_mt(mm, start, start_mt);
 	ev_add(&z->stat, EV_PAGEBLOCK_CLAIM, 1);
@@ -270,6 +270,124 @@ struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt)
 	if (page)
 		add_free_pages(z, -(1L << order));
 	return page;
+}
+
+/*
+ * A per-CPU refill: `pages` pages (a multiple of 2^order) as few whole free
+ * blocks, appended to out with their own order for the caller to split
+ * outside the lock.  Repeated order-`order` allocations would consume free
+ * blocks smallest first and split the last one; taking those blocks whole
+ * gives the same pages with one list operation per block instead of one
+ * per page, which is what keeps the zone lock hold short.  Returns the pages
+ * taken (fewer if the zone runs out).
+ */
+unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
+				 int mt, struct za_list *out)
+{
+	unsigned long got = 0;
+	while (got < pages) {
+		unsigned long want = pages - got;
+		struct za_page *page = NULL;
+		unsigned int o;
+		for (o = order; o <= z->mm->max_order; o++)
+			if ((page = first_free(z, o, mt)))
+				break;
+		if (page) {
+			unsigned int keep = o;
+			while ((1UL << keep) > want)
+				keep--;
+			del_from_free_list(z, page, o);
+			expand(z, page, keep, o, mt);
+			o = keep;
+		} else if ((page = rmqueue_fallback(z, order, mt))) {
+			o = order;
+		} else {
+			break;
+		}
+		set_page_order(page, o);
+		list_add_tail(&page->lru, out);
+		got += 1UL << o;
+	}
+	add_free_pages(z, -(long)got);
+	return got;
+}
+
+/* ------------------------------------------------------------------------
+ * Coalescing a batch of blocks before they enter the lists
+ * ------------------------------------------------------------------------ */
+#define COALESCE_SLOTS 128      /* power of two, twice the largest batch */
+#define COALESCE_MASK (COALESCE_SLOTS - 1)
+
+static unsigned int slot_of(unsigned long pfn)
+{
+	return (unsigned int)((pfn * 0x9E3779B97F4A7C15ULL) >> 57) & COALESCE_MASK;
+}
+
+static int coalesce_find(struct za_mm *mm, struct za_page **tab, unsigned long pfn,
+			 unsigned int order)
+{
+	for (unsigned int i = slot_of(pfn); tab[i]; i = (i + 1) & COALESCE_MASK)
+		if (page_to_pfn(mm, tab[i]) == pfn && page_order(tab[i]) == order)
+			return (int)i;
+	return -1;
+}
+
+/* Linear-probing delete: shift later entries of the run back over the hole. */
+static void coalesce_remove(struct za_mm *mm, struct za_page **tab, unsigned int hole)
+{
+	unsigned int j = hole;
+	tab[hole] = NULL;
+	for (;;) {
+		j = (j + 1) & COALESCE_MASK;
+		if (!tab[j])
+			return;
+		unsigned int home = slot_of(page_to_pfn(mm, tab[j]));
+		bool stays = hole <= j ? hole < home && home <= j : hole < home || home <= j;
+		if (!stays) {
+			tab[hole] = tab[j];
+			tab[j] = NULL;
+			hole = j;
+		}
+	}
+}
+
+/*
+ * Merges the buddies among n blocks the caller owns (picked off a per-CPU
+ * list, on no list, so no lock is needed): a block whose buddy is also in
+ * the set merges with it, again and again, below the pageblock order, so
+ * that the pieces share a pageblock and its migratetype.  Absorbed heads
+ * get flags 0.  Returns how many blocks are left in blocks[]; the merges
+ * done are added to *merges.  n is at most COALESCE_SLOTS / 2.
+ */
+int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned long *merges)
+{
+	struct za_page *tab[COALESCE_SLOTS] = { 0 };
+	for (int k = 0; k < n; k++) {
+		struct za_page *b = blocks[k];
+		unsigned int o;
+		while ((o = page_order(b)) < mm->pageblock_order) {
+			unsigned long pfn = page_to_pfn(mm, b);
+			int i = coalesce_find(mm, tab, pfn ^ (1UL << o), o);
+			if (i < 0)
+				break;
+			struct za_page *buddy = tab[i];
+			coalesce_remove(mm, tab, (unsigned int)i);
+			struct za_page *low = buddy < b ? buddy : b;
+			set_page_flags(low == b ? buddy : b, 0);
+			set_page_order(low, o + 1);
+			b = low;
+			(*merges)++;
+		}
+		unsigned int i = slot_of(page_to_pfn(mm, b));
+		while (tab[i])
+			i = (i + 1) & COALESCE_MASK;
+		tab[i] = b;
+	}
+	int m = 0;
+	for (unsigned int i = 0; i < COALESCE_SLOTS; i++)
+		if (tab[i])
+			blocks[m++] = tab[i];
+	return m;
 }
 
 /* Creation: hands a whole max-order block to the zone, no merging needed. */

@@ -37,6 +37,7 @@ static const struct key keys[] = {
 	{ "max_order",             K_INT,    FIELD(max_order), 0, ZA_MAX_ORDER_LIMIT, false },
 	{ "pcp_high_order",        K_BOOL,   FIELD(pcp_high_order), 0, 1, false },
 	{ "bulkfree_outside_lock", K_BOOL,   FIELD(bulkfree_outside_lock), 0, 1, false },
+	{ "percpu_pagelist_high_fraction", K_INT, FIELD(percpu_pagelist_high_fraction), 0, 1 << 20, false },
 	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false },
 	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true },
 	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true },

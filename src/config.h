@@ -30,6 +30,7 @@ struct za_config {
 	int64_t max_order;
 	int64_t pcp_high_order;
 	int64_t bulkfree_outside_lock;
+	int64_t percpu_pagelist_high_fraction;   /* 0: the seeds' high */
 	int64_t watermark_scale_factor;
 	int64_t min_free_kbytes;      /* ZA_AUTO: 4 * sqrt(lowmem KiB) */
 	int64_t lowmem_reserve_ratio[ZA_MAX_ZONES];   /* ZA_AUTO: by zone name */

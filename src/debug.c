@@ -56,12 +56,12 @@ static int verify_free_block(struct za_zone *z, struct za_page *page, unsigned i
 	       "zone %s: free block pfn %lu order %u outside the zone", z->name, pfn, order);
 	VERIFY(mm, !(pfn & ((1UL << order) - 1)),
 	       "zone %s: free block pfn %lu not aligned to order %u", z->name, pfn, order);
-	VERIFY(mm, page_flags(page) == PG_buddy && page->order == order,
+	VERIFY(mm, page_flags(page) == PG_buddy && page_order(page) == order,
 	       "zone %s: pfn %lu on the order-%u list has flags %#x order %u",
-	       z->name, pfn, order, page_flags(page), page->order);
+	       z->name, pfn, order, page_flags(page), page_order(page));
 	if (order < mm->max_order) {
 		struct za_page *buddy = pfn_to_page(mm, pfn ^ (1UL << order));
-		VERIFY(mm, !(page_flags(buddy) & PG_buddy) || buddy->order != order,
+		VERIFY(mm, !(page_flags(buddy) & PG_buddy) || page_order(buddy) != order,
 		       "zone %s: buddies pfn %lu and %lu both free at order %u",
 		       z->name, pfn, pfn ^ (1UL << order), order);
 	}
@@ -100,10 +100,10 @@ static int verify_pcp(struct za_zone *z, int cpu)
 		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next) {
 			struct za_page *page = container_of(l, struct za_page, lru);
 			unsigned long pfn = page_to_pfn(mm, page);
-			VERIFY(mm, page_flags(page) == PG_pcp && page->order == order &&
+			VERIFY(mm, page_flags(page) == PG_pcp && page_order(page) == order &&
 				   pfn_zone(mm, pfn) == z && !(pfn & ((1UL << order) - 1)),
 			       "zone %s cpu %d: pfn %lu on the order-%u list has flags %#x order %u",
-			       z->name, cpu, pfn, order, page_flags(page), page->order);
+			       z->name, cpu, pfn, order, page_flags(page), page_order(page));
 			pages += 1 << order;
 		}
 	}
@@ -120,7 +120,7 @@ static int verify_descriptors(struct za_zone *z)
 	unsigned long pfn = z->start_pfn, end = z->start_pfn + z->nr_pages;
 	while (pfn < end) {
 		struct za_page *head = pfn_to_page(mm, pfn);
-		unsigned long span = page_flags(head) ? 1UL << head->order : 1;
+		unsigned long span = page_flags(head) ? 1UL << page_order(head) : 1;
 		for (unsigned long i = 1; i < span; i++)
 			VERIFY(mm, !page_flags(pfn_to_page(mm, pfn + i)),
 			       "zone %s: pfn %lu inside the block at pfn %lu has flags %#x",

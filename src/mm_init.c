@@ -43,6 +43,8 @@ static int resolve_layout(struct za_config *cfg)
 
 	if (cfg->cpus == ZA_AUTO)
 		cfg->cpus = machine_nr_cpus();
+	if (cfg->percpu_pagelist_high_fraction && cfg->percpu_pagelist_high_fraction < 8)
+		return layout_error("percpu_pagelist_high_fraction", "must be 0 or at least 8");
 	if (node_bytes < block * (uint64_t)cfg->nr_zones)
 		return layout_error("memory", "%llu bytes leave a zone of some node smaller than one "
 				    "max-order block (%llu bytes)",

@@ -87,11 +87,12 @@ enum {
 };
 
 struct za_page {
-	/* Atomic because the buddy merge of one CPU reads the flags of a
-	 * neighbouring block that another CPU may be freeing; PG_buddy itself
-	 * only changes under the zone lock. */
+	/* Atomic (relaxed, so plain moves) because the buddy merge and the
+	 * pageblock walks of one CPU read the head of a neighbouring block that
+	 * another CPU may be allocating or freeing; PG_buddy itself only
+	 * changes under the zone lock. */
 	_Atomic uint32_t flags;
-	uint8_t order;          /* order of the block this page heads */
+	_Atomic uint8_t order;  /* order of the block this page heads */
 	_Atomic uint8_t mt;     /* migratetype it was allocated or freed with */
 	uint8_t zone;           /* global zone id (node * nr_zones + index) */
 	struct za_list lru;     /* buddy free list or per-CPU list */
@@ -102,6 +103,8 @@ _Static_assert(sizeof(struct za_page) <= 64, "a page descriptor must fit a cache
 
 static inline uint32_t page_flags(const struct za_page *p) { return load_relaxed(&p->flags); }
 static inline void set_page_flags(struct za_page *p, uint32_t f) { store_relaxed(&p->flags, f); }
+static inline unsigned int page_order(const struct za_page *p) { return load_relaxed(&p->order); }
+static inline void set_page_order(struct za_page *p, unsigned int o) { store_relaxed(&p->order, (uint8_t)o); }
 static inline int page_mt(const struct za_page *p) { return load_relaxed(&p->mt); }
 static inline void set_page_mt(struct za_page *p, int mt) { store_relaxed(&p->mt, (uint8_t)mt); }
 
@@ -114,8 +117,11 @@ struct za_pcp {
 	int high;                       /* free down to count - batch above this */
 	int batch;                      /* refill / drain unit, in pages */
 	struct za_list lists[NR_PCP_LISTS];
-	struct za_events stat;
+	struct za_pcp_events stat;
 } __attribute__((aligned(ZA_CACHELINE)));
+
+/* A power of two, so that finding a CPU's set is a shift. */
+_Static_assert(sizeof(struct za_pcp) == 256, "struct za_pcp should be 4 cache lines");
 
 /* ------------------------------------------------------------------------
  * Zones
@@ -286,6 +292,10 @@ static inline void zone_unlock_quiet(struct za_zone *z)
  * ------------------------------------------------------------------------ */
 /* buddy.c — all under the zone lock */
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt);
+unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
+				 int mt, struct za_list *out);
+#define BUDDY_COALESCE_MAX 64
+int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned long *merges);
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt);
 void buddy_add_initial_block(struct za_zone *z, unsigned long pfn);
 const char *migratetype_name(int mt);

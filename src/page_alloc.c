@@ -124,7 +124,7 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int 
 	uint64_t t0 = zone_lock(z);
 	struct za_page *page = buddy_rmqueue(z, order, mt);
 	if (page) {
-		page->order = (uint8_t)order;
+		set_page_order(page, order);
 		page->zone = (uint8_t)z->id;
 		set_page_mt(page, mt);
 		set_page_flags(page, PG_alloc);
@@ -265,7 +265,8 @@ void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order)
 /* ------------------------------------------------------------------------
  * Freeing
  * ------------------------------------------------------------------------ */
-static int bad_free(struct za_mm *mm, const void *addr, unsigned int order, const char *why)
+static __attribute__((noinline, cold)) int bad_free(struct za_mm *mm, const void *addr,
+						    unsigned int order, const char *why)
 {
 	ev_add_atomic(&mm->stat, EV_BAD_FREE, 1);
 	za_report_error(mm, "za_free_pages(%p, order %u): %s", addr, order, why);
@@ -295,12 +296,61 @@ static const char *why_not_allocated(uint32_t flags)
 	return "not the start of an allocated block";
 }
 
+static __attribute__((noinline)) int free_to_buddy(struct za_zone *z, struct za_page *page,
+						   unsigned int order, bool pcp_busy)
+{
+	struct za_mm *mm = z->mm;
+	uint64_t t0 = zone_lock(z);
+	buddy_free(z, page, order, pageblock_mt(mm, page_to_pfn(mm, page)));
+	ev_add(&z->stat, EV_PGFREE, 1UL << order);
+	if (pcp_busy)
+		ev_add(&z->stat, EV_PCP_TRYLOCK_FAIL, 1);
+	zone_unlock(z, t0, NO_CAUSE);
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int free_block(struct za_mm *mm, struct za_page *page,
+							    unsigned int order)
+{
+	struct za_zone *z = mm->zone_by_id[page->zone];
+	bool pcp = pcp_allowed_order(mm, order);
+	if (likely(pcp) && pcp_free(z, this_cpu(mm), page, order))
+		return 0;
+	return free_to_buddy(z, page, order, pcp);
+}
+
 /*
- * The checks cost nothing on the fast path: the descriptor is read anyway
- * to link the block into a list.  Default mode reads and then writes the
- * flags, so two threads freeing the same block at the same instant can
- * both pass; debug=1 claims the block with an atomic exchange instead,
- * which catches that race too.
+ * Everything the fast path does not handle: a block that is not an
+ * allocated head of this order (reported), and debug=1, which checks every
+ * page of the block and claims the head with an atomic exchange, so that
+ * two threads freeing the same block at once cannot both succeed.
+ */
+static __attribute__((noinline)) int free_checked(struct za_mm *mm, struct za_page *page,
+						  void *addr, unsigned int order)
+{
+	uint32_t flags = page_flags(page);
+	if (!(flags & PG_alloc))
+		return bad_free(mm, addr, order, why_not_allocated(flags));
+	if (page_order(page) != order) {
+		char why[80];
+		snprintf(why, sizeof(why), "freed with order %u, allocated with order %u",
+			 order, page_order(page));
+		return bad_free(mm, addr, order, why);
+	}
+	const char *why = check_block_body(mm, page_to_pfn(mm, page), order);
+	if (why)
+		return bad_free(mm, addr, order, why);
+	flags = atomic_exchange_explicit(&page->flags, 0, memory_order_relaxed);
+	if (!(flags & PG_alloc))
+		return bad_free(mm, addr, order, why_not_allocated(flags));
+	return free_block(mm, page, order);
+}
+
+/*
+ * The checks of the default mode cost nothing on the fast path: the range
+ * check is two instructions and the descriptor is read anyway to link the
+ * block into a list.  Without debug=1, two threads freeing the same block
+ * at the same instant can both pass them.
  */
 int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 {
@@ -308,38 +358,10 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 		return bad_free(mm, addr, order, "address outside the arena");
 	if (unlikely(order > mm->max_order))
 		return bad_free(mm, addr, order, "order above max_order");
-	unsigned long pfn = virt_to_pfn(mm, addr);
 	if (unlikely((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_free(mm, addr, order, "not the start of an allocated block");
-
-	struct za_page *page = pfn_to_page(mm, pfn);
-	uint32_t flags = page_flags(page);
-	if (unlikely(!(flags & PG_alloc)))
-		return bad_free(mm, addr, order, why_not_allocated(flags));
-	if (unlikely(page->order != order)) {
-		char why[80];
-		snprintf(why, sizeof(why), "freed with order %u, allocated with order %u",
-			 order, page->order);
-		return bad_free(mm, addr, order, why);
-	}
-	if (unlikely(mm->debug)) {
-		const char *why = check_block_body(mm, pfn, order);
-		if (why)
-			return bad_free(mm, addr, order, why);
-		flags = atomic_exchange_explicit(&page->flags, 0, memory_order_relaxed);
-		if (!(flags & PG_alloc))
-			return bad_free(mm, addr, order, why_not_allocated(flags));
-	}
-
-	struct za_zone *z = mm->zone_by_id[page->zone];
-	bool pcp = pcp_allowed_order(mm, order);
-	if (likely(pcp) && pcp_free(z, this_cpu(mm), page, order))
-		return 0;
-	uint64_t t0 = zone_lock(z);
-	buddy_free(z, page, order, pageblock_mt(mm, pfn));
-	ev_add(&z->stat, EV_PGFREE, 1UL << order);
-	if (pcp)
-		ev_add(&z->stat, EV_PCP_TRYLOCK_FAIL, 1);
-	zone_unlock(z, t0, NO_CAUSE);
-	return 0;
+	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
+	if (unlikely(!(page_flags(page) & PG_alloc) || page_order(page) != order || mm->debug))
+		return free_checked(mm, page, addr, order);
+	return free_block(mm, page, order);
 }

@@ -16,6 +16,8 @@
  */
 #include "pcp.h"
 
+#include <stdint.h>
+
 /*
  * The kernel's zone_batchsize(): about a quarter of 0.1% of the zone, at
  * most 256 KiB worth, rounded to 2^n - 1 so that batches of different
@@ -39,16 +41,27 @@ static int zone_batchsize(unsigned long managed)
  * high: 6 * batch before seed 000.  With high-order lists, seed 000 makes it
  * room for one batch per order-0 migratetype plus a batch of the largest
  * cached order, so a single refill rarely forces a drain on the next free.
+ * percpu_pagelist_high_fraction=F (the kernel's sysctl, F >= 8) instead
+ * gives each CPU of the zone's node 1/F of the zone, at least 4 batches.
  */
-static int zone_highsize(int batch, bool high_order)
+static int zone_highsize(const struct za_zone *z, int batch)
 {
-	return high_order ? batch * MT_TYPES + (batch << PCP_MAX_ORDER) : 6 * batch;
+	const struct za_mm *mm = z->mm;
+	long fraction = (long)mm->cfg.percpu_pagelist_high_fraction;
+	if (fraction) {
+		long cpus = 0;
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+			cpus += mm->cpu_node[cpu] == z->node;
+		long high = (long)z->nr_pages / fraction / (cpus ? cpus : mm->nr_cpus);
+		return high > 4L * batch ? (int)(high < INT32_MAX / 2 ? high : INT32_MAX / 2) : 4 * batch;
+	}
+	return mm->pcp_high_order ? batch * MT_TYPES + (batch << PCP_MAX_ORDER) : 6 * batch;
 }
 
 void pcp_init(struct za_zone *z, int nr_cpus)
 {
 	int batch = zone_batchsize(z->nr_pages);
-	int high = zone_highsize(batch, z->mm->pcp_high_order);
+	int high = zone_highsize(z, batch);
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		struct za_pcp *pcp = &z->pcp[cpu];
 		pcp->batch = batch;
@@ -59,29 +72,37 @@ void pcp_init(struct za_zone *z, int nr_cpus)
 }
 
 /*
- * Takes up to `blocks` blocks of one order from the buddy lists in a single
- * zone-lock hold and appends them to list (so the list stays in ascending
- * physical order and the head is handed out first).  Returns how many.
+ * Takes `blocks` blocks of one order from the buddy lists in a single
+ * zone-lock hold, as whole free blocks (buddy_rmqueue_bulk), and splits
+ * them onto the list after releasing the lock: the blocks are ours by then.
+ * The list stays in ascending physical order and its head is handed out
+ * first.  Returns how many blocks it got.
  */
 static int rmqueue_bulk(struct za_zone *z, unsigned int order, int blocks,
 			struct za_list *list, int mt)
 {
-	int got = 0;
+	struct za_list taken;
+	list_init(&taken);
 	uint64_t t0 = zone_lock(z);
-	for (; got < blocks; got++) {
-		struct za_page *page = buddy_rmqueue(z, order, mt);
-		if (!page)
-			break;
-		page->order = (uint8_t)order;
-		page->zone = (uint8_t)z->id;
-		set_page_mt(page, mt);
-		set_page_flags(page, PG_pcp);
-		list_add_tail(&page->lru, list);
-	}
+	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
-	ev_add(&z->stat, EV_PCP_REFILL_PAGES, (uint64_t)got << order);
+	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);
 	zone_unlock(z, t0, EV_PCP_REFILL_HOLD);
-	return got;
+
+	while (!list_empty(&taken)) {
+		struct za_page *block = container_of(taken.next, struct za_page, lru);
+		unsigned long n = 1UL << (page_order(block) - order);
+		list_del(&block->lru);
+		for (unsigned long i = 0; i < n; i++) {
+			struct za_page *page = block + (i << order);
+			set_page_order(page, order);
+			page->zone = (uint8_t)z->id;
+			set_page_mt(page, mt);
+			set_page_flags(page, PG_pcp);
+			list_add_tail(&page->lru, list);
+		}
+	}
+	return (int)(pages >> order);
 }
 
 /* Blocks per refill: `batch` pages' worth, at least two blocks. */
@@ -98,7 +119,7 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
 	int got = rmqueue_bulk(z, order, refill_blocks(pcp, order), list, mt);
 	pcp_add_count(pcp, got << order);
 	if (got)
-		ev_add(&pcp->stat, EV_PCP_ALLOC_MISS + order, 1);
+		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC_MISS + order, 1);
 }
 
 /*
@@ -127,24 +148,23 @@ static struct za_page *pick_page(struct za_pcp *pcp, struct bulk_cursor *c, int 
 	struct za_page *page = container_of(list->prev, struct za_page, lru);
 	list_del(&page->lru);
 	c->batch_free--;
-	*budget -= 1 << page->order;
-	pcp_add_count(pcp, -(1 << page->order));
+	*budget -= 1 << page_order(page);
+	pcp_add_count(pcp, -(1 << page_order(page)));
 	return page;
 }
 
-static void merge_page(struct za_zone *z, struct za_page *page)
-{
-	buddy_free(z, page, page->order, pageblock_mt(z->mm, page_to_pfn(z->mm, page)));
-}
-
 /*
- * Returns `pages` pages (or all there are) to the buddy lists.
+ * Returns `pages` pages (or all there are) to the buddy lists, in chunks of
+ * at most BUDDY_COALESCE_MAX blocks, one zone-lock hold per chunk.  Blocks
+ * of a chunk that are buddies of each other are merged first: one merge
+ * into the free lists instead of one per page, which is most of the work
+ * when a run of pages is freed together.
  *
- * bulkfree_outside_lock=1 (seed 001): the pages are picked onto a private
- * list first -- the lists are ours while we hold the per-CPU lock -- with a
- * prefetch of each buddy's descriptor, so that the zone lock is held only
- * for the merges, which then mostly hit the cache.  =0: pick and merge in
- * one pass under the zone lock.
+ * bulkfree_outside_lock=1 (seed 001): picking and coalescing happen before
+ * the zone lock is taken -- the lists are ours while we hold the per-CPU
+ * lock -- with a prefetch of each buddy's descriptor, so that the lock is
+ * held only for the merges into the free lists, which then mostly hit the
+ * cache.  =0: all of it under the zone lock.
  */
 static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages)
 {
@@ -152,34 +172,31 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages)
 	unsigned int nlists = mm->pcp_high_order ? NR_PCP_LISTS : MT_TYPES;
 	struct bulk_cursor cur = { nlists - 1, nlists, 0 };
 	int budget = pages < pcp_count(pcp) ? pages : pcp_count(pcp);
-	int freed = budget;
-	uint64_t t0;
+	bool outside = mm->bulkfree_outside_lock;
 
-	if (budget <= 0)
-		return;
-	if (mm->bulkfree_outside_lock) {
-		struct za_list picked;
-		list_init(&picked);
-		while (budget > 0) {
-			struct za_page *page = pick_page(pcp, &cur, &budget);
-			unsigned long pfn = page_to_pfn(mm, page);
-			__builtin_prefetch(pfn_to_page(mm, pfn ^ (1UL << page->order)));
-			list_add_tail(&page->lru, &picked);
+	while (budget > 0) {
+		struct za_page *blocks[BUDDY_COALESCE_MAX];
+		unsigned long merges = 0;
+		uint64_t t0 = outside ? 0 : zone_lock(z);
+		int n = 0, before = budget;
+		while (budget > 0 && n < BUDDY_COALESCE_MAX)
+			blocks[n++] = pick_page(pcp, &cur, &budget);
+		n = buddy_coalesce(mm, blocks, n, &merges);
+		if (outside) {
+			for (int i = 0; i < n; i++) {
+				unsigned long pfn = page_to_pfn(mm, blocks[i]);
+				__builtin_prefetch(pfn_to_page(mm, pfn ^ (1UL << page_order(blocks[i]))));
+			}
+			t0 = zone_lock(z);
 		}
-		t0 = zone_lock(z);
-		while (!list_empty(&picked)) {
-			struct za_page *page = container_of(picked.next, struct za_page, lru);
-			list_del(&page->lru);
-			merge_page(z, page);
-		}
-	} else {
-		t0 = zone_lock(z);
-		while (budget > 0)
-			merge_page(z, pick_page(pcp, &cur, &budget));
+		for (int i = 0; i < n; i++)
+			buddy_free(z, blocks[i], page_order(blocks[i]),
+				   pageblock_mt(mm, page_to_pfn(mm, blocks[i])));
+		ev_add(&z->stat, EV_BUDDY_MERGE, merges);
+		ev_add(&z->stat, EV_PCP_BULKFREE, 1);
+		ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)(before - budget));
+		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
 	}
-	ev_add(&z->stat, EV_PCP_BULKFREE, 1);
-	ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)freed);
-	zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
 }
 
 /* count reached high: return a batch.  Under the per-CPU lock. */
@@ -193,7 +210,7 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 	struct za_pcp *pcp = &z->pcp[cpu];
 	za_trylock_wait(&pcp->lock);
 	if (pcp_count(pcp)) {
-		ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
+		pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
 		free_pcppages_bulk(z, pcp, pcp_count(pcp));
 	}
 	za_tryunlock(&pcp->lock);

@@ -46,7 +46,7 @@ static inline bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int
 		pcp_add_count(pcp, -(1 << order));
 		set_page_mt(page, mt);
 		set_page_flags(page, PG_alloc);
-		ev_add(&pcp->stat, EV_PCP_ALLOC + order, 1);
+		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + order, 1);
 	}
 	za_tryunlock(&pcp->lock);
 	*out = page;
@@ -65,7 +65,7 @@ static inline bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, un
 	set_page_flags(page, PG_pcp);
 	list_add(&page->lru, &pcp->lists[order_to_pindex(mt, order)]);
 	pcp_add_count(pcp, 1 << order);
-	ev_add(&pcp->stat, EV_PCP_FREE + order, 1);
+	pcp_ev_add(&pcp->stat, EV_PCP_FREE + order, 1);
 	if (unlikely(pcp_count(pcp) >= pcp->high))
 		pcp_free_batch(z, pcp);
 	za_tryunlock(&pcp->lock);

@@ -93,8 +93,9 @@ static uint64_t fold(uint64_t acc, uint64_t v, enum za_event item)
 static uint64_t zone_event_raw(const struct za_zone *z, enum za_event item)
 {
 	uint64_t v = load_relaxed(&z->stat.ev[item]);
-	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
-		v = fold(v, load_relaxed(&z->pcp[cpu].stat.ev[item]), item);
+	if (item < NR_PCP_EVENTS)
+		for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
+			v = fold(v, load_relaxed(&z->pcp[cpu].stat.ev[item]), item);
 	return v;
 }
 
@@ -141,7 +142,7 @@ static bool pageblock_is_mixed(const struct za_mm *mm, unsigned long start)
 		uint32_t f = page_flags(p);
 		if ((f & (PG_alloc | PG_pcp)) && page_mt(p) != mt)
 			return true;
-		pfn += f ? 1UL << p->order : 1;
+		pfn += f ? 1UL << page_order(p) : 1;
 	}
 	return false;
 }
@@ -246,7 +247,7 @@ enum za_stat_kind za_stat_kind(int i)
 }
 
 /* Racy against a concurrent update of the same peak, which then survives:
- * harmless for a maximum. */
+ * harmless for a maximum.  Peaks are kept per zone and globally only. */
 void za_stat_reset_peaks(za_mm_t *mm)
 {
 	for (int item = 0; item < NR_EVENTS; item++) {
@@ -256,8 +257,6 @@ void za_stat_reset_peaks(za_mm_t *mm)
 		for (int id = 0; id < nr_all_zones(mm); id++) {
 			struct za_zone *z = mm->zone_by_id[id];
 			store_relaxed(&z->stat.ev[item], 0);
-			for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
-				store_relaxed(&z->pcp[cpu].stat.ev[item], 0);
 		}
 	}
 }

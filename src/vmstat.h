@@ -15,22 +15,23 @@
 #include "platform.h"
 
 enum za_event {
-	/* per zone; reading adds the per-CPU lists' share, counted by order below */
-	EV_PGALLOC,                 /* pages allocated */
-	EV_PGFREE,                  /* pages freed */
 	/* per-CPU, + order 0..3 */
 	EV_PCP_ALLOC,               /* allocations served by the lists */
 	EV_PCP_ALLOC_MISS = EV_PCP_ALLOC + 4,   /* ... of which had to refill first */
 	EV_PCP_FREE = EV_PCP_ALLOC_MISS + 4,
+	EV_PCP_DRAIN = EV_PCP_FREE + 4,
+	NR_PCP_EVENTS,              /* the per-CPU sets keep only the events above */
+	/* per zone; reading adds the per-CPU lists' share, counted by order above */
+	EV_PGALLOC = NR_PCP_EVENTS, /* pages allocated */
+	EV_PGFREE,                  /* pages freed */
 	/* per zone */
-	EV_PCP_REFILL = EV_PCP_FREE + 4,
+	EV_PCP_REFILL,
 	EV_PCP_REFILL_PAGES,
 	EV_PCP_REFILL_HOLD,
 	EV_PCP_BULKFREE,
 	EV_PCP_BULKFREE_PAGES,
 	EV_PCP_BULKFREE_HOLD,
 	EV_PCP_BULKFREE_HOLD_MAX,
-	EV_PCP_DRAIN,
 	EV_PCP_TRYLOCK_FAIL,
 	EV_ZONE_LOCK_ACQUIRE,
 	EV_ZONE_LOCK_CONTENDED,
@@ -51,6 +52,16 @@ enum za_event {
 struct za_events {
 	za_counter_t ev[NR_EVENTS];
 };
+
+/* The per-CPU sets' share: small, so that a set stays four cache lines. */
+struct za_pcp_events {
+	za_counter_t ev[NR_PCP_EVENTS];
+};
+
+static inline void pcp_ev_add(struct za_pcp_events *e, enum za_event item, uint64_t n)
+{
+	counter_add(&e->ev[item], n);
+}
 
 static inline void ev_add(struct za_events *e, enum za_event item, uint64_t n)
 {

@@ -36,6 +36,7 @@ static void test_config_errors(void)
 	expect_config_error("bulkfree_outside_lock=maybe", "'bulkfree_outside_lock'");
 	expect_config_error("watermark_scale_factor=0", "'watermark_scale_factor'");
 	expect_config_error("min_free_kbytes=5", "'min_free_kbytes'");
+	expect_config_error("percpu_pagelist_high_fraction=4", "'percpu_pagelist_high_fraction'");
 	expect_config_error("lowmem_reserve_ratio=a:b", "'lowmem_reserve_ratio'");
 	expect_config_error("zones=", "'zones'");
 	expect_config_error("zones=DMA32+Normal", "'zones'");       /* only the last may omit a size */
@@ -64,7 +65,8 @@ static void test_config_string(void)
 {
 	static const char *const keys[] = {
 		"memory=", "nodes=", "zones=", "cpus=", "max_order=", "pcp_high_order=",
-		"bulkfree_outside_lock=", "watermark_scale_factor=", "min_free_kbytes=",
+		"bulkfree_outside_lock=", "percpu_pagelist_high_fraction=", "watermark_scale_factor=",
+		"min_free_kbytes=",
 		"lowmem_reserve_ratio=", "lock_stats=", "debug=", "hugepages=", "populate=",
 	};
 	za_mm_t *mm = test_mm(" memory = 102M , zones=Low:10M+Normal,cpus=3,");

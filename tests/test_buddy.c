@@ -279,6 +279,12 @@ static void test_watermark_formulas(void)
 	CHECK_EQ(zoneinfo_value(mm, "Normal", "high:  "), 6 * 63);
 	CHECK_EQ(zoneinfo_value(mm, "Normal", "low "), 768 + 1966);
 	CHECK_EQ(za_mm_destroy(mm), 0);
+
+	/* The kernel's percpu_pagelist_high_fraction: 1/F of the zone per CPU. */
+	mm = test_mm("memory=1G,zones=DMA32:256M+Normal,cpus=2,percpu_pagelist_high_fraction=8");
+	CHECK_EQ(zoneinfo_value(mm, "Normal", "high:  "), 196608 / 8 / 2);
+	CHECK_EQ(zoneinfo_value(mm, "DMA32", "high:  "), 65536 / 8 / 2);
+	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
 /* Free pages far above the watermark are not enough for order k: a free
