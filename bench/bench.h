@@ -83,6 +83,8 @@ struct experiment {
 	/* What `zabench report` runs: extra arguments and A/B switches, one
 	 * run per entry, NULL-terminated. */
 	const char *const *report_runs;
+	/* Optional: frees what declare() allocated besides b->state itself. */
+	void (*release)(struct bench *b);
 	/* Optional: a table of its own after the standard ones. */
 	void (*print_extra)(const struct bench *b, FILE *out);
 };

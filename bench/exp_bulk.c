@@ -56,6 +56,17 @@ static void declare(struct bench *b, bool random)
 	b->state = st;
 }
 
+static void bulk_release(struct bench *b)
+{
+	struct bulk_state *st = b->state;
+	for (int i = 0; i < st->threads; i++) {
+		free(st->own[i]);
+		free(st->to_free[i]);
+	}
+	free(st->own);
+	free(st->to_free);
+}
+
 static void bulk_declare(struct bench *b) { declare(b, false); }
 static void rand_declare(struct bench *b) { declare(b, true); }
 
@@ -164,6 +175,7 @@ const struct experiment exp_bulk = {
 	.threads = 1,
 	.declare = bulk_declare,
 	.run = bulk_run,
+	.release = bulk_release,
 	.report_runs = bulk_report,
 };
 
@@ -174,5 +186,6 @@ const struct experiment exp_rand = {
 	.threads = 2,
 	.declare = rand_declare,
 	.run = bulk_run,
+	.release = bulk_release,
 	.report_runs = rand_report,
 };

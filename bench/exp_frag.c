@@ -45,6 +45,15 @@ static void frag_declare(struct bench *b)
 	b->state = st;
 }
 
+static void frag_release(struct bench *b)
+{
+	struct frag_state *st = b->state;
+	for (int i = 0; i < st->threads; i++)
+		free(st->held[i]);
+	free(st->held);
+	free(st->nheld);
+}
+
 /* Mostly small blocks, as slab and page-cache loads make them. */
 static unsigned int pick_order(uint64_t *rng)
 {
@@ -132,5 +141,6 @@ const struct experiment exp_frag = {
 	.threads = 2,
 	.declare = frag_declare,
 	.run = frag_run,
+	.release = frag_release,
 	.report_runs = frag_report,
 };

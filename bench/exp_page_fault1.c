@@ -30,6 +30,14 @@ static void pf_declare(struct bench *b)
 	b->state = st;
 }
 
+static void pf_release(struct bench *b)
+{
+	struct pf_state *st = b->state;
+	for (int i = 0; i < b->opts.threads; i++)
+		free(st->slots[i]);
+	free(st->slots);
+}
+
 static void pf_worker(int i, void *arg)
 {
 	struct pf_state *st = arg;
@@ -77,5 +85,6 @@ const struct experiment exp_page_fault1 = {
 	.threads = 2,
 	.declare = pf_declare,
 	.run = pf_run,
+	.release = pf_release,
 	.report_runs = pf_report,
 };

@@ -329,6 +329,8 @@ int bench_run(struct bench *b)
 void bench_finish(struct bench *b)
 {
 	destroy_variants(b);
+	if (b->exp->release && b->state)
+		b->exp->release(b);
 	free(b->state);
 	b->state = NULL;
 }
