@@ -152,6 +152,89 @@ void za_drain_pages(za_mm_t *mm, int cpu);
 void za_drain_all_pages(za_mm_t *mm);
 
 /* ------------------------------------------------------------------------
+ * Object caches (SLUB)
+ *
+ * A cache hands out objects of one size from slabs: page-allocator blocks
+ * of the order the kernel's calculation picks (see the slub_* keys).  Per
+ * CPU it keeps a current slab and a few partial slabs; allocation from the
+ * CPU's slab and freeing into it take no lock shared with other CPUs.
+ * Objects may be freed from any thread.
+ *
+ * Configuration keys of za_mm_create for caches:
+ *   slub_min_order=0, slub_max_order=3, slub_min_objects=0 (0: 4 * (fls(nr_cpus) + 1))
+ *   nr_cpus=auto         the CPU count the sizing assumes (e.g. 224 for a big server)
+ *   slub_big_system=1    seed 002: with nr_cpus >= 32, double min_objects and the
+ *                        per-CPU partial sizes
+ *   slub_debug=          debug letters for every cache ("FZPU"), or per cache
+ *                        "FZ:kmalloc-64:dentry;P:kmalloc-*": F sanity checks,
+ *                        Z red zones, P poisoning, U last alloc/free owner
+ *   slab_freelist_random=0   shuffle the free list of new slabs
+ *   slab_freelist_hardened=1 free pointers stored XOR a per-cache key and their
+ *                        slot address; a corrupted one is reported, not followed
+ * ------------------------------------------------------------------------ */
+typedef struct za_kmem_cache za_cache_t;
+
+#define ZA_SLAB_HWCACHE_ALIGN     (1u << 0)   /* align objects to cache lines */
+#define ZA_SLAB_RECLAIM_ACCOUNT   (1u << 1)   /* slabs are reclaimable memory */
+#define ZA_SLAB_CONSISTENCY_CHECKS (1u << 4)  /* debug F, for this cache */
+#define ZA_SLAB_RED_ZONE          (1u << 5)   /* debug Z */
+#define ZA_SLAB_POISON            (1u << 6)   /* debug P */
+#define ZA_SLAB_STORE_USER        (1u << 7)   /* debug U */
+
+/*
+ * Creates a cache of objects of `size` bytes aligned to `align` (0: 8; a
+ * power of two up to 4096), with an optional constructor run once per
+ * object when its slab is created.  Returns NULL with errno EINVAL for a
+ * bad name, size, alignment or flag.
+ */
+za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t align,
+			    unsigned int flags, void (*ctor)(void *));
+/* NULL with errno ENOMEM when no slab can be had. */
+void *za_cache_alloc(za_cache_t *cache, za_gfp_t gfp);
+/* 0, or -1 with errno EINVAL after reporting a pointer that is not an
+ * object of this cache, or a double free (always for the most recently
+ * freed object; with debug F or Z for any). */
+int za_cache_free(za_cache_t *cache, void *obj);
+/* All n or none (returns n or 0). */
+size_t za_cache_alloc_bulk(za_cache_t *cache, za_gfp_t gfp, size_t n, void **objs);
+void za_cache_free_bulk(za_cache_t *cache, size_t n, void **objs);
+/* Flushes every CPU's slabs and frees all empty slabs; returns how many. */
+long za_cache_shrink(za_cache_t *cache);
+/* Shrinks every cache of the system; returns the slabs freed. */
+long za_shrink_slabs(za_mm_t *mm);
+/*
+ * Destroys an empty cache and returns 0.  If objects are still allocated,
+ * reports and returns their count, and the cache stays (its memory is not
+ * pulled from under its users).
+ */
+long za_cache_destroy(za_cache_t *cache);
+
+struct za_cache_info {
+	const char *name;
+	size_t object_size, size, align;        /* size: the stride, metadata included */
+	unsigned int order, objects;            /* per slab */
+	unsigned int cpu_partial_slabs, min_partial;
+	unsigned int debug;                     /* ZA_SLAB_* debug bits in force */
+};
+void za_cache_info(const za_cache_t *cache, struct za_cache_info *info);
+/* A per-cache counter: alloc_fastpath, free_remote, list_lock_acquire, ... */
+long long za_cache_stat(const za_cache_t *cache, const char *name);
+
+/* ------------------------------------------------------------------------
+ * kmalloc: size classes 8, 16, 32, 64, 96, 128, 192, 256, 512, 1K, 2K, 4K
+ * and 8K from caches (kmalloc-<size>); larger sizes from the page
+ * allocator, up to 4 KiB << max_order (beyond that: NULL, ENOMEM).
+ * ------------------------------------------------------------------------ */
+void *za_kmalloc(za_mm_t *mm, size_t size, za_gfp_t gfp);
+void *za_kzalloc(za_mm_t *mm, size_t size, za_gfp_t gfp);
+/* Like realloc: NULL p allocates, size 0 frees (and returns NULL). */
+void *za_krealloc(za_mm_t *mm, void *p, size_t size, za_gfp_t gfp);
+/* 0 (also for NULL), or -1 with errno EINVAL after reporting a bad pointer. */
+int za_kfree(za_mm_t *mm, const void *p);
+/* The usable size of a kmalloc'ed block, or 0 with errno EINVAL. */
+size_t za_ksize(za_mm_t *mm, const void *p);
+
+/* ------------------------------------------------------------------------
  * Topology
  * ------------------------------------------------------------------------ */
 int za_nr_nodes(const za_mm_t *mm);
@@ -191,7 +274,7 @@ void za_stat_reset_peaks(za_mm_t *mm);
 
 /*
  * Writes a kernel-format text report: "buddyinfo", "zoneinfo", "vmstat",
- * "pagetypeinfo".  Returns 0, or -1 with errno EINVAL for an unknown name.
+ * "pagetypeinfo", "slabinfo".  Returns 0, or -1 with errno EINVAL for an unknown name.
  */
 int za_report(za_mm_t *mm, const char *what, FILE *out);
 

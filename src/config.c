@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-enum key_type { K_SIZE, K_INT, K_BOOL, K_ZONES, K_RATIOS };
+enum key_type { K_SIZE, K_INT, K_BOOL, K_ZONES, K_RATIOS, K_STRING };
 
 struct key {
 	const char *name;
@@ -42,6 +42,14 @@ static const struct key keys[] = {
 	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true },
 	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true },
 	{ "lock_stats",            K_BOOL,   FIELD(lock_stats), 0, 1, false },
+	{ "slub_min_order",        K_INT,    FIELD(slub_min_order), 0, ZA_MAX_ORDER_LIMIT, false },
+	{ "slub_max_order",        K_INT,    FIELD(slub_max_order), 0, ZA_MAX_ORDER_LIMIT, false },
+	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false },
+	{ "nr_cpus",               K_INT,    FIELD(nr_cpus), 1, 65536, true },
+	{ "slub_big_system",       K_BOOL,   FIELD(slub_big_system), 0, 1, false },
+	{ "slub_debug",            K_STRING, FIELD(slub_debug), 0, 128, false },
+	{ "slab_freelist_random",  K_BOOL,   FIELD(slab_freelist_random), 0, 1, false },
+	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
 	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false },
 	{ "populate",              K_BOOL,   FIELD(populate), 0, 1, false },
@@ -62,6 +70,10 @@ void za_config_defaults(struct za_config *cfg)
 		.min_free_kbytes = ZA_AUTO,
 		.lowmem_reserve_ratio = { ZA_AUTO, ZA_AUTO, ZA_AUTO, ZA_AUTO },
 		.lock_stats = 1,
+		.slub_max_order = 3,
+		.nr_cpus = ZA_AUTO,
+		.slub_big_system = 1,
+		.slab_freelist_hardened = 1,
 	};
 }
 
@@ -238,6 +250,12 @@ static int parse_pair(struct za_config *cfg, const char *s, int len)
 		if (parse_ratios(field, k, val, vlen))
 			return bad_value(k->name, val, vlen, "auto or ratios like 256:32");
 		return 0;
+	case K_STRING:
+		if (vlen >= k->max)
+			return bad_value(k->name, val, vlen, "a shorter value");
+		memcpy(field, val, (size_t)vlen);
+		((char *)field)[vlen] = 0;
+		return 0;
 	case K_BOOL:
 		if (parse_bool(val, vlen, &v))
 			return bad_value(k->name, val, vlen, "0 or 1");
@@ -330,6 +348,9 @@ static void format_value(struct strbuf *sb, const struct za_config *cfg, const s
 				sb_printf(sb, "%s%" PRId64, i ? ":" : "", r[i]);
 		break;
 	}
+	case K_STRING:
+		sb_printf(sb, "%s", (const char *)field);
+		break;
 	case K_BOOL:
 	case K_INT: {
 		int64_t v = *(const int64_t *)field;

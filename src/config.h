@@ -35,6 +35,15 @@ struct za_config {
 	int64_t min_free_kbytes;      /* ZA_AUTO: 4 * sqrt(lowmem KiB) */
 	int64_t lowmem_reserve_ratio[ZA_MAX_ZONES];   /* ZA_AUTO: by zone name */
 	int64_t lock_stats;
+	/* SLUB */
+	int64_t slub_min_order;
+	int64_t slub_max_order;
+	int64_t slub_min_objects;       /* 0: 4 * (fls(nr_cpus) + 1) */
+	int64_t nr_cpus;                /* for slab sizing only; ZA_AUTO: the machine's */
+	int64_t slub_big_system;        /* seed 002 */
+	char slub_debug[128];           /* "FZPU" or "FZ:cache:cache;P:cache" */
+	int64_t slab_freelist_random;
+	int64_t slab_freelist_hardened;
 	int64_t debug;
 	int64_t hugepages;
 	int64_t populate;

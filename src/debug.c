@@ -113,7 +113,8 @@ static int verify_pcp(struct za_zone *z, int cpu)
 	return 0;
 }
 
-/* Pages inside a block (not its head) never carry state. */
+/* Pages inside a block (not its head) carry no state, except the tail mark
+ * of a slab. */
 static int verify_descriptors(struct za_zone *z)
 {
 	struct za_mm *mm = z->mm;
@@ -121,8 +122,9 @@ static int verify_descriptors(struct za_zone *z)
 	while (pfn < end) {
 		struct za_page *head = pfn_to_page(mm, pfn);
 		unsigned long span = page_flags(head) ? 1UL << page_order(head) : 1;
+		uint32_t allowed = page_flags(head) & PG_slab ? PG_tail : 0;
 		for (unsigned long i = 1; i < span; i++)
-			VERIFY(mm, !page_flags(pfn_to_page(mm, pfn + i)),
+			VERIFY(mm, !(page_flags(pfn_to_page(mm, pfn + i)) & ~allowed),
 			       "zone %s: pfn %lu inside the block at pfn %lu has flags %#x",
 			       z->name, pfn + i, pfn, page_flags(pfn_to_page(mm, pfn + i)));
 		pfn += span;

@@ -28,6 +28,12 @@ static inline bool za_lock_try(za_lock_t *l)
 
 void za_lock_slow(za_lock_t *l);
 
+static inline void za_lock(za_lock_t *l)
+{
+	if (!za_lock_try(l))
+		za_lock_slow(l);
+}
+
 static inline void za_unlock(za_lock_t *l)
 {
 	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)

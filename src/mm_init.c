@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "mmzone.h"
 #include "percpu.h"
+#include "slab.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -45,6 +46,13 @@ static int resolve_layout(struct za_config *cfg)
 		cfg->cpus = machine_nr_cpus();
 	if (cfg->percpu_pagelist_high_fraction && cfg->percpu_pagelist_high_fraction < 8)
 		return layout_error("percpu_pagelist_high_fraction", "must be 0 or at least 8");
+	if (cfg->nr_cpus == ZA_AUTO)
+		cfg->nr_cpus = machine_nr_cpus();
+	if (cfg->slub_max_order > cfg->max_order || cfg->slub_min_order > cfg->slub_max_order)
+		return layout_error("slub_max_order", "need slub_min_order <= slub_max_order <= max_order");
+	const char *bad = slub_debug_check(cfg->slub_debug);
+	if (bad)
+		return layout_error("slub_debug", "%s", bad);
 	if (node_bytes < block * (uint64_t)cfg->nr_zones)
 		return layout_error("memory", "%llu bytes leave a zone of some node smaller than one "
 				    "max-order block (%llu bytes)",
@@ -227,6 +235,13 @@ za_mm_t *za_mm_create(const char *config)
 		return NULL;
 	}
 	za_config_format(&mm->cfg, mm->config_string, len);
+	if (kmalloc_init(mm)) {
+		int err = errno;
+		slub_destroy_all(mm);
+		free_mm(mm);
+		errno = err;
+		return NULL;
+	}
 	return mm;
 }
 
@@ -234,6 +249,7 @@ long za_mm_destroy(za_mm_t *mm)
 {
 	if (!mm)
 		return 0;
+	slub_destroy_all(mm);
 	za_drain_all_pages(mm);
 	long leaked = (long)mm->nr_pages;
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)

@@ -12,6 +12,8 @@
 #include "platform.h"
 #include "vmstat.h"
 
+struct za_kmem_cache;
+
 #define PAGE_SHIFT ZA_PAGE_SHIFT
 #define PAGE_SIZE  ZA_PAGE_SIZE
 
@@ -84,6 +86,10 @@ enum {
 	PG_buddy = 1u << 0,    /* head of a free block in the buddy lists */
 	PG_pcp   = 1u << 1,    /* head of a free block on a per-CPU list */
 	PG_alloc = 1u << 2,    /* head of an allocated block */
+	/* Set by the owner of an allocated block (slub.c): */
+	PG_slab  = 1u << 3,    /* the block is a slab; slab_cache and slab_state are valid */
+	PG_slab_partial = 1u << 4,   /* ... on its node's partial list (under list_lock) */
+	PG_tail  = 1u << 5,    /* inside a slab: private is the slab's head descriptor */
 };
 
 struct za_page {
@@ -95,8 +101,18 @@ struct za_page {
 	_Atomic uint8_t order;  /* order of the block this page heads */
 	_Atomic uint8_t mt;     /* migratetype it was allocated or freed with */
 	uint8_t zone;           /* global zone id (node * nr_zones + index) */
-	struct za_list lru;     /* buddy free list or per-CPU list */
+	union {
+		struct za_list lru;     /* buddy free list, per-CPU list, slab partial list */
+		struct {                /* a slab on a CPU's partial list (slub.c) */
+			struct za_page *next;
+			unsigned long slabs;    /* on the list from here on */
+		} cpu_partial;
+	};
 	unsigned long private;  /* free for the owner of an allocated block */
+	/* Slabs (PG_slab): the cache, and the slab's free list and counters in
+	 * one word so that they change together (slab.h). */
+	struct za_kmem_cache *slab_cache;
+	_Atomic uint64_t slab_state;
 };
 
 _Static_assert(sizeof(struct za_page) <= 64, "a page descriptor must fit a cache line");
@@ -189,6 +205,11 @@ struct za_mm {
 	int nr_meta;
 	za_error_fn error_fn;
 	void *error_ctx;
+
+	/* SLUB */
+	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
+	za_lock_t caches_lock;
+	struct za_kmem_cache *kmalloc_caches[16];
 
 	struct za_events stat __attribute__((aligned(ZA_CACHELINE)));
 };

@@ -331,6 +331,8 @@ static __attribute__((noinline)) int free_checked(struct za_mm *mm, struct za_pa
 	uint32_t flags = page_flags(page);
 	if (!(flags & PG_alloc))
 		return bad_free(mm, addr, order, why_not_allocated(flags));
+	if (flags & PG_slab)
+		return bad_free(mm, addr, order, "the block is a slab of an object cache");
 	if (page_order(page) != order) {
 		char why[80];
 		snprintf(why, sizeof(why), "freed with order %u, allocated with order %u",
@@ -361,7 +363,8 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 	if (unlikely((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_free(mm, addr, order, "not the start of an allocated block");
 	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
-	if (unlikely(!(page_flags(page) & PG_alloc) || page_order(page) != order || mm->debug))
+	if (unlikely((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc ||
+		     page_order(page) != order || mm->debug))
 		return free_checked(mm, page, addr, order);
 	return free_block(mm, page, order);
 }

@@ -3,6 +3,7 @@
  * and the kernel-format text reports.
  */
 #include "mmzone.h"
+#include "slab.h"
 
 #include <errno.h>
 #include <string.h>
@@ -58,6 +59,7 @@ enum gauge {
 	G_NR_MANAGED_PAGES,
 	G_NR_ALLOCATED_PAGES,
 	G_NR_MIXED_PAGEBLOCKS,
+	G_NR_SLAB_PAGES,
 	G_PCP_ALLOC_HIT,             /* + order 0..3: served without a refill */
 	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
 	NR_GAUGES = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1
@@ -65,7 +67,7 @@ enum gauge {
 
 static const char *const gauge_fixed_names[] = {
 	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
-	"nr_mixed_pageblocks", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
+	"nr_mixed_pageblocks", "nr_slab_pages", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
 	"pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
 };
 
@@ -171,6 +173,7 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 		return (long)z->nr_pages - load_relaxed(&z->nr_free_pages) - pcp_pages(z);
 	case G_NR_MIXED_PAGEBLOCKS:
 		return mixed_pageblocks(z, -1);
+	case G_NR_SLAB_PAGES:
 	default:
 		break;
 	}
@@ -184,6 +187,8 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 
 static long gauge_value(const struct za_mm *mm, enum gauge g, int zone_idx)
 {
+	if (g == G_NR_SLAB_PAGES)
+		return slab_pages(mm);         /* not kept per zone */
 	long v = 0;
 	for (int id = 0; id < nr_all_zones(mm); id++)
 		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
@@ -194,22 +199,36 @@ static long gauge_value(const struct za_mm *mm, enum gauge g, int zone_idx)
 /* ------------------------------------------------------------------------
  * Lookup by name
  * ------------------------------------------------------------------------ */
+/* The index space: page allocator events, slab events, gauges. */
+#define SLAB_BASE  NR_EVENTS
+#define GAUGE_BASE (NR_EVENTS + NR_SLAB_EVENTS)
+
 int za_stat_count(void)
 {
-	return NR_EVENTS + NR_GAUGES;
+	return GAUGE_BASE + NR_GAUGES;
 }
 
 const char *za_stat_name(int i)
 {
 	if (i < 0 || i >= za_stat_count())
 		return NULL;
-	return i < NR_EVENTS ? event_info[i].name : gauge_name(i - NR_EVENTS);
+	if (i < SLAB_BASE)
+		return event_info[i].name;
+	return i < GAUGE_BASE ? slab_event_name(i - SLAB_BASE) : gauge_name(i - GAUGE_BASE);
 }
 
-static long long stat_value(const struct za_mm *mm, int i, int zone_idx)
+/* slab: the slab events, folded once by the caller, or NULL to fold here. */
+static long long stat_value(const struct za_mm *mm, int i, int zone_idx, const uint64_t *slab)
 {
-	return i < NR_EVENTS ? (long long)event_value(mm, (enum za_event)i, zone_idx)
-			     : gauge_value(mm, (enum gauge)(i - NR_EVENTS), zone_idx);
+	if (i < SLAB_BASE)
+		return (long long)event_value(mm, (enum za_event)i, zone_idx);
+	if (i < GAUGE_BASE) {
+		uint64_t totals[NR_SLAB_EVENTS];
+		if (!slab)
+			slab_stat_fold(mm, totals);
+		return (long long)(slab ? slab : totals)[i - SLAB_BASE];
+	}
+	return gauge_value(mm, (enum gauge)(i - GAUGE_BASE), zone_idx);
 }
 
 static int find_stat(const char *name, size_t len)
@@ -225,14 +244,14 @@ long long za_stat(const za_mm_t *mm, const char *name)
 	size_t len = strlen(name);
 	int i = find_stat(name, len);
 	if (i >= 0)
-		return stat_value(mm, i, -1);
+		return stat_value(mm, i, -1, NULL);
 	/* "<counter>_<Zone>" */
 	for (int zi = 0; zi < mm->nr_zones; zi++) {
 		const char *zn = mm->cfg.zones[zi].name;
 		size_t zl = strlen(zn);
 		if (len > zl + 1 && name[len - zl - 1] == '_' && !strcmp(name + len - zl, zn) &&
 		    (i = find_stat(name, len - zl - 1)) >= 0)
-			return stat_value(mm, i, zi);
+			return stat_value(mm, i, zi, NULL);
 	}
 	errno = EINVAL;
 	return -1;
@@ -240,9 +259,11 @@ long long za_stat(const za_mm_t *mm, const char *name)
 
 enum za_stat_kind za_stat_kind(int i)
 {
-	if (i < NR_EVENTS)
+	if (i < SLAB_BASE)
 		return event_info[i].is_max ? ZA_STAT_PEAK : ZA_STAT_EVENT;
-	enum gauge g = (enum gauge)(i - NR_EVENTS);
+	if (i < GAUGE_BASE)
+		return ZA_STAT_EVENT;
+	enum gauge g = (enum gauge)(i - GAUGE_BASE);
 	return g >= G_PCP_ALLOC_HIT && g < G_NR_FREE_BLOCKS ? ZA_STAT_EVENT : ZA_STAT_GAUGE;
 }
 
@@ -264,8 +285,10 @@ void za_stat_reset_peaks(za_mm_t *mm)
 int za_stat_all(const za_mm_t *mm, long long *vals, int n)
 {
 	int count = za_stat_count() < n ? za_stat_count() : n;
+	uint64_t slab[NR_SLAB_EVENTS];
+	slab_stat_fold(mm, slab);
 	for (int i = 0; i < count; i++)
-		vals[i] = stat_value(mm, i, -1);
+		vals[i] = stat_value(mm, i, -1, slab);
 	return count;
 }
 
@@ -300,7 +323,7 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 		for (int j = 0; j < mm->nr_zones; j++)
 			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
 		fprintf(out, ")\n");
-		for (int g = 0; g < G_PCP_ALLOC_HIT; g++)
+		for (int g = 0; g < G_NR_SLAB_PAGES; g++)
 			fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
 		for (int e = 0; e < NR_EVENTS; e++) {
 			uint64_t v = zone_event(z, (enum za_event)e);
@@ -320,11 +343,13 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 
 static void report_vmstat(struct za_mm *mm, FILE *out)
 {
+	uint64_t slab[NR_SLAB_EVENTS];
+	slab_stat_fold(mm, slab);
 	for (int i = 0; i < za_stat_count(); i++)
-		fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1));
+		fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1, slab));
 	for (int zi = 0; zi < mm->nr_zones; zi++)
 		fprintf(out, "pgalloc_%s %lld\n", mm->cfg.zones[zi].name,
-			stat_value(mm, EV_PGALLOC, zi));
+			stat_value(mm, EV_PGALLOC, zi, NULL));
 }
 
 static unsigned long list_length(const struct za_list *head)
@@ -388,6 +413,7 @@ int za_report(za_mm_t *mm, const char *what, FILE *out)
 		{ "zoneinfo", report_zoneinfo },
 		{ "vmstat", report_vmstat },
 		{ "pagetypeinfo", report_pagetypeinfo },
+		{ "slabinfo", slabinfo_report },
 	};
 	for (size_t i = 0; i < ZA_ARRAY_SIZE(reports); i++) {
 		if (!strcmp(what, reports[i].name)) {

@@ -1,0 +1,186 @@
+/*
+ * SLUB's types, shared by slub.c (the allocator), slub_debug.c (checks and
+ * reports) and kmalloc.c.
+ *
+ * A slab is a page-allocator block of the cache's order carved into
+ * objects of `size` bytes.  Free objects hold a (hardened) pointer to the
+ * next free object at `offset`.  Its descriptor keeps, in one 64-bit word
+ * changed by compare-and-swap, the slab's own free list and counters:
+ *
+ *   bits  0..15  index of the first free object, SLAB_NONE if none
+ *   bits 16..31  inuse: objects not on the slab's free list
+ *   bits 32..46  objects in the slab
+ *   bit  47      frozen: the slab is some CPU's current slab
+ *   bits 48..63  a tag bumped by every change
+ *
+ * Only the CPU that froze a slab allocates from it; anyone may push frees
+ * onto its list.  Objects per slab are limited to 32767 (as in the kernel),
+ * so an index fits.
+ */
+#ifndef ZA_SLAB_H
+#define ZA_SLAB_H
+
+#include "mmzone.h"
+
+#define SLAB_NONE        0xFFFFu
+#define MAX_OBJS_PER_SLAB 32767u
+
+static inline unsigned int st_head(uint64_t s) { return (unsigned int)(s & 0xFFFF); }
+static inline unsigned int st_inuse(uint64_t s) { return (unsigned int)((s >> 16) & 0xFFFF); }
+static inline unsigned int st_objects(uint64_t s) { return (unsigned int)((s >> 32) & 0x7FFF); }
+static inline bool st_frozen(uint64_t s) { return (s >> 47) & 1; }
+
+static inline uint64_t st_make(uint64_t old, unsigned int head, unsigned int inuse, bool frozen)
+{
+	uint64_t tag = ((old >> 48) + 1) & 0xFFFF;
+	return (uint64_t)head | (uint64_t)inuse << 16 | (uint64_t)st_objects(old) << 32 |
+	       (uint64_t)frozen << 47 | tag << 48;
+}
+
+/* Debug flags (slub_debug letters). */
+enum {
+	SLAB_CONSISTENCY_CHECKS = 1u << 0,   /* F */
+	SLAB_RED_ZONE = 1u << 1,             /* Z */
+	SLAB_POISON = 1u << 2,               /* P */
+	SLAB_STORE_USER = 1u << 3,           /* U */
+	SLAB_DEBUG_FLAGS = 0xF,
+};
+
+/* Per-cache events; summed over caches by za_stat() as slab_<name>. */
+enum slab_event {
+	/* per CPU, under the CPU's lock */
+	SL_ALLOC_FASTPATH,
+	SL_ALLOC_SLOWPATH,
+	SL_FREE_FASTPATH,
+	SL_CPU_PARTIAL_ALLOC,
+	SL_CPU_PARTIAL_FREE,
+	SL_CPU_PARTIAL_DRAIN,
+	SL_ALLOC_REFILL,
+	SL_DEACTIVATE,
+	NR_SLAB_CPU_EVENTS,
+	/* per node, under list_lock */
+	SL_NODE_PARTIAL_ALLOC = NR_SLAB_CPU_EVENTS,
+	SL_NODE_PARTIAL_FREE,
+	SL_LIST_LOCK_ACQUIRE,
+	SL_LIST_LOCK_CONTENDED,
+	NR_SLAB_NODE_EVENTS,
+	/* per cache, atomic */
+	SL_FREE_SLOWPATH = NR_SLAB_NODE_EVENTS,
+	SL_FREE_REMOTE,
+	SL_ALLOC_SLAB,
+	SL_FREE_SLAB,
+	SL_ORDER_FALLBACK,
+	SL_BAD_FREE,
+	NR_SLAB_EVENTS
+};
+
+struct kmem_cache_cpu {
+	za_trylock_t lock;
+	void *freelist;                 /* objects of `slab` only this CPU takes */
+	struct za_page *slab;           /* frozen */
+	char *base;                     /* slab's first object ... */
+	size_t span;                    /* ... and its objects' extent, for the fast path's checks */
+	struct za_page *partial;        /* unfrozen slabs with free objects */
+	za_counter_t stat[NR_SLAB_CPU_EVENTS];
+} __attribute__((aligned(ZA_CACHELINE)));
+
+struct kmem_cache_node {
+	za_lock_t list_lock;
+	_Atomic unsigned long nr_partial;       /* written under list_lock */
+	struct za_list partial;
+	_Atomic long nr_slabs, nr_pages, total_objects;
+	za_counter_t stat[NR_SLAB_NODE_EVENTS];
+} __attribute__((aligned(ZA_CACHELINE)));
+
+struct track {                           /* U: who last allocated / freed */
+	void *caller;
+	int cpu;
+	int tid;
+	uint64_t when_ns;
+};
+
+struct za_kmem_cache {
+	/* Hot, read-only after creation. */
+	struct za_mm *mm;
+	struct kmem_cache_cpu *cpu_slab;  /* [mm->nr_cpus] */
+	unsigned int size;              /* object stride, metadata included */
+	unsigned int object_size;       /* what the user asked for */
+	unsigned int offset;            /* of the free pointer within the object */
+	unsigned int red_left_pad;      /* Z: bytes before each object */
+	unsigned int inuse;             /* offset of the metadata after the object */
+	int size_shift;                 /* log2(size) if a power of two, else -1 */
+	unsigned long random;           /* free pointer hardening key, 0 if off */
+	unsigned int debug;             /* SLAB_* debug flags */
+	unsigned int order, objects;    /* preferred slab size */
+	unsigned int min_order, min_objects;   /* fallback when that fails */
+	unsigned int cpu_partial_slabs;
+	unsigned int min_partial;
+	unsigned int align;
+	unsigned int flags;             /* ZA_SLAB_* */
+	void (*ctor)(void *);
+	uint16_t *random_seq;           /* slab_freelist_random: a permutation */
+
+	char name[32];
+	struct za_kmem_cache *next;     /* mm's list of caches */
+	struct kmem_cache_node *node;   /* [mm->nr_nodes] */
+	size_t meta_size;               /* what za_os_alloc gave, for destroy */
+	za_counter_t stat[NR_SLAB_EVENTS];   /* the atomic ones */
+};
+
+/* Object address <-> index within a slab. */
+static inline char *slab_base(const struct za_kmem_cache *s, const struct za_page *slab)
+{
+	return pfn_to_virt(s->mm, page_to_pfn(s->mm, slab)) + s->red_left_pad;
+}
+
+static inline void *slab_object(const struct za_kmem_cache *s, const struct za_page *slab,
+				unsigned int idx)
+{
+	return idx == SLAB_NONE ? NULL : slab_base(s, slab) + (size_t)idx * s->size;
+}
+
+static inline unsigned int slab_index(const struct za_kmem_cache *s, const struct za_page *slab,
+				      const void *obj)
+{
+	size_t off = (size_t)((const char *)obj - slab_base(s, slab));
+	return (unsigned int)(s->size_shift >= 0 ? off >> s->size_shift : off / s->size);
+}
+
+/* The slab holding addr (inside the arena), or NULL if it is not a slab. */
+static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *addr)
+{
+	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
+	uint32_t f = page_flags(page);
+	if (f & PG_tail)
+		page = (struct za_page *)page->private;
+	else if (!(f & PG_slab))
+		return NULL;
+	return page;
+}
+
+/* slub.c */
+int slab_free_object(struct za_page *slab, void *obj, void *caller);   /* kfree */
+void *slab_alloc_caller(struct za_kmem_cache *s, za_gfp_t gfp, void *caller);
+void slab_stat_fold(const struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS]);
+long slab_pages(const struct za_mm *mm);
+void slabinfo_report(struct za_mm *mm, FILE *out);
+const char *slab_event_name(int i);
+void slub_destroy_all(struct za_mm *mm);
+
+/* slub_debug.c: checks and reports of debug caches. */
+const char *slub_debug_check(const char *spec);     /* NULL if valid, else why not */
+unsigned int slub_debug_flags_for(const struct za_mm *mm, const char *cache_name);
+unsigned int debug_metadata_size(const struct za_kmem_cache *s);
+void debug_init_object(struct za_kmem_cache *s, void *obj);
+bool debug_alloc_check(struct za_kmem_cache *s, void *obj, void *caller);
+/* Under list_lock; free_head is the slab's free list (to find double frees). */
+bool debug_free_check(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller,
+		      void *free_head);
+void *debug_get_freepointer(const struct za_kmem_cache *s, void *obj);
+void slab_report(struct za_kmem_cache *s, const void *obj, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* kmalloc.c */
+int kmalloc_init(struct za_mm *mm);
+
+#endif /* ZA_SLAB_H */

@@ -1,0 +1,1176 @@
+/*
+ * SLUB object caches on the page allocator (seed 002).
+ *
+ * Per CPU, a cache has a current slab whose free objects only that CPU
+ * takes (its freelist), and a short list of partial slabs; per node, a
+ * partial list under list_lock.  The fast paths -- take from the CPU's
+ * freelist, free into the CPU's current slab -- run under the CPU's
+ * trylock, touching no line another CPU writes.  Everything else works on
+ * the slab's own state word (slab.h) with compare-and-swap, taking the
+ * node's list_lock only to move slabs between lists:
+ *
+ *   new slab -> CPU slab (frozen) -> full (on no list) -> a free puts it on
+ *   the freeing CPU's partial list -> node partial list (when that list
+ *   overflows) -> empty: freed to the page allocator beyond min_partial.
+ *
+ * Lock order: a CPU's trylock, then list_lock, then the zone lock.
+ *
+ * Invariants: a slab on a node partial list has PG_slab_partial and at
+ * least one free object on its own free list; a frozen slab is exactly one
+ * CPU's c->slab; inuse counts the objects not on the slab's free list (so
+ * the CPU slab's free objects count as in use); the objects of a slab are
+ * its allocated + its CPU freelist + its free list.
+ */
+#include "slab.h"
+#include "percpu.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* ------------------------------------------------------------------------
+ * Counters
+ * ------------------------------------------------------------------------ */
+/* The names za_stat() knows them by; za_cache_stat() also takes them
+ * without the "slab_" prefix. */
+static const char *const slab_event_names[NR_SLAB_EVENTS] = {
+	[SL_ALLOC_FASTPATH] = "slab_alloc_fastpath",
+	[SL_ALLOC_SLOWPATH] = "slab_alloc_slowpath",
+	[SL_FREE_FASTPATH] = "slab_free_fastpath",
+	[SL_CPU_PARTIAL_ALLOC] = "slab_cpu_partial_alloc",
+	[SL_CPU_PARTIAL_FREE] = "slab_cpu_partial_free",
+	[SL_CPU_PARTIAL_DRAIN] = "slab_cpu_partial_drain",
+	[SL_ALLOC_REFILL] = "slab_alloc_refill",
+	[SL_DEACTIVATE] = "slab_deactivate",
+	[SL_NODE_PARTIAL_ALLOC] = "slab_node_partial_alloc",
+	[SL_NODE_PARTIAL_FREE] = "slab_node_partial_free",
+	[SL_LIST_LOCK_ACQUIRE] = "list_lock_acquire",
+	[SL_LIST_LOCK_CONTENDED] = "list_lock_contended",
+	[SL_FREE_SLOWPATH] = "slab_free_slowpath",
+	[SL_FREE_REMOTE] = "slab_free_remote",
+	[SL_ALLOC_SLAB] = "slab_alloc_slab",
+	[SL_FREE_SLAB] = "slab_free_slab",
+	[SL_ORDER_FALLBACK] = "slab_order_fallback",
+	[SL_BAD_FREE] = "slab_bad_free",
+};
+
+const char *slab_event_name(int i)
+{
+	return slab_event_names[i];
+}
+
+static void cpu_stat(struct kmem_cache_cpu *c, enum slab_event e)
+{
+	counter_add(&c->stat[e], 1);
+}
+
+static void node_stat(struct kmem_cache_node *n, enum slab_event e)
+{
+	counter_add(&n->stat[e], 1);
+}
+
+static void cache_stat(struct za_kmem_cache *s, enum slab_event e)
+{
+	counter_add_atomic(&s->stat[e], 1);
+}
+
+static uint64_t cache_event(const struct za_kmem_cache *s, int e)
+{
+	uint64_t v = load_relaxed(&s->stat[e]);
+	if (e < NR_SLAB_CPU_EVENTS)
+		for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
+			v += load_relaxed(&s->cpu_slab[cpu].stat[e]);
+	else if (e < NR_SLAB_NODE_EVENTS)
+		for (int n = 0; n < s->mm->nr_nodes; n++)
+			v += load_relaxed(&s->node[n].stat[e]);
+	return v;
+}
+
+void slab_stat_fold(const struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS])
+{
+	memset(totals, 0, sizeof(uint64_t) * NR_SLAB_EVENTS);
+	for (const struct za_kmem_cache *s = mm->caches; s; s = s->next)
+		for (int e = 0; e < NR_SLAB_EVENTS; e++)
+			totals[e] += cache_event(s, e);
+}
+
+long long za_cache_stat(const za_cache_t *s, const char *name)
+{
+	for (int e = 0; e < NR_SLAB_EVENTS; e++) {
+		const char *n = slab_event_names[e];
+		if (!strcmp(n, name) || (!strncmp(n, "slab_", 5) && !strcmp(n + 5, name)))
+			return (long long)cache_event(s, e);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+/* ------------------------------------------------------------------------
+ * Free pointers, hardened: stored XOR a per-cache key and the byte-swapped
+ * address of the slot, so that a pointer written over an object by a bug
+ * decodes to garbage that fails the range check instead of being followed.
+ * ------------------------------------------------------------------------ */
+static inline void *get_freepointer(const struct za_kmem_cache *s, void *obj)
+{
+	uintptr_t *slot = (uintptr_t *)((char *)obj + s->offset);
+	uintptr_t v = *slot;
+	if (s->random)
+		v ^= s->random ^ __builtin_bswap64((uint64_t)(uintptr_t)slot);
+	return (void *)v;
+}
+
+static inline void set_freepointer(const struct za_kmem_cache *s, void *obj, void *next)
+{
+	uintptr_t *slot = (uintptr_t *)((char *)obj + s->offset);
+	uintptr_t v = (uintptr_t)next;
+	if (s->random)
+		v ^= s->random ^ __builtin_bswap64((uint64_t)(uintptr_t)slot);
+	*slot = v;
+}
+
+void *debug_get_freepointer(const struct za_kmem_cache *s, void *obj)
+{
+	return get_freepointer(s, obj);
+}
+
+/* Is p NULL or an object start of this slab? */
+static bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *slab, const void *p,
+			   unsigned int objects)
+{
+	if (!p)
+		return true;
+	const char *base = slab_base(s, slab);
+	size_t off = (size_t)((const char *)p - base);
+	return off < (size_t)objects * s->size && slab_index(s, slab, p) * (size_t)s->size == off;
+}
+
+static __attribute__((noinline, cold)) void *corrupt_freepointer(struct za_kmem_cache *s,
+								  void *obj, void *next)
+{
+	slab_report(s, obj, "corrupted free pointer in free object %p (decodes to %p): "
+		    "the rest of this free list is dropped", obj, next);
+	return NULL;
+}
+
+/* Follows a free pointer only if it decodes to an object of the same slab. */
+static void *next_free(struct za_kmem_cache *s, struct za_page *slab, void *obj)
+{
+	void *next = get_freepointer(s, obj);
+	if (likely(!s->random || object_in_slab(s, slab, next, st_objects(slab->slab_state))))
+		return next;
+	return corrupt_freepointer(s, obj, next);
+}
+
+/* The fast path's version: a range check against the CPU slab. */
+static inline void *cpu_next_free(struct za_kmem_cache *s, struct kmem_cache_cpu *c, void *obj)
+{
+	void *next = get_freepointer(s, obj);
+	if (likely(!s->random || !next || (size_t)((char *)next - c->base) < c->span))
+		return next;
+	return corrupt_freepointer(s, obj, next);
+}
+
+/* ------------------------------------------------------------------------
+ * The slab state word
+ * ------------------------------------------------------------------------ */
+static uint64_t slab_state(struct za_page *slab)
+{
+	return atomic_load_explicit(&slab->slab_state, memory_order_acquire);
+}
+
+static bool slab_update(struct za_page *slab, uint64_t *old, uint64_t new)
+{
+	return atomic_compare_exchange_weak_explicit(&slab->slab_state, old, new,
+						     memory_order_acq_rel, memory_order_acquire);
+}
+
+/* Takes the slab's whole free list and freezes it: the caller becomes its
+ * CPU.  The slab must be on no list. */
+static void *freeze_slab(struct za_kmem_cache *s, struct za_page *slab)
+{
+	uint64_t old = slab_state(slab);
+	while (!slab_update(slab, &old, st_make(old, SLAB_NONE, st_objects(old), true)))
+		;
+	return slab_object(s, slab, st_head(old));
+}
+
+/* The CPU slab ran dry: take what other CPUs freed into it meanwhile.  If
+ * nothing, the slab is full: unfreeze it, on no list. */
+static void *get_freelist(struct za_kmem_cache *s, struct za_page *slab)
+{
+	uint64_t old = slab_state(slab);
+	while (!slab_update(slab, &old, st_make(old, SLAB_NONE, st_objects(old),
+						  st_head(old) != SLAB_NONE)))
+		;
+	return slab_object(s, slab, st_head(old));
+}
+
+/* ------------------------------------------------------------------------
+ * Node partial lists
+ * ------------------------------------------------------------------------ */
+static struct kmem_cache_node *slab_node(struct za_kmem_cache *s, struct za_page *slab)
+{
+	return &s->node[za_page_to_nid(s->mm, slab)];
+}
+
+static void lock_node(struct kmem_cache_node *n)
+{
+	if (unlikely(!za_lock_try(&n->list_lock))) {
+		za_lock_slow(&n->list_lock);
+		node_stat(n, SL_LIST_LOCK_CONTENDED);
+	}
+	node_stat(n, SL_LIST_LOCK_ACQUIRE);
+}
+
+static void unlock_node(struct kmem_cache_node *n)
+{
+	za_unlock(&n->list_lock);
+}
+
+static void add_partial(struct kmem_cache_node *n, struct za_page *slab, bool tail)
+{
+	if (tail)
+		list_add_tail(&slab->lru, &n->partial);
+	else
+		list_add(&slab->lru, &n->partial);
+	store_relaxed(&n->nr_partial, load_relaxed(&n->nr_partial) + 1);
+	set_page_flags(slab, page_flags(slab) | PG_slab_partial);
+}
+
+static void remove_partial(struct kmem_cache_node *n, struct za_page *slab)
+{
+	list_del(&slab->lru);
+	store_relaxed(&n->nr_partial, load_relaxed(&n->nr_partial) - 1);
+	set_page_flags(slab, page_flags(slab) & ~PG_slab_partial);
+}
+
+/* ------------------------------------------------------------------------
+ * Slabs from and to the page allocator
+ * ------------------------------------------------------------------------ */
+static za_gfp_t slab_gfp(const struct za_kmem_cache *s, za_gfp_t gfp)
+{
+	za_gfp_t keep = gfp & (ZA_GFP_NOWAIT | ZA_GFP_THISNODE | 0x7);
+	return keep | (s->flags & ZA_SLAB_RECLAIM_ACCOUNT ? ZA_GFP_RECLAIMABLE : 0);
+}
+
+static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int node)
+{
+	struct za_mm *mm = s->mm;
+	unsigned int order = s->order, objects = s->objects;
+	void *addr = NULL;
+	/* The preferred order may not wait: fall back to the smallest that fits. */
+	if (order > s->min_order)
+		addr = za_alloc_pages_node(mm, node, slab_gfp(s, gfp) | ZA_GFP_NOWAIT, order);
+	if (!addr) {
+		if (order > s->min_order)
+			cache_stat(s, SL_ORDER_FALLBACK);
+		order = s->min_order;
+		objects = s->min_objects;
+		addr = za_alloc_pages_node(mm, node, slab_gfp(s, gfp), order);
+		if (!addr)
+			return NULL;
+	}
+	struct za_page *slab = za_virt_to_page(mm, addr);
+	for (unsigned long i = 1; i < 1UL << order; i++) {
+		slab[i].private = (unsigned long)slab;
+		set_page_flags(&slab[i], PG_tail);
+	}
+	slab->slab_cache = s;
+
+	/* Link the objects; they are constructed once, here, for their whole
+	 * life in the slab, as the kernel does.  A shuffled slab walks the
+	 * cache's permutation from a random point, skipping indices beyond a
+	 * fallback slab's objects. */
+	unsigned int n = s->random_seq ? s->objects : objects;
+	unsigned int start = s->random_seq ? (unsigned int)(za_cycles() % n) : 0;
+	void *first = NULL, *prev = NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int idx = s->random_seq ? s->random_seq[(start + i) % n] : i;
+		if (idx >= objects)
+			continue;
+		void *obj = slab_object(s, slab, idx);
+		if (s->debug)
+			debug_init_object(s, obj);
+		if (s->ctor)
+			s->ctor(obj);
+		if (prev)
+			set_freepointer(s, prev, obj);
+		else
+			first = obj;
+		prev = obj;
+	}
+	set_freepointer(s, prev, NULL);
+	atomic_store_explicit(&slab->slab_state,
+			      (uint64_t)slab_index(s, slab, first) | (uint64_t)objects << 32,
+			      memory_order_relaxed);
+	set_page_flags(slab, PG_alloc | PG_slab);
+
+	struct kmem_cache_node *kn = slab_node(s, slab);
+	atomic_fetch_add(&kn->nr_slabs, 1);
+	atomic_fetch_add(&kn->nr_pages, 1L << order);
+	atomic_fetch_add(&kn->total_objects, (long)objects);
+	cache_stat(s, SL_ALLOC_SLAB);
+	return slab;
+}
+
+static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
+{
+	unsigned int order = page_order(slab);
+	struct kmem_cache_node *n = slab_node(s, slab);
+	atomic_fetch_sub(&n->nr_slabs, 1);
+	atomic_fetch_sub(&n->nr_pages, 1L << order);
+	atomic_fetch_sub(&n->total_objects, (long)st_objects(slab_state(slab)));
+	for (unsigned long i = 1; i < 1UL << order; i++) {
+		set_page_flags(&slab[i], 0);
+		slab[i].private = 0;
+	}
+	set_page_flags(slab, PG_alloc);
+	za_free_pages(s->mm, za_page_to_virt(s->mm, slab), order);
+	cache_stat(s, SL_FREE_SLAB);
+}
+
+/* ------------------------------------------------------------------------
+ * CPU slabs
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Returns a CPU slab's remaining CPU freelist to the slab, unfreezes it,
+ * and files it: freed if empty and the node has min_partial slabs, on the
+ * node partial list if it has free objects, on no list if full.
+ */
+static void deactivate_slab(struct za_kmem_cache *s, struct za_page *slab, void *freelist)
+{
+	void *tail = NULL;
+	unsigned int nfree = 0;
+	for (void *p = freelist; p; p = next_free(s, slab, p)) {
+		tail = p;
+		nfree++;
+	}
+	uint64_t old = slab_state(slab), new;
+	do {
+		unsigned int head = st_head(old);
+		if (tail) {
+			set_freepointer(s, tail, slab_object(s, slab, head));
+			head = slab_index(s, slab, freelist);
+		}
+		new = st_make(old, head, st_inuse(old) - nfree, false);
+	} while (!slab_update(slab, &old, new));
+
+	struct kmem_cache_node *n = slab_node(s, slab);
+	if (!st_inuse(new) && load_relaxed(&n->nr_partial) >= s->min_partial) {
+		discard_slab(s, slab);
+	} else if (st_head(new) != SLAB_NONE) {
+		lock_node(n);
+		add_partial(n, slab, true);
+		unlock_node(n);
+	}
+}
+
+/* Files a chain of CPU partial slabs on their nodes' partial lists, freeing
+ * the empty ones the nodes do not need. */
+static void put_partials(struct za_kmem_cache *s, struct za_page *slab)
+{
+	struct za_page *discard = NULL;
+	while (slab) {
+		struct za_page *next = slab->cpu_partial.next;
+		struct kmem_cache_node *n = slab_node(s, slab);
+		lock_node(n);
+		if (!st_inuse(slab_state(slab)) && load_relaxed(&n->nr_partial) >= s->min_partial) {
+			slab->cpu_partial.next = discard;
+			discard = slab;
+		} else {
+			add_partial(n, slab, true);
+			node_stat(n, SL_NODE_PARTIAL_FREE);
+		}
+		unlock_node(n);
+		slab = next;
+	}
+	while (discard) {
+		struct za_page *next = discard->cpu_partial.next;
+		discard_slab(s, discard);
+		discard = next;
+	}
+}
+
+/* A slab that was full got a free object: put it on this CPU's partial
+ * list (the CPU will soon allocate from it), draining the list to the node
+ * first if it is full.  If the CPU's lock is busy, onto the node's list. */
+static void put_cpu_partial(struct za_kmem_cache *s, struct za_page *slab, int cpu)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	if (!za_trylock(&c->lock)) {
+		struct kmem_cache_node *n = slab_node(s, slab);
+		lock_node(n);
+		add_partial(n, slab, true);
+		node_stat(n, SL_NODE_PARTIAL_FREE);
+		unlock_node(n);
+		return;
+	}
+	struct za_page *old = c->partial, *drain = NULL;
+	unsigned long slabs = 0;
+	if (old && old->cpu_partial.slabs >= s->cpu_partial_slabs) {
+		drain = old;
+		old = NULL;
+	} else if (old) {
+		slabs = old->cpu_partial.slabs;
+	}
+	slab->cpu_partial.slabs = slabs + 1;
+	slab->cpu_partial.next = old;
+	c->partial = slab;
+	cpu_stat(c, SL_CPU_PARTIAL_FREE);
+	if (drain) {
+		put_partials(s, drain);
+		cpu_stat(c, SL_CPU_PARTIAL_DRAIN);
+	}
+	za_tryunlock(&c->lock);
+}
+
+/*
+ * Takes a slab from the node's partial list for this CPU, and moves up to
+ * half of cpu_partial_slabs more onto the CPU's partial list, all in one
+ * list_lock hold.  Under the CPU's lock.
+ */
+static struct za_page *get_partial(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int node)
+{
+	struct kmem_cache_node *n = &s->node[node];
+	if (!load_relaxed(&n->nr_partial))
+		return NULL;
+	struct za_page *got = NULL;
+	unsigned long slabs = c->partial ? c->partial->cpu_partial.slabs : 0;
+	lock_node(n);
+	while (!list_empty(&n->partial)) {
+		struct za_page *slab = container_of(n->partial.next, struct za_page, lru);
+		remove_partial(n, slab);
+		node_stat(n, SL_NODE_PARTIAL_ALLOC);
+		if (!got) {
+			got = slab;
+		} else {
+			slab->cpu_partial.next = c->partial;
+			slab->cpu_partial.slabs = ++slabs;
+			c->partial = slab;
+		}
+		if (slabs > s->cpu_partial_slabs / 2)
+			break;
+	}
+	unlock_node(n);
+	return got;
+}
+
+/* The CPU freelist is empty.  Under the CPU's lock. */
+static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, za_gfp_t gfp,
+			    int node)
+{
+	struct za_page *slab = c->slab;
+	void *obj;
+	cpu_stat(c, SL_ALLOC_SLOWPATH);
+	if (slab) {
+		if ((obj = get_freelist(s, slab))) {
+			cpu_stat(c, SL_ALLOC_REFILL);
+			goto load;
+		}
+		c->slab = NULL;         /* full: now on no list */
+	}
+	while ((slab = c->partial)) {
+		c->partial = slab->cpu_partial.next;
+		if ((obj = freeze_slab(s, slab))) {
+			cpu_stat(c, SL_CPU_PARTIAL_ALLOC);
+			goto install;
+		}
+	}
+	if ((slab = get_partial(s, c, node))) {
+		obj = freeze_slab(s, slab);
+		goto install;
+	}
+	if (!(slab = allocate_slab(s, gfp, node)))
+		return NULL;
+	obj = freeze_slab(s, slab);
+install:
+	c->slab = slab;
+	c->base = slab_base(s, slab);
+	c->span = (size_t)st_objects(slab_state(slab)) * s->size;
+load:
+	c->freelist = next_free(s, slab, obj);
+	return obj;
+}
+
+/* ------------------------------------------------------------------------
+ * Objects straight from a node's slabs: when this CPU's lock is busy, and
+ * for debug caches, which have no CPU freelists so that every operation is
+ * seen (and checked) under the list_lock.
+ * ------------------------------------------------------------------------ */
+
+/* Takes one object off the free list of a slab the caller has taken off
+ * every list (or that nobody else knows yet): the only taker, so the pop
+ * cannot suffer ABA; frees may push concurrently. */
+static void *pop_object(struct za_kmem_cache *s, struct za_page *slab, bool *emptied)
+{
+	uint64_t old = slab_state(slab), new;
+	void *obj;
+	do {
+		if (st_head(old) == SLAB_NONE)
+			return NULL;
+		obj = slab_object(s, slab, st_head(old));
+		void *next = next_free(s, slab, obj);
+		new = st_make(old, next ? slab_index(s, slab, next) : SLAB_NONE, st_inuse(old) + 1,
+			      st_frozen(old));
+	} while (!slab_update(slab, &old, new));
+	*emptied = st_head(new) == SLAB_NONE;
+	return obj;
+}
+
+/*
+ * The slab is taken off the list before the pop: a slab with no free
+ * object must be on no list when a free can see it, since that free then
+ * files it on a CPU partial list (the kernel never pops from listed slabs
+ * of caches with CPU partials; we do, when the CPU's lock is busy).
+ */
+static void *alloc_single(struct za_kmem_cache *s, za_gfp_t gfp, int node)
+{
+	struct kmem_cache_node *n = &s->node[node];
+	bool emptied;
+	void *obj = NULL;
+	lock_node(n);
+	while (!obj && !list_empty(&n->partial)) {
+		struct za_page *slab = container_of(n->partial.next, struct za_page, lru);
+		remove_partial(n, slab);
+		node_stat(n, SL_NODE_PARTIAL_ALLOC);
+		if ((obj = pop_object(s, slab, &emptied)) && !emptied)
+			add_partial(n, slab, false);
+	}
+	unlock_node(n);
+	if (obj)
+		return obj;
+
+	struct za_page *slab = allocate_slab(s, gfp, node);
+	if (!slab)
+		return NULL;
+	obj = pop_object(s, slab, &emptied);
+	if (!emptied) {
+		struct kmem_cache_node *sn = slab_node(s, slab);
+		lock_node(sn);
+		add_partial(sn, slab, false);
+		unlock_node(sn);
+	}
+	return obj;
+}
+
+/* ------------------------------------------------------------------------
+ * Freeing into a slab that is not this CPU's (the kernel's __slab_free)
+ * ------------------------------------------------------------------------ */
+static bool has_cpu_partial(const struct za_kmem_cache *s)
+{
+	return s->cpu_partial_slabs > 0;
+}
+
+static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu)
+{
+	struct kmem_cache_node *n = NULL;
+	bool on_partial = false, was_frozen;
+	unsigned int prior, inuse;
+	uint64_t old = slab_state(slab), new;
+	cache_stat(s, SL_FREE_SLOWPATH);
+	do {
+		if (n) {
+			unlock_node(n);
+			n = NULL;
+		}
+		prior = st_head(old);
+		was_frozen = st_frozen(old);
+		inuse = st_inuse(old) - 1;
+		set_freepointer(s, obj, slab_object(s, slab, prior));
+		new = st_make(old, slab_index(s, slab, obj), inuse, was_frozen);
+		if ((!inuse || prior == SLAB_NONE) && !was_frozen &&
+		    (!has_cpu_partial(s) || prior != SLAB_NONE)) {
+			n = slab_node(s, slab);
+			lock_node(n);
+			on_partial = page_flags(slab) & PG_slab_partial;
+		}
+	} while (!slab_update(slab, &old, new));
+
+	if (!n) {
+		if (was_frozen)
+			cache_stat(s, SL_FREE_REMOTE);     /* into another CPU's slab */
+		else if (prior == SLAB_NONE)
+			put_cpu_partial(s, slab, cpu);     /* was full */
+		return;
+	}
+	if (prior != SLAB_NONE && !on_partial) {
+		unlock_node(n);         /* on some CPU's partial list: its CPU files it */
+		return;
+	}
+	if (!inuse && load_relaxed(&n->nr_partial) >= s->min_partial) {
+		if (prior != SLAB_NONE)
+			remove_partial(n, slab);
+		unlock_node(n);
+		discard_slab(s, slab);
+		return;
+	}
+	if (prior == SLAB_NONE) {
+		add_partial(n, slab, true);
+		node_stat(n, SL_NODE_PARTIAL_FREE);
+	}
+	unlock_node(n);
+}
+
+/* Frees into a node's slab under list_lock: debug caches, whose checks
+ * see the slab's free list stable. */
+static bool free_single(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller)
+{
+	struct kmem_cache_node *n = slab_node(s, slab);
+	lock_node(n);
+	uint64_t old = slab_state(slab), new;
+	if (!debug_free_check(s, slab, obj, caller, slab_object(s, slab, st_head(old)))) {
+		unlock_node(n);
+		return false;
+	}
+	do {
+		set_freepointer(s, obj, slab_object(s, slab, st_head(old)));
+		new = st_make(old, slab_index(s, slab, obj), st_inuse(old) - 1, false);
+	} while (!slab_update(slab, &old, new));
+	bool listed = page_flags(slab) & PG_slab_partial;
+	if (!st_inuse(new) && load_relaxed(&n->nr_partial) >= s->min_partial) {
+		if (listed)
+			remove_partial(n, slab);
+		unlock_node(n);
+		discard_slab(s, slab);
+		return true;
+	}
+	if (!listed)
+		add_partial(n, slab, true);
+	unlock_node(n);
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * The entry points
+ * ------------------------------------------------------------------------ */
+static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
+{
+	struct za_mm *mm = s->mm;
+	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
+	void *obj;
+	if (unlikely(s->debug)) {
+		/* An object found corrupt is reported and left out of use. */
+		while ((obj = alloc_single(s, gfp, node)) && !debug_alloc_check(s, obj, caller))
+			;
+	} else {
+		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+		if (likely(za_trylock(&c->lock))) {
+			obj = c->freelist;
+			if (likely(obj)) {
+				c->freelist = cpu_next_free(s, c, obj);
+				cpu_stat(c, SL_ALLOC_FASTPATH);
+			} else {
+				obj = alloc_slowpath(s, c, gfp, node);
+			}
+			za_tryunlock(&c->lock);
+		} else {
+			obj = alloc_single(s, gfp, node);
+		}
+	}
+	if (unlikely(!obj)) {
+		za_set_last_error("za_cache_alloc(%s): out of memory", s->name);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (gfp & ZA_GFP_ZERO)
+		memset(obj, 0, s->object_size);
+	return obj;
+}
+
+void *za_cache_alloc(za_cache_t *s, za_gfp_t gfp)
+{
+	return cache_alloc(s, gfp, __builtin_return_address(0));
+}
+
+/*
+ * The checks every free gets: the pointer is an object start of a slab of
+ * this cache.  Returns its slab, or NULL after reporting.
+ */
+static struct za_page *checked_slab(struct za_kmem_cache *s, const void *obj)
+{
+	struct za_mm *mm = s->mm;
+	const char *why;
+	struct za_page *slab;
+	if (!addr_in_arena(mm, obj))
+		why = "not an object of any cache (outside the arena)";
+	else if (!(slab = virt_to_slab(mm, obj)))
+		why = "not an object of any cache (not in a slab)";
+	else if (slab->slab_cache != s)
+		why = slab->slab_cache ? "an object of another cache" : "not an object of any cache";
+	else if (!object_in_slab(s, slab, obj, st_objects(slab_state(slab))))
+		why = "not the start of an object";
+	else
+		return slab;
+	cache_stat(s, SL_BAD_FREE);
+	slab_report(s, obj, "free of %p: %s", obj, why);
+	return NULL;
+}
+
+static int cache_free(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller)
+{
+	struct za_mm *mm = s->mm;
+	if (unlikely(s->debug)) {
+		if (!free_single(s, slab, obj, caller)) {
+			cache_stat(s, SL_BAD_FREE);
+			errno = EINVAL;
+			return -1;
+		}
+		return 0;
+	}
+	int cpu = this_cpu(mm);
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	if (likely(za_trylock(&c->lock))) {
+		if (likely(slab == c->slab)) {
+			if (unlikely(obj == c->freelist)) {
+				za_tryunlock(&c->lock);
+				cache_stat(s, SL_BAD_FREE);
+				slab_report(s, obj, "double free of %p", obj);
+				errno = EINVAL;
+				return -1;
+			}
+			set_freepointer(s, obj, c->freelist);
+			c->freelist = obj;
+			cpu_stat(c, SL_FREE_FASTPATH);
+			za_tryunlock(&c->lock);
+			return 0;
+		}
+		za_tryunlock(&c->lock);
+	}
+	free_slowpath(s, slab, obj, cpu);
+	return 0;
+}
+
+int za_cache_free(za_cache_t *s, void *obj)
+{
+	if (!obj)
+		return 0;
+	struct za_page *slab = checked_slab(s, obj);
+	if (!slab) {
+		errno = EINVAL;
+		return -1;
+	}
+	return cache_free(s, slab, obj, __builtin_return_address(0));
+}
+
+/* For kfree: the cache comes from the slab. */
+int slab_free_object(struct za_page *slab, void *obj, void *caller)
+{
+	struct za_kmem_cache *s = slab->slab_cache;
+	if (!object_in_slab(s, slab, obj, st_objects(slab_state(slab)))) {
+		cache_stat(s, SL_BAD_FREE);
+		slab_report(s, obj, "free of %p: not the start of an object", obj);
+		errno = EINVAL;
+		return -1;
+	}
+	return cache_free(s, slab, obj, caller);
+}
+
+void *slab_alloc_caller(za_cache_t *s, za_gfp_t gfp, void *caller)
+{
+	return cache_alloc(s, gfp, caller);
+}
+
+size_t za_cache_alloc_bulk(za_cache_t *s, za_gfp_t gfp, size_t n, void **objs)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!(objs[i] = cache_alloc(s, gfp, __builtin_return_address(0)))) {
+			za_cache_free_bulk(s, i, objs);
+			return 0;
+		}
+	}
+	return n;
+}
+
+void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
+{
+	for (size_t i = 0; i < n; i++)
+		za_cache_free(s, objs[i]);
+}
+
+/* ------------------------------------------------------------------------
+ * Shrinking and destroying
+ * ------------------------------------------------------------------------ */
+static void flush_cpu_slab(struct za_kmem_cache *s, int cpu)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	za_trylock_wait(&c->lock);
+	if (c->slab) {
+		cpu_stat(c, SL_DEACTIVATE);
+		deactivate_slab(s, c->slab, c->freelist);
+	}
+	c->slab = NULL;
+	c->freelist = NULL;
+	struct za_page *partial = c->partial;
+	c->partial = NULL;
+	put_partials(s, partial);
+	za_tryunlock(&c->lock);
+}
+
+/* Empties every CPU's slabs onto the node lists and frees every empty slab,
+ * whatever min_partial says.  Returns the slabs freed. */
+long za_cache_shrink(za_cache_t *s)
+{
+	long freed = 0;
+	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
+		flush_cpu_slab(s, cpu);
+	for (int node = 0; node < s->mm->nr_nodes; node++) {
+		struct kmem_cache_node *n = &s->node[node];
+		struct za_list empty;
+		list_init(&empty);
+		lock_node(n);
+		for (struct za_list *l = n->partial.next, *next; l != &n->partial; l = next) {
+			next = l->next;
+			struct za_page *slab = container_of(l, struct za_page, lru);
+			if (!st_inuse(slab_state(slab))) {
+				remove_partial(n, slab);
+				list_add(&slab->lru, &empty);
+			}
+		}
+		unlock_node(n);
+		while (!list_empty(&empty)) {
+			struct za_page *slab = container_of(empty.next, struct za_page, lru);
+			list_del(&slab->lru);
+			discard_slab(s, slab);
+			freed++;
+		}
+	}
+	return freed;
+}
+
+long za_shrink_slabs(za_mm_t *mm)
+{
+	long freed = 0;
+	za_lock(&mm->caches_lock);
+	for (struct za_kmem_cache *s = mm->caches; s; s = s->next)
+		freed += za_cache_shrink(s);
+	za_unlock(&mm->caches_lock);
+	return freed;
+}
+
+/* Objects allocated: every object of every slab minus the free ones on the
+ * node lists.  Exact once the CPU slabs are flushed. */
+static long objects_in_use(struct za_kmem_cache *s, long *slabs)
+{
+	long total = 0, free_objs = 0;
+	*slabs = 0;
+	for (int node = 0; node < s->mm->nr_nodes; node++) {
+		struct kmem_cache_node *n = &s->node[node];
+		lock_node(n);
+		total += atomic_load(&n->total_objects);
+		*slabs += atomic_load(&n->nr_slabs);
+		for (struct za_list *l = n->partial.next; l != &n->partial; l = l->next) {
+			uint64_t st = slab_state(container_of(l, struct za_page, lru));
+			free_objs += st_objects(st) - st_inuse(st);
+		}
+		unlock_node(n);
+	}
+	return total - free_objs;
+}
+
+static void unlink_cache(struct za_kmem_cache *s)
+{
+	struct za_mm *mm = s->mm;
+	za_lock(&mm->caches_lock);
+	for (struct za_kmem_cache **p = &mm->caches; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	za_unlock(&mm->caches_lock);
+}
+
+long za_cache_destroy(za_cache_t *s)
+{
+	if (!s)
+		return 0;
+	long slabs;
+	za_cache_shrink(s);
+	long in_use = objects_in_use(s, &slabs);
+	if (in_use) {
+		za_report_error(s->mm, "za_cache_destroy(%s): %ld objects still allocated in %ld slabs; "
+				"the cache stays", s->name, in_use, slabs);
+		return in_use;
+	}
+	unlink_cache(s);
+	za_os_free(s, s->meta_size);
+	return 0;
+}
+
+void slub_destroy_all(struct za_mm *mm)
+{
+	while (mm->caches) {
+		struct za_kmem_cache *s = mm->caches;
+		za_cache_shrink(s);
+		mm->caches = s->next;
+		za_os_free(s, s->meta_size);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Sizing: the kernel's calculate_sizes, calculate_order (its 6.7+ form)
+ * and set_cpu_partial, with seed 002's doubling for big systems.
+ * ------------------------------------------------------------------------ */
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((size_t)(a) - 1))
+
+static unsigned int fls_u(unsigned int x)
+{
+	return x ? 32 - (unsigned int)__builtin_clz(x) : 0;
+}
+
+static unsigned int get_order(size_t size)
+{
+	unsigned int order = 0;
+	while ((PAGE_SIZE << order) < size)
+		order++;
+	return order;
+}
+
+static unsigned int order_objects(unsigned int order, unsigned int size)
+{
+	return (unsigned int)((PAGE_SIZE << order) / size);
+}
+
+/* Seed 002: a machine with 32 or more CPUs is a server: bigger slabs and
+ * per-CPU partial lists to keep off the node's list_lock. */
+static bool big_system(const struct za_mm *mm)
+{
+	return mm->cfg.slub_big_system && mm->cfg.nr_cpus >= 32;
+}
+
+/* The first order in [min_order, max_order] that wastes at most 1/fract. */
+static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
+				    unsigned int max_order, unsigned int fract)
+{
+	unsigned int order;
+	for (order = min_order; order <= max_order; order++) {
+		size_t slab_size = PAGE_SIZE << order;
+		if (slab_size % size <= slab_size / fract)
+			break;
+	}
+	return order;
+}
+
+static int calculate_order(const struct za_mm *mm, unsigned int size)
+{
+	unsigned int slub_max = (unsigned int)mm->cfg.slub_max_order;
+	unsigned int min_objects = (unsigned int)mm->cfg.slub_min_objects;
+	if (!min_objects) {
+		min_objects = 4 * (fls_u((unsigned int)mm->cfg.nr_cpus) + 1);
+		if (big_system(mm))
+			min_objects *= 2;
+	}
+	unsigned int max_objects = order_objects(slub_max, size);
+	if (max_objects < 1)
+		max_objects = 1;
+	if (min_objects > max_objects)
+		min_objects = max_objects;
+	unsigned int min_order = get_order((size_t)min_objects * size);
+	if (min_order < (unsigned int)mm->cfg.slub_min_order)
+		min_order = (unsigned int)mm->cfg.slub_min_order;
+	if (order_objects(min_order, size) > MAX_OBJS_PER_SLAB)
+		return (int)get_order((size_t)size * MAX_OBJS_PER_SLAB) - 1;
+	/* Accept a waste of 1/16 of the slab first, then relax to 1/2. */
+	for (unsigned int fraction = 16; fraction > 1; fraction /= 2) {
+		unsigned int order = calc_slab_order(size, min_order, slub_max, fraction);
+		if (order <= slub_max)
+			return (int)order;
+	}
+	unsigned int order = get_order(size);
+	return order <= mm->max_order ? (int)order : -1;
+}
+
+/* Per-CPU partial slabs: enough for about twice this many objects, assuming
+ * half-full slabs. */
+static unsigned int cpu_partial_slabs(const struct za_kmem_cache *s)
+{
+	if (s->debug)
+		return 0;
+	unsigned int nr = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;
+	if (big_system(s->mm))
+		nr *= 2;
+	return (nr * 2 + s->objects - 1) / s->objects;
+}
+
+static unsigned int calculate_min_partial(unsigned int size)
+{
+	unsigned int ilog2 = fls_u(size) - 1, v = ilog2 / 2;
+	return v < 5 ? 5 : v > 10 ? 10 : v;
+}
+
+static size_t calculate_alignment(unsigned int flags, size_t align, size_t size)
+{
+	if (flags & ZA_SLAB_HWCACHE_ALIGN) {
+		size_t ralign = ZA_CACHELINE;
+		while (size <= ralign / 2)
+			ralign /= 2;
+		if (align < ralign)
+			align = ralign;
+	}
+	return align < sizeof(void *) ? sizeof(void *) : align;
+}
+
+/*
+ * The object's layout: [left red zone][object][right red zone / padding]
+ * [free pointer, when it may not live inside the object][two tracks (U)],
+ * aligned.  The free pointer sits mid-object when it can, away from the
+ * edges that small overflows hit.
+ */
+static void calculate_sizes(struct za_kmem_cache *s)
+{
+	size_t size = ALIGN_UP(s->object_size, sizeof(void *));
+	if ((s->debug & SLAB_RED_ZONE) && size == s->object_size)
+		size += sizeof(void *);
+	s->inuse = (unsigned int)size;
+	if (s->ctor || (s->debug & SLAB_POISON) ||
+	    ((s->debug & SLAB_RED_ZONE) && s->object_size < sizeof(void *))) {
+		s->offset = (unsigned int)size;
+		size += sizeof(void *);
+	} else {
+		s->offset = (unsigned int)((s->object_size / 2) & ~(sizeof(void *) - 1));
+	}
+	size += debug_metadata_size(s);
+	s->red_left_pad = s->debug & SLAB_RED_ZONE ? (unsigned int)ALIGN_UP(sizeof(void *), s->align) : 0;
+	size += s->red_left_pad;
+	s->size = (unsigned int)ALIGN_UP(size, s->align);
+	s->size_shift = (s->size & (s->size - 1)) ? -1 : (int)fls_u(s->size) - 1;
+}
+
+static uint64_t random_u64(void)
+{
+	uint64_t v;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = za_cycles() * 0x9E3779B97F4A7C15ULL;
+	return v;
+}
+
+/* slab_freelist_random: a permutation of the object indices. */
+static void init_random_seq(struct za_kmem_cache *s, uint16_t *seq)
+{
+	for (unsigned int i = 0; i < s->objects; i++)
+		seq[i] = (uint16_t)i;
+	uint64_t r = random_u64() | 1;
+	for (unsigned int i = s->objects - 1; i > 0; i--) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		unsigned int j = (unsigned int)(r % (i + 1));
+		uint16_t t = seq[i];
+		seq[i] = seq[j];
+		seq[j] = t;
+	}
+	s->random_seq = seq;
+}
+
+static za_cache_t *create_error(const char *name, const char *why)
+{
+	za_set_last_error("za_cache_create(%s): %s", name ? name : "(null)", why);
+	errno = EINVAL;
+	return NULL;
+}
+
+#define ZA_SLAB_DEBUG_SHIFT 4
+#define ZA_SLAB_VALID_FLAGS (ZA_SLAB_HWCACHE_ALIGN | ZA_SLAB_RECLAIM_ACCOUNT | \
+			     (SLAB_DEBUG_FLAGS << ZA_SLAB_DEBUG_SHIFT))
+
+za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t align,
+			    unsigned int flags, void (*ctor)(void *))
+{
+	if (!name || !*name || strlen(name) >= sizeof(((struct za_kmem_cache *)0)->name))
+		return create_error(name, "the name must have 1..31 characters");
+	if (!size || size > (PAGE_SIZE << mm->max_order) / 2)
+		return create_error(name, "size must be 1 .. half the largest block");
+	if (align & (align - 1) || align > PAGE_SIZE)
+		return create_error(name, "align must be 0 or a power of two up to 4096");
+	if (flags & ~ZA_SLAB_VALID_FLAGS)
+		return create_error(name, "unknown flags");
+
+	size_t meta = ALIGN_UP(sizeof(struct za_kmem_cache), ZA_CACHELINE) +
+		      sizeof(struct kmem_cache_cpu) * (size_t)mm->nr_cpus +
+		      sizeof(struct kmem_cache_node) * (size_t)mm->nr_nodes +
+		      sizeof(uint16_t) * MAX_OBJS_PER_SLAB;
+	struct za_kmem_cache *s = za_os_alloc(meta);
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->meta_size = meta;
+	s->mm = mm;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->object_size = (unsigned int)size;
+	s->flags = flags;
+	s->ctor = ctor;
+	s->debug = ((flags >> ZA_SLAB_DEBUG_SHIFT) & SLAB_DEBUG_FLAGS) | slub_debug_flags_for(mm, name);
+	s->align = (unsigned int)calculate_alignment(flags, align ? align : sizeof(void *), size);
+	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s + ALIGN_UP(sizeof(*s), ZA_CACHELINE));
+	s->node = (struct kmem_cache_node *)(s->cpu_slab + mm->nr_cpus);
+	for (int n = 0; n < mm->nr_nodes; n++)
+		list_init(&s->node[n].partial);
+	calculate_sizes(s);
+
+	int order = calculate_order(mm, s->size);
+	if (order < 0 || order_objects((unsigned int)order, s->size) < 1) {
+		za_os_free(s, meta);
+		return create_error(name, "objects too large for any slab order");
+	}
+	s->order = (unsigned int)order;
+	s->objects = order_objects(s->order, s->size);
+	s->min_order = get_order(s->size);
+	s->min_objects = order_objects(s->min_order, s->size);
+	s->cpu_partial_slabs = cpu_partial_slabs(s);
+	s->min_partial = calculate_min_partial(s->size);
+	if (mm->cfg.slab_freelist_hardened)
+		s->random = (uintptr_t)random_u64() | 1;
+	if (mm->cfg.slab_freelist_random)
+		init_random_seq(s, (uint16_t *)(s->node + mm->nr_nodes));
+
+	za_lock(&mm->caches_lock);
+	s->next = mm->caches;
+	mm->caches = s;
+	za_unlock(&mm->caches_lock);
+	return s;
+}
+
+void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
+{
+	*info = (struct za_cache_info){
+		.name = s->name,
+		.object_size = s->object_size,
+		.size = s->size,
+		.align = s->align,
+		.order = s->order,
+		.objects = s->objects,
+		.cpu_partial_slabs = s->cpu_partial_slabs,
+		.min_partial = s->min_partial,
+		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
+	};
+}
+
+long slab_pages(const struct za_mm *mm)
+{
+	long pages = 0;
+	for (const struct za_kmem_cache *s = mm->caches; s; s = s->next)
+		for (int n = 0; n < mm->nr_nodes; n++)
+			pages += atomic_load(&s->node[n].nr_pages);
+	return pages;
+}
+
+/* /proc/slabinfo, version 2.1, with the slab order appended. */
+void slabinfo_report(struct za_mm *mm, FILE *out)
+{
+	fprintf(out, "slabinfo - version: 2.1\n");
+	fprintf(out, "# name            <active_objs> <num_objs> <objsize> <objperslab> "
+		     "<pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata "
+		     "<active_slabs> <num_slabs> <sharedavail> : order\n");
+	za_lock(&mm->caches_lock);
+	for (struct za_kmem_cache *s = mm->caches; s; s = s->next) {
+		long slabs, total = 0;
+		long active = objects_in_use(s, &slabs);
+		for (int n = 0; n < mm->nr_nodes; n++)
+			total += atomic_load(&s->node[n].total_objects);
+		fprintf(out, "%-17s %6ld %6ld %6u %4u %4u : tunables %4u %4u %4u : slabdata %6ld %6ld "
+			     "%6u : order %u\n",
+			s->name, active, total, s->size, s->objects, 1u << s->order, 0u, 0u, 0u, slabs,
+			slabs, 0u, s->order);
+	}
+	za_unlock(&mm->caches_lock);
+}

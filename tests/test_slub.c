@@ -1,0 +1,360 @@
+/*
+ * SLUB object caches: the kernel's slab order calculation on hand-computed
+ * cases (including seed 002's 224-CPU server), alignment and placement,
+ * constructors, shrinking, destroy, exact accounting back to the buddy
+ * lists, and a multi-threaded run with remote frees where every object
+ * carries a tag and an owner flag (no object is handed out twice).
+ */
+#include "test.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct order_case {
+	const char *config;
+	size_t size;
+	unsigned int order, objects, cpu_partial_slabs;
+};
+
+/* min_objects = 4 * (fls(nr_cpus) + 1), doubled by slub_big_system when
+ * nr_cpus >= 32; the first order from get_order(min_objects * size) up to
+ * slub_max_order that wastes at most 1/16, then 1/8, 1/4, 1/2. */
+static const struct order_case order_cases[] = {
+	/* 12 objects wanted; 4096 % 64 == 0: order 0, 64 objects; 120 * 2 / 64 -> 4 */
+	{ "nr_cpus=2", 64, 0, 64, 4 },
+	/* 20 wanted (3840 bytes): order 0 wastes 64 <= 256; 120 * 2 / 21 -> 12 */
+	{ "nr_cpus=8", 192, 0, 21, 12 },
+	/* 20 wanted, but order 3 holds only 16: order 3 */
+	{ "nr_cpus=8", 2048, 3, 16, 3 },
+	/* 20 wanted (14000 bytes): order 2 wastes 284 <= 1024 */
+	{ "nr_cpus=8", 700, 2, 23, 5 },
+	/* 16 wanted, 10 fit in order 3, which wastes 2768: > 1/16, <= 1/8 */
+	{ "nr_cpus=4", 3000, 3, 10, 5 },
+	/* Seed 002, a 224-CPU server, a 200-byte vma: 36 objects, order 1 ... */
+	{ "nr_cpus=224,slub_big_system=0", 200, 1, 40, 6 },
+	/* ... doubled to 72 with the patch: order 2; cpu partial 120 -> 240 objects */
+	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4", 200, 2, 81, 6 },
+	/* 1024 bytes: order 3 (32 objects) before, order 4 (64) after */
+	{ "nr_cpus=224,slub_big_system=0", 1024, 3, 32, 2 },
+	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4", 1024, 4, 64, 2 },
+	/* Below 32 CPUs the switch changes nothing. */
+	{ "nr_cpus=16,slub_big_system=1", 1024, 3, 32, 2 },
+	/* An explicit slub_min_objects is not doubled. */
+	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4,slub_min_objects=4", 1024, 0, 4, 24 },
+	/* Nothing fits slub_max_order=0: the smallest order that holds one. */
+	{ "nr_cpus=8,slub_max_order=0", 5000, 1, 1, 12 },
+	/* slub_min_order raises small caches. */
+	{ "nr_cpus=8,slub_min_order=2", 64, 2, 256, 1 },
+};
+
+static void test_order_calculation(void)
+{
+	for (size_t i = 0; i < sizeof(order_cases) / sizeof(order_cases[0]); i++) {
+		const struct order_case *c = &order_cases[i];
+		char config[256];
+		snprintf(config, sizeof(config), "memory=64M,zones=Normal,%s", c->config);
+		za_mm_t *mm = test_mm(config);
+		za_cache_t *cache = za_cache_create(mm, "t", c->size, 0, 0, NULL);
+		CHECK(cache);
+		struct za_cache_info info;
+		za_cache_info(cache, &info);
+		if (info.order != c->order || info.objects != c->objects ||
+		    info.cpu_partial_slabs != c->cpu_partial_slabs) {
+			fprintf(stderr, "%s size %zu: order %u objects %u cpu_partial_slabs %u, "
+					"expected %u %u %u\n", c->config, c->size, info.order, info.objects,
+				info.cpu_partial_slabs, c->order, c->objects, c->cpu_partial_slabs);
+			exit(1);
+		}
+		/* slabinfo shows the same. */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		za_report(mm, "slabinfo", f);
+		fclose(f);
+		char expect[64];
+		snprintf(expect, sizeof(expect), " %4u %4u : tunables", c->objects, 1u << c->order);
+		CHECK_STR_HAS(text, expect);
+		free(text);
+		CHECK_EQ(za_cache_destroy(cache), 0);
+		CHECK_EQ(za_mm_destroy(mm), 0);
+	}
+}
+
+static void test_alignment_and_placement(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2");
+	static const size_t aligns[] = { 0, 8, 16, 64, 256, 4096 };
+	for (size_t a = 0; a < sizeof(aligns) / sizeof(aligns[0]); a++) {
+		for (size_t size = 1; size < 3000; size = size * 3 + 1) {
+			za_cache_t *c = za_cache_create(mm, "aligned", size, aligns[a], 0, NULL);
+			CHECK(c);
+			struct za_cache_info info;
+			za_cache_info(c, &info);
+			void *objs[200];
+			for (int i = 0; i < 200; i++) {
+				CHECK((objs[i] = za_cache_alloc(c, ZA_GFP_ZERO)));
+				CHECK(((uintptr_t)objs[i] & (info.align - 1)) == 0);
+				CHECK(aligns[a] == 0 || ((uintptr_t)objs[i] & (aligns[a] - 1)) == 0);
+				for (size_t b = 0; b < size; b++)
+					CHECK(((unsigned char *)objs[i])[b] == 0);
+				memset(objs[i], 0xab, size);
+			}
+			for (int i = 0; i < 200; i++)
+				CHECK_EQ(za_cache_free(c, objs[i]), 0);
+			CHECK_EQ(za_cache_destroy(c), 0);
+		}
+	}
+	/* HWCACHE_ALIGN rounds to cache lines, or to a fraction for small objects. */
+	za_cache_t *c = za_cache_create(mm, "hw", 40, 0, ZA_SLAB_HWCACHE_ALIGN, NULL);
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	CHECK_EQ(info.align, 64);
+	CHECK_EQ(info.size, 64);
+	CHECK_EQ(za_cache_destroy(c), 0);
+	c = za_cache_create(mm, "hw-small", 20, 0, ZA_SLAB_HWCACHE_ALIGN, NULL);
+	za_cache_info(c, &info);
+	CHECK_EQ(info.align, 32);
+	CHECK_EQ(za_cache_destroy(c), 0);
+
+	/* Bad arguments. */
+	errno = 0;
+	CHECK(!za_cache_create(mm, "x", 0, 0, 0, NULL) && errno == EINVAL);
+	CHECK(!za_cache_create(mm, "x", 64, 24, 0, NULL) && errno == EINVAL);
+	CHECK(!za_cache_create(mm, "x", 64, 0, 1u << 20, NULL) && errno == EINVAL);
+	CHECK(!za_cache_create(mm, "", 64, 0, 0, NULL) && errno == EINVAL);
+	CHECK(!za_cache_create(mm, "x", 64u << 20, 0, 0, NULL) && errno == EINVAL);
+	CHECK_STR_HAS(za_last_error(), "za_cache_create(x)");
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* The constructor runs once per object, when its slab is made; objects
+ * come out constructed and are returned constructed. */
+static atomic_long ctor_calls;
+
+static void ctor(void *p)
+{
+	atomic_fetch_add(&ctor_calls, 1);
+	memset(p, 0x5c, 48);
+}
+
+static void test_constructor(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2");
+	atomic_store(&ctor_calls, 0);
+	za_cache_t *c = za_cache_create(mm, "ctor", 48, 0, 0, ctor);
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	void *objs[5000];
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 5000; i++) {
+			CHECK((objs[i] = za_cache_alloc(c, 0)));
+			for (int b = 0; b < 48; b++)
+				CHECK(((unsigned char *)objs[i])[b] == 0x5c);
+		}
+		for (int i = 0; i < 5000; i++)
+			CHECK_EQ(za_cache_free(c, objs[i]), 0);
+	}
+	long long slabs = za_cache_stat(c, "alloc_slab");
+	CHECK(slabs > 0);
+	CHECK_EQ(atomic_load(&ctor_calls), slabs * info.objects);
+	CHECK(atomic_load(&ctor_calls) < 3 * 5000);       /* not once per allocation */
+	CHECK_EQ(za_cache_destroy(c), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* Shrink frees every empty slab; destroy refuses while objects live; after
+ * everything is freed and shrunk, every page is back in the buddy lists. */
+static void test_shrink_destroy_accounting(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2");
+	long total = za_stat(mm, "nr_managed_pages");
+	za_cache_t *c = za_cache_create(mm, "acct", 200, 0, 0, NULL);
+	enum { N = 20000 };
+	void **objs = calloc(N, sizeof(void *));
+	for (int i = 0; i < N; i++)
+		CHECK((objs[i] = za_cache_alloc(c, 0)));
+	CHECK(za_stat(mm, "nr_slab_pages") > 0);
+	/* Free all but 3 objects, then destroy: the three are reported. */
+	for (int i = 3; i < N; i++)
+		CHECK_EQ(za_cache_free(c, objs[i]), 0);
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	CHECK_EQ(za_cache_destroy(c), 3);
+	CHECK_EQ(cap.count, 1);
+	CHECK_STR_HAS(cap.last, "3 objects still allocated");
+	/* The cache is still usable. */
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(za_cache_free(c, objs[i]), 0);
+	long freed = za_cache_shrink(c);
+	CHECK(freed >= 0);
+	CHECK_EQ(za_cache_stat(c, "alloc_slab") - za_cache_stat(c, "free_slab"), 0);
+	CHECK_EQ(za_cache_destroy(c), 0);
+
+	/* kmalloc caches too: shrink them all and every page is free again. */
+	for (int i = 0; i < N; i++)
+		CHECK((objs[i] = za_kmalloc(mm, (size_t)(i % 2000) + 1, 0)));
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_kfree(mm, objs[i]), 0);
+	za_shrink_slabs(mm);
+	CHECK_EQ(za_stat(mm, "nr_slab_pages"), 0);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), total);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(objs);
+}
+
+/* kmalloc: every size class, the large path, ksize, krealloc, kzalloc. */
+static void test_kmalloc(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2");
+	static const size_t classes[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192 };
+	size_t prev = 0;
+	for (size_t k = 0; k < sizeof(classes) / sizeof(classes[0]); k++) {
+		for (size_t size = prev + 1; size <= classes[k]; size += (classes[k] - prev + 6) / 7) {
+			char *p = za_kmalloc(mm, size, 0);
+			CHECK(p);
+			CHECK_EQ(za_ksize(mm, p), classes[k]);
+			memset(p, 0x77, size);
+			CHECK_EQ(za_kfree(mm, p), 0);
+		}
+		prev = classes[k];
+	}
+	/* Large: straight from the page allocator, order from the size. */
+	char *big = za_kmalloc(mm, 8193, 0);
+	CHECK(big);
+	CHECK_EQ(za_ksize(mm, big), 16384);
+	CHECK(((uintptr_t)big & 16383) == 0);
+	CHECK_EQ(za_kfree(mm, big), 0);
+	big = za_kmalloc(mm, 4u << 20, 0);
+	CHECK(big);
+	CHECK_EQ(za_kfree(mm, big), 0);
+	errno = 0;
+	CHECK(za_kmalloc(mm, (4u << 20) + 1, 0) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+
+	/* kzalloc zeroes; krealloc keeps contents, grows and shrinks. */
+	unsigned char *z = za_kmalloc(mm, 100, 0);
+	memset(z, 0xee, 100);
+	CHECK_EQ(za_kfree(mm, z), 0);
+	z = za_kzalloc(mm, 100, 0);
+	for (int i = 0; i < 100; i++)
+		CHECK(z[i] == 0);
+	for (int i = 0; i < 100; i++)
+		z[i] = (unsigned char)i;
+	unsigned char *r = za_krealloc(mm, z, 5000, 0);
+	CHECK(r && za_ksize(mm, r) == 8192);
+	for (int i = 0; i < 100; i++)
+		CHECK(r[i] == i);
+	unsigned char *r2 = za_krealloc(mm, r, 50, 0);
+	CHECK(r2 == r);                       /* fits where it is */
+	r2 = za_krealloc(mm, r2, 20000, 0);
+	for (int i = 0; i < 50; i++)
+		CHECK(r2[i] == i);
+	CHECK(za_krealloc(mm, r2, 0, 0) == NULL);
+	CHECK_EQ(za_kfree(mm, NULL), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Threads, remote frees, ownership
+ * ------------------------------------------------------------------------ */
+enum { THREADS = 4, SLOTS = 512, SHARED = 64, OBJ = 96, ROUNDS = 60000 };
+
+static za_mm_t *smm;
+static za_cache_t *scache;
+static _Atomic unsigned char *owned;            /* per 32 bytes of the arena */
+static _Atomic(uint64_t *) shared[SHARED];
+static uintptr_t arena_lo;
+
+static _Atomic unsigned char *owner_flag(void *p)
+{
+	return &owned[((uintptr_t)p - arena_lo) / 32];
+}
+
+static void take(uint64_t *p, uint64_t tag)
+{
+	CHECK(atomic_exchange(owner_flag(p), 1) == 0);
+	for (int i = 0; i < OBJ / 8; i++)
+		p[i] = tag ^ (uint64_t)i;
+}
+
+static void give(uint64_t *p)
+{
+	uint64_t tag = p[0];
+	for (int i = 0; i < OBJ / 8; i++)
+		CHECK(p[i] == (tag ^ (uint64_t)i));
+	CHECK(atomic_exchange(owner_flag(p), 0) == 1);
+	CHECK_EQ(za_cache_free(scache, p), 0);
+}
+
+static void *worker(void *arg)
+{
+	long id = (long)arg;
+	unsigned long long rng = 0x1234567ULL * (unsigned long long)(id + 1);
+	uint64_t *mine[SLOTS] = { 0 };
+	for (long n = 0; n < ROUNDS; n++) {
+		int k = (int)(test_rand(&rng) % SLOTS);
+		if (!mine[k]) {
+			CHECK((mine[k] = za_cache_alloc(scache, 0)));
+			take(mine[k], ((uint64_t)id << 48) | (uint64_t)n);
+		} else if (test_rand(&rng) % 4) {
+			give(mine[k]);
+			mine[k] = NULL;
+		} else {                /* another thread will free it */
+			uint64_t *old = atomic_exchange(&shared[test_rand(&rng) % SHARED], mine[k]);
+			mine[k] = NULL;
+			if (old)
+				give(old);
+		}
+	}
+	for (int k = 0; k < SLOTS; k++)
+		if (mine[k])
+			give(mine[k]);
+	return NULL;
+}
+
+static void test_threads(const char *config)
+{
+	smm = test_mm(config);
+	scache = za_cache_create(smm, "threads", OBJ, 0, 0, NULL);
+	uint64_t *probe = za_alloc_pages(smm, 0, 0);
+	arena_lo = (uintptr_t)probe - za_page_to_pfn(smm, za_virt_to_page(smm, probe)) * ZA_PAGE_SIZE;
+	za_free_pages(smm, probe, 0);
+	owned = calloc((size_t)za_stat(smm, "nr_managed_pages") * ZA_PAGE_SIZE / 32, 1);
+	pthread_t t[THREADS];
+	for (long i = 0; i < THREADS; i++)
+		CHECK(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < SHARED; i++) {
+		uint64_t *p = atomic_exchange(&shared[i], NULL);
+		if (p)
+			give(p);
+	}
+	CHECK_EQ(za_cache_stat(scache, "bad_free"), 0);
+	if (!strstr(config, "slub_debug"))          /* debug caches have no CPU slabs */
+		CHECK(za_cache_stat(scache, "free_slowpath") > 0);      /* remote frees happened */
+	CHECK_EQ(za_cache_destroy(scache), 0);
+	za_shrink_slabs(smm);
+	za_drain_all_pages(smm);
+	CHECK_EQ(za_stat(smm, "nr_free_pages"), za_stat(smm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(smm), 0);
+	free(owned);
+}
+
+int main(void)
+{
+	test_order_calculation();
+	test_alignment_and_placement();
+	test_constructor();
+	test_shrink_destroy_accounting();
+	test_kmalloc();
+	test_threads("memory=128M,zones=Normal");
+	test_threads("memory=128M,zones=Normal,cpus=1,nodes=1");
+	test_threads("memory=128M,nodes=2,zones=Normal,slab_freelist_random=1");
+	test_threads("memory=128M,zones=Normal,slub_debug=FZPU");
+	printf("test_slub: ok\n");
+	return 0;
+}
