@@ -41,6 +41,7 @@ struct bench_opts {
 	bool quick;
 	int order;              /* --order */
 	long pages;             /* --pages: blocks per thread (bulk, rand) */
+	long size;              /* --size: object size (slab-repeat) */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */
 };
@@ -53,6 +54,7 @@ struct variant {
 	double values[MAX_METRICS][MAX_ITERS];
 	long long *counters;            /* summed deltas, [za_stat_count()] */
 	long long ops;
+	za_cache_t *caches[4];          /* an experiment's caches on this system */
 };
 
 struct bench {
@@ -93,6 +95,10 @@ struct experiment {
 int bench_metric(struct bench *b, const char *name, enum direction dir);
 double now_seconds(void);
 double bench_seconds(const struct bench *b);
+/* The variant's cache in slot (0..3), created on first use. */
+za_cache_t *variant_cache(struct variant *v, int slot, const char *name, size_t size);
+/* Pins the calling thread to CPU i modulo the machine's CPUs. */
+void pin_to_cpu(int i);
 /* Runs fn(i, arg) on n threads released together; returns the wall time
  * from the release to the last one's return. */
 double run_threads(int n, void (*fn)(int i, void *arg), void *arg);

@@ -9,7 +9,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 double now_seconds(void)
 {
@@ -29,6 +31,24 @@ int bench_metric(struct bench *b, const char *name, enum direction dir)
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->dir = dir;
 	return b->nmetrics++;
+}
+
+za_cache_t *variant_cache(struct variant *v, int slot, const char *name, size_t size)
+{
+	if (!v->caches[slot] && !(v->caches[slot] = za_cache_create(v->mm, name, size, 0, 0, NULL))) {
+		fprintf(stderr, "zabench: %s\n", za_last_error());
+		exit(1);
+	}
+	return v->caches[slot];
+}
+
+void pin_to_cpu(int i)
+{
+	cpu_set_t set;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	CPU_ZERO(&set);
+	CPU_SET(i % (cpus > 0 ? cpus : 1), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 /* ------------------------------------------------------------------------
@@ -79,7 +99,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: zabench <experiment> [--threads N] [--seconds S] [--iterations K]\n"
 		"               [--config STR] [--ab SWITCH[=A:B][,SWITCH...]] [--json]\n"
-		"               [--order K] [--pages N] [--sizes N,N,...]\n"
+		"               [--order K] [--pages N] [--size N] [--sizes N,N,...]\n"
 		"       zabench report [--quick] [--out DIR]\n"
 		"       zabench list\n\n"
 		"  --seconds S     length of one measured iteration (default 1)\n"
@@ -146,6 +166,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 		{ "order", required_argument, NULL, 'o' },
 		{ "pages", required_argument, NULL, 'p' },
 		{ "sizes", required_argument, NULL, 'z' },
+		{ "size", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -190,6 +211,11 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 			if (!parse_long(optarg, 1, 1L << 24, &v))
 				return usage_error("bad --pages '%s'", optarg);
 			o->pages = v;
+			break;
+		case 'S':
+			if (!parse_long(optarg, 1, 1L << 20, &v))
+				return usage_error("bad --size '%s'", optarg);
+			o->size = v;
 			break;
 		case 'z':
 			if (!parse_sizes(optarg, o))

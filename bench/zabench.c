@@ -5,7 +5,8 @@
  */
 #include "bench.h"
 
-extern const struct experiment exp_page_fault1, exp_repeat, exp_bulk, exp_rand, exp_frag;
+extern const struct experiment exp_page_fault1, exp_repeat, exp_bulk, exp_rand, exp_frag,
+	exp_netperf, exp_sockperf, exp_hackbench, exp_mmap1, exp_fsmark, exp_slab_repeat;
 
 const struct experiment *const experiments[] = {
 	&exp_page_fault1,
@@ -13,6 +14,12 @@ const struct experiment *const experiments[] = {
 	&exp_bulk,
 	&exp_rand,
 	&exp_frag,
+	&exp_netperf,
+	&exp_sockperf,
+	&exp_hackbench,
+	&exp_mmap1,
+	&exp_fsmark,
+	&exp_slab_repeat,
 	NULL,
 };
 

@@ -108,7 +108,7 @@ struct za_kmem_cache {
 	unsigned int offset;            /* of the free pointer within the object */
 	unsigned int red_left_pad;      /* Z: bytes before each object */
 	unsigned int inuse;             /* offset of the metadata after the object */
-	int size_shift;                 /* log2(size) if a power of two, else -1 */
+	uint64_t recip;                 /* ceil(2^64 / size): offset -> index by multiply */
 	unsigned long random;           /* free pointer hardening key, 0 if off */
 	unsigned int debug;             /* SLAB_* debug flags */
 	unsigned int order, objects;    /* preferred slab size */
@@ -139,11 +139,16 @@ static inline void *slab_object(const struct za_kmem_cache *s, const struct za_p
 	return idx == SLAB_NONE ? NULL : slab_base(s, slab) + (size_t)idx * s->size;
 }
 
+/* off / size, exactly, for any offset within a slab (off < 2^64 / size). */
+static inline size_t object_div(const struct za_kmem_cache *s, size_t off)
+{
+	return (size_t)(((unsigned __int128)off * s->recip) >> 64);
+}
+
 static inline unsigned int slab_index(const struct za_kmem_cache *s, const struct za_page *slab,
 				      const void *obj)
 {
-	size_t off = (size_t)((const char *)obj - slab_base(s, slab));
-	return (unsigned int)(s->size_shift >= 0 ? off >> s->size_shift : off / s->size);
+	return (unsigned int)object_div(s, (size_t)((const char *)obj - slab_base(s, slab)));
 }
 
 /* The slab holding addr (inside the arena), or NULL if it is not a slab. */

@@ -140,9 +140,8 @@ static bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *
 {
 	if (!p)
 		return true;
-	const char *base = slab_base(s, slab);
-	size_t off = (size_t)((const char *)p - base);
-	return off < (size_t)objects * s->size && slab_index(s, slab, p) * (size_t)s->size == off;
+	size_t off = (size_t)((const char *)p - slab_base(s, slab));
+	return off < (size_t)objects * s->size && object_div(s, off) * s->size == off;
 }
 
 static __attribute__((noinline, cold)) void *corrupt_freepointer(struct za_kmem_cache *s,
@@ -684,11 +683,9 @@ void *za_cache_alloc(za_cache_t *s, za_gfp_t gfp)
 	return cache_alloc(s, gfp, __builtin_return_address(0));
 }
 
-/*
- * The checks every free gets: the pointer is an object start of a slab of
- * this cache.  Returns its slab, or NULL after reporting.
- */
-static struct za_page *checked_slab(struct za_kmem_cache *s, const void *obj)
+/* Reports why obj, which failed a check, is not an object of this cache. */
+static __attribute__((noinline, cold)) void report_bad_object(struct za_kmem_cache *s,
+							      const void *obj)
 {
 	struct za_mm *mm = s->mm;
 	const char *why;
@@ -699,18 +696,22 @@ static struct za_page *checked_slab(struct za_kmem_cache *s, const void *obj)
 		why = "not an object of any cache (not in a slab)";
 	else if (slab->slab_cache != s)
 		why = slab->slab_cache ? "an object of another cache" : "not an object of any cache";
-	else if (!object_in_slab(s, slab, obj, st_objects(slab_state(slab))))
-		why = "not the start of an object";
 	else
-		return slab;
+		why = "not the start of an object";
 	cache_stat(s, SL_BAD_FREE);
 	slab_report(s, obj, "free of %p: %s", obj, why);
-	return NULL;
 }
 
-static int cache_free(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller)
+/* Every free but the CPU-slab fast path: debug caches, busy CPU locks,
+ * other CPUs' slabs.  Checks that obj is an object start of slab first. */
+static __attribute__((noinline)) int free_other(struct za_kmem_cache *s, struct za_page *slab,
+						void *obj, void *caller)
 {
-	struct za_mm *mm = s->mm;
+	if (!object_in_slab(s, slab, obj, st_objects(slab_state(slab)))) {
+		report_bad_object(s, obj);
+		errno = EINVAL;
+		return -1;
+	}
 	if (unlikely(s->debug)) {
 		if (!free_single(s, slab, obj, caller)) {
 			cache_stat(s, SL_BAD_FREE);
@@ -719,16 +720,38 @@ static int cache_free(struct za_kmem_cache *s, struct za_page *slab, void *obj, 
 		}
 		return 0;
 	}
-	int cpu = this_cpu(mm);
-	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
-	if (likely(za_trylock(&c->lock))) {
+	free_slowpath(s, slab, obj, this_cpu(s->mm));
+	return 0;
+}
+
+static __attribute__((noinline, cold)) int double_free(struct za_kmem_cache *s, void *obj)
+{
+	cache_stat(s, SL_BAD_FREE);
+	slab_report(s, obj, "double free of %p", obj);
+	errno = EINVAL;
+	return -1;
+}
+
+/*
+ * Frees an object of slab.  The fast path -- the slab is this CPU's -- needs
+ * only the CPU slab's range to prove obj an object start; it also catches
+ * the naive double free of the object freed last.
+ */
+static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache *s,
+							    struct za_page *slab, void *obj,
+							    void *caller)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[this_cpu(s->mm)];
+	if (likely(!s->debug) && likely(za_trylock(&c->lock))) {
 		if (likely(slab == c->slab)) {
+			size_t off = (size_t)((char *)obj - c->base);
+			if (unlikely(off >= c->span || object_div(s, off) * s->size != off)) {
+				za_tryunlock(&c->lock);
+				return free_other(s, slab, obj, caller);   /* checked there */
+			}
 			if (unlikely(obj == c->freelist)) {
 				za_tryunlock(&c->lock);
-				cache_stat(s, SL_BAD_FREE);
-				slab_report(s, obj, "double free of %p", obj);
-				errno = EINVAL;
-				return -1;
+				return double_free(s, obj);
 			}
 			set_freepointer(s, obj, c->freelist);
 			c->freelist = obj;
@@ -738,16 +761,18 @@ static int cache_free(struct za_kmem_cache *s, struct za_page *slab, void *obj, 
 		}
 		za_tryunlock(&c->lock);
 	}
-	free_slowpath(s, slab, obj, cpu);
-	return 0;
+	return free_other(s, slab, obj, caller);
 }
 
 int za_cache_free(za_cache_t *s, void *obj)
 {
 	if (!obj)
 		return 0;
-	struct za_page *slab = checked_slab(s, obj);
-	if (!slab) {
+	struct za_mm *mm = s->mm;
+	struct za_page *slab;
+	if (unlikely(!addr_in_arena(mm, obj) || !(slab = virt_to_slab(mm, obj)) ||
+		     slab->slab_cache != s)) {
+		report_bad_object(s, obj);
 		errno = EINVAL;
 		return -1;
 	}
@@ -757,14 +782,7 @@ int za_cache_free(za_cache_t *s, void *obj)
 /* For kfree: the cache comes from the slab. */
 int slab_free_object(struct za_page *slab, void *obj, void *caller)
 {
-	struct za_kmem_cache *s = slab->slab_cache;
-	if (!object_in_slab(s, slab, obj, st_objects(slab_state(slab)))) {
-		cache_stat(s, SL_BAD_FREE);
-		slab_report(s, obj, "free of %p: not the start of an object", obj);
-		errno = EINVAL;
-		return -1;
-	}
-	return cache_free(s, slab, obj, caller);
+	return cache_free(slab->slab_cache, slab, obj, caller);
 }
 
 void *slab_alloc_caller(za_cache_t *s, za_gfp_t gfp, void *caller)
@@ -1034,7 +1052,7 @@ static void calculate_sizes(struct za_kmem_cache *s)
 	s->red_left_pad = s->debug & SLAB_RED_ZONE ? (unsigned int)ALIGN_UP(sizeof(void *), s->align) : 0;
 	size += s->red_left_pad;
 	s->size = (unsigned int)ALIGN_UP(size, s->align);
-	s->size_shift = (s->size & (s->size - 1)) ? -1 : (int)fls_u(s->size) - 1;
+	s->recip = (uint64_t)(((unsigned __int128)1 << 64) / s->size) + 1;
 }
 
 static uint64_t random_u64(void)

@@ -1,0 +1,160 @@
+/*
+ * mmap1 (E3, seed 002): will-it-scale's mmap1 with the allocator in place
+ * of the VM.  Each thread keeps a window of 64 live "mappings"; every
+ * operation maps a new one -- a 200-byte vm_area_struct, a 104-byte
+ * anon_vma and a 64-byte anon_vma_chain, each from its own cache -- and
+ * unmaps the oldest.  A quarter of the unmaps happen on another thread.
+ * Objects freed long after their slab stopped being a CPU slab go through
+ * the partial lists, and so through the nodes' list_lock: the contention
+ * seed 002 cuts with larger slabs and per-CPU partial lists.
+ *
+ * Metric: ops_per_sec (mmap+munmap pairs).  ops = pairs.
+ */
+#include "bench.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW 64
+#define SHARED 64
+#define POOL 256
+
+struct mapping {
+	void *vma, *anon_vma, *avc;
+	atomic_bool in_transit;         /* handed off, not yet unmapped */
+};
+
+struct mm1_state {
+	za_cache_t *vma, *anon_vma, *avc;
+	double deadline;
+	_Atomic(struct mapping *) shared[SHARED];
+	struct mapping (*pool)[POOL];   /* [thread]: storage of handed-off mappings */
+	atomic_llong ops;
+	int m_ops;
+};
+
+static void mm1_declare(struct bench *b)
+{
+	struct mm1_state *st = calloc(1, sizeof(*st));
+	st->m_ops = bench_metric(b, "ops_per_sec", HIGHER_IS_BETTER);
+	st->pool = calloc((size_t)b->opts.threads, sizeof(*st->pool));
+	b->state = st;
+}
+
+static void mm1_release(struct bench *b)
+{
+	struct mm1_state *st = b->state;
+	free(st->pool);
+}
+
+static void map(struct mm1_state *st, struct mapping *m)
+{
+	m->vma = za_cache_alloc(st->vma, 0);
+	m->anon_vma = za_cache_alloc(st->anon_vma, 0);
+	m->avc = za_cache_alloc(st->avc, 0);
+	if (!m->vma || !m->anon_vma || !m->avc) {
+		fprintf(stderr, "zabench mmap1: %s\n", za_last_error());
+		exit(1);
+	}
+	memset(m->vma, 0, 64);          /* initialise the hot fields */
+	memset(m->anon_vma, 0, 32);
+	memset(m->avc, 0, 64);
+}
+
+static void unmap(struct mm1_state *st, struct mapping *m)
+{
+	za_cache_free(st->avc, m->avc);
+	za_cache_free(st->anon_vma, m->anon_vma);
+	za_cache_free(st->vma, m->vma);
+	atomic_store_explicit(&m->in_transit, false, memory_order_release);
+}
+
+static void mm1_worker(int i, void *arg)
+{
+	struct mm1_state *st = arg;
+	struct mapping window[WINDOW], *pool = st->pool[i];
+	uint64_t rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+	long long ops = 0;
+	int next = 0;
+	for (int k = 0; k < WINDOW; k++)
+		map(st, &window[k]);
+	do {
+		for (int k = 0; k < WINDOW; k++, ops++) {
+			struct mapping old = window[k];
+			map(st, &window[k]);
+			struct mapping *mine = &pool[next];
+			if (k % 4 || atomic_load_explicit(&mine->in_transit, memory_order_acquire)) {
+				unmap(st, &old);
+				continue;
+			}
+			/* Leave it to another thread; unmap what another thread left. */
+			next = (next + 1) % POOL;
+			mine->vma = old.vma;
+			mine->anon_vma = old.anon_vma;
+			mine->avc = old.avc;
+			atomic_store(&mine->in_transit, true);
+			struct mapping *theirs = atomic_exchange(&st->shared[bench_rand(&rng) % SHARED], mine);
+			if (theirs)
+				unmap(st, theirs);
+		}
+	} while (now_seconds() < st->deadline);
+	for (int k = 0; k < WINDOW; k++)
+		unmap(st, &window[k]);
+	atomic_fetch_add(&st->ops, ops);
+}
+
+static void mm1_run(struct bench *b, struct variant *v, struct iteration *it)
+{
+	struct mm1_state *st = b->state;
+	st->vma = variant_cache(v, 0, "vm_area_struct", 200);
+	st->anon_vma = variant_cache(v, 1, "anon_vma", 104);
+	st->avc = variant_cache(v, 2, "anon_vma_chain", 64);
+	atomic_store(&st->ops, 0);
+	st->deadline = now_seconds() + bench_seconds(b);
+	double wall = run_threads(b->opts.threads, mm1_worker, st);
+	for (int k = 0; k < SHARED; k++) {
+		struct mapping *m = atomic_exchange(&st->shared[k], NULL);
+		if (m)
+			unmap(st, m);
+	}
+	it->ops = atomic_load(&st->ops);
+	it->value[st->m_ops] = (double)it->ops / wall;
+}
+
+/* E3 asks for objects per slab and slab order per cache, for each variant. */
+static void mm1_print_caches(const struct bench *b, FILE *out)
+{
+	fprintf(out, "\n%-18s", "Caches");
+	for (int i = 0; i < b->nvariants; i++)
+		fprintf(out, " %30s", b->variants[i].name);
+	fprintf(out, "\n");
+	for (int c = 0; c < 3; c++) {
+		struct za_cache_info info;
+		za_cache_info(b->variants[0].caches[c], &info);
+		fprintf(out, "%-18s", info.name);
+		for (int i = 0; i < b->nvariants; i++) {
+			za_cache_info(b->variants[i].caches[c], &info);
+			fprintf(out, "   order %u, %3u objs, %2u cpu partial", info.order, info.objects,
+				info.cpu_partial_slabs);
+		}
+		fprintf(out, "\n");
+	}
+}
+
+static const char *const mm1_report[] = {
+	"--threads 8 --ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224",
+	NULL,
+};
+
+const struct experiment exp_mmap1 = {
+	.name = "mmap1",
+	.summary = "E3: vma/anon_vma/avc objects per mmap+munmap, a window per thread",
+	.config = "memory=1G,zones=DMA32:256M+Normal",
+	.threads = 8,
+	.declare = mm1_declare,
+	.run = mm1_run,
+	.release = mm1_release,
+	.report_runs = mm1_report,
+	.print_extra = mm1_print_caches,
+};
