@@ -111,12 +111,21 @@ static void print_counters(const struct bench *b, FILE *out)
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "\n%-38s", "Lock behaviour");
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, " %14s", b->variants[i].name);
-	fputc('\n', out);
+	bool header = false;
 	for (size_t r = 0; r < sizeof(ratios) / sizeof(ratios[0]); r++) {
 		int num = stat_index(ratios[r].num), den = stat_index(ratios[r].den);
+		bool any = false;
+		for (int i = 0; i < b->nvariants; i++)
+			any |= b->variants[i].counters[den] != 0;
+		if (!any)
+			continue;
+		if (!header) {
+			fprintf(out, "\n%-38s", "Lock behaviour");
+			for (int i = 0; i < b->nvariants; i++)
+				fprintf(out, " %14s", b->variants[i].name);
+			fputc('\n', out);
+			header = true;
+		}
 		fprintf(out, "%-38s", ratios[r].label);
 		for (int i = 0; i < b->nvariants; i++) {
 			long long d = b->variants[i].counters[den];
@@ -125,10 +134,12 @@ static void print_counters(const struct bench *b, FILE *out)
 		fputc('\n', out);
 	}
 	int peak = stat_index("pcp_bulkfree_hold_max_ns");
-	fprintf(out, "%-38s", "longest bulk-free hold (ns)");
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, " %14lld", b->variants[i].counters[peak]);
-	fputc('\n', out);
+	if (header) {
+		fprintf(out, "%-38s", "longest bulk-free hold (ns)");
+		for (int i = 0; i < b->nvariants; i++)
+			fprintf(out, " %14lld", b->variants[i].counters[peak]);
+		fputc('\n', out);
+	}
 }
 
 void print_table(const struct bench *b, FILE *out)

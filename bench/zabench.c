@@ -6,7 +6,8 @@
 #include "bench.h"
 
 extern const struct experiment exp_page_fault1, exp_repeat, exp_bulk, exp_rand, exp_frag,
-	exp_netperf, exp_sockperf, exp_hackbench, exp_mmap1, exp_fsmark, exp_slab_repeat;
+	exp_netperf, exp_sockperf, exp_hackbench, exp_mmap1, exp_fsmark, exp_slab_repeat,
+	exp_pgtable;
 
 const struct experiment *const experiments[] = {
 	&exp_page_fault1,
@@ -20,6 +21,7 @@ const struct experiment *const experiments[] = {
 	&exp_mmap1,
 	&exp_fsmark,
 	&exp_slab_repeat,
+	&exp_pgtable,
 	NULL,
 };
 

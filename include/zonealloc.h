@@ -235,6 +235,35 @@ int za_kfree(za_mm_t *mm, const void *p);
 size_t za_ksize(za_mm_t *mm, const void *p);
 
 /* ------------------------------------------------------------------------
+ * Quicklists (seed 004): per-CPU LIFO lists of pages in a known state.
+ *
+ * A page comes zeroed (no constructor) or as the constructor made it, and
+ * must be freed in that same state with its first word zero: the lists are
+ * threaded through that word, so a hit touches only the CPU's list and the
+ * page's first cache line.  Pages stay on their node: a page freed on a
+ * CPU of another node goes back to the page allocator (destructor first).
+ * Keys: quicklists=1 (0: every alloc is a zeroed page plus the constructor,
+ * every free the destructor plus a page free -- the world before the seed),
+ * nr_quick=2 (lists per CPU, 1..16).  With debug=1 a free checks that a
+ * page without constructor is really zero and reports the first dirty
+ * offset.  Under memory pressure the allocator empties the lists.
+ * ------------------------------------------------------------------------ */
+void *za_quicklist_alloc(za_mm_t *mm, int nr, za_gfp_t gfp, void (*ctor)(void *));
+/* 0, or -1 with errno EINVAL (reported) for a bad page or, in debug mode,
+ * a dirty one (which goes back to the page allocator). */
+int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *page);
+/* Frees pages of this CPU's list nr beyond max(free node pages / 16,
+ * min_pages), at most max_free; returns how many. */
+long za_quicklist_trim(za_mm_t *mm, int nr, void (*dtor)(void *), unsigned long min_pages,
+		       unsigned long max_free);
+/* Empties every CPU's lists, with the destructor last passed to
+ * za_quicklist_free for each list (memory pressure does this); returns
+ * the pages freed. */
+long za_quicklist_shrink(za_mm_t *mm);
+/* Pages on all quicklists of all CPUs. */
+unsigned long za_quicklist_total_size(za_mm_t *mm);
+
+/* ------------------------------------------------------------------------
  * Topology
  * ------------------------------------------------------------------------ */
 int za_nr_nodes(const za_mm_t *mm);

@@ -50,6 +50,8 @@ static const struct key keys[] = {
 	{ "slub_debug",            K_STRING, FIELD(slub_debug), 0, 128, false },
 	{ "slab_freelist_random",  K_BOOL,   FIELD(slab_freelist_random), 0, 1, false },
 	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false },
+	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false },
+	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
 	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false },
 	{ "populate",              K_BOOL,   FIELD(populate), 0, 1, false },
@@ -74,6 +76,8 @@ void za_config_defaults(struct za_config *cfg)
 		.nr_cpus = ZA_AUTO,
 		.slub_big_system = 1,
 		.slab_freelist_hardened = 1,
+		.quicklists = 1,
+		.nr_quick = 2,
 	};
 }
 

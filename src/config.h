@@ -44,6 +44,9 @@ struct za_config {
 	char slub_debug[128];           /* "FZPU" or "FZ:cache:cache;P:cache" */
 	int64_t slab_freelist_random;
 	int64_t slab_freelist_hardened;
+	/* quicklists (seed 004) */
+	int64_t quicklists;
+	int64_t nr_quick;
 	int64_t debug;
 	int64_t hugepages;
 	int64_t populate;

@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "mmzone.h"
 #include "percpu.h"
+#include "quicklist.h"
 #include "slab.h"
 
 #include <errno.h>
@@ -156,8 +157,13 @@ static int init_layout(struct za_mm *mm)
 	mm->zonelists = meta_alloc(mm, sizeof(struct za_zone **) * 2 * (size_t)mm->nr_nodes);
 	struct za_pcp *pcp = meta_alloc(mm, sizeof(struct za_pcp) * (size_t)nr_zones *
 					      (size_t)mm->nr_cpus);
+	mm->nr_quick = (int)cfg->nr_quick;
+	mm->quicklists_on = cfg->quicklists;
+	mm->quicklists = meta_alloc(mm, sizeof(struct quicklist) * (size_t)mm->nr_cpus *
+					    (size_t)mm->nr_quick);
 	if (!mm->pages || !mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
-	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp) {
+	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp ||
+	    !mm->quicklists) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -250,6 +256,7 @@ long za_mm_destroy(za_mm_t *mm)
 	if (!mm)
 		return 0;
 	slub_destroy_all(mm);
+	za_quicklist_shrink(mm);
 	za_drain_all_pages(mm);
 	long leaked = (long)mm->nr_pages;
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)

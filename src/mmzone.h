@@ -13,6 +13,7 @@
 #include "vmstat.h"
 
 struct za_kmem_cache;
+struct quicklist;
 
 #define PAGE_SHIFT ZA_PAGE_SHIFT
 #define PAGE_SIZE  ZA_PAGE_SIZE
@@ -201,7 +202,7 @@ struct za_mm {
 	char *config_string;
 	void *map_base;                 /* what was reserved, for munmap */
 	size_t map_len;
-	struct { void *ptr; size_t size; } meta[12];   /* metadata arrays */
+	struct { void *ptr; size_t size; } meta[16];   /* metadata arrays */
 	int nr_meta;
 	za_error_fn error_fn;
 	void *error_ctx;
@@ -210,6 +211,12 @@ struct za_mm {
 	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
 	za_lock_t caches_lock;
 	struct za_kmem_cache *kmalloc_caches[16];
+
+	/* quicklists: [cpu * nr_quick + nr] */
+	struct quicklist *quicklists;
+	int nr_quick;
+	bool quicklists_on;
+	void (*_Atomic quicklist_dtor[16])(void *);   /* last seen per list, for shrinking */
 
 	struct za_events stat __attribute__((aligned(ZA_CACHELINE)));
 };
@@ -255,6 +262,14 @@ static inline int pageblock_mt(const struct za_mm *mm, unsigned long pfn)
 static inline void set_pageblock_mt(struct za_mm *mm, unsigned long pfn, int mt)
 {
 	store_relaxed(&mm->pageblock_mt[pfn >> mm->pageblock_order], (uint8_t)mt);
+}
+
+static inline long node_free_pages(const struct za_mm *mm, int node)
+{
+	long n = 0;
+	for (int i = 0; i < mm->nr_zones; i++)
+		n += load_relaxed(&mm->nodes[node].zones[i].nr_free_pages);
+	return n;
 }
 
 /* ------------------------------------------------------------------------

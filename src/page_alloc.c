@@ -5,6 +5,7 @@
  */
 #include "mmzone.h"
 #include "pcp.h"
+#include "quicklist.h"
 #include "percpu.h"
 
 #include <errno.h>
@@ -173,9 +174,9 @@ static void drain_zonelist(struct za_mm *mm, const struct alloc_context *ac)
 
 /*
  * The slow path: retry at the min watermark; a caller that may wait then
- * gets the pages cached on every CPU's lists back into the buddy lists (the
- * kernel drains them after direct reclaim) and one more try.  Reclaim will
- * slot in here.
+ * gets the pages held by quicklists and cached on every CPU's lists back
+ * into the buddy lists (the kernel drains them after direct reclaim) and
+ * one more try.  Reclaim will slot in here.
  */
 static __attribute__((noinline)) struct za_page *
 alloc_slowpath(struct za_mm *mm, const struct alloc_context *ac, za_gfp_t gfp)
@@ -183,6 +184,8 @@ alloc_slowpath(struct za_mm *mm, const struct alloc_context *ac, za_gfp_t gfp)
 	ev_add_atomic(&mm->stat, EV_ALLOC_SLOWPATH, 1);
 	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN);
 	if (!page && !(gfp & ZA_GFP_NOWAIT)) {
+		/* Take back what the caches hold, then try again. */
+		za_quicklist_shrink(mm);
 		drain_zonelist(mm, ac);
 		page = get_page_from_freelist(ac, WMARK_MIN);
 	}

@@ -3,6 +3,7 @@
  * and the kernel-format text reports.
  */
 #include "mmzone.h"
+#include "quicklist.h"
 #include "slab.h"
 
 #include <errno.h>
@@ -60,6 +61,7 @@ enum gauge {
 	G_NR_ALLOCATED_PAGES,
 	G_NR_MIXED_PAGEBLOCKS,
 	G_NR_SLAB_PAGES,
+	G_NR_QUICKLIST_PAGES,
 	G_PCP_ALLOC_HIT,             /* + order 0..3: served without a refill */
 	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
 	NR_GAUGES = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1
@@ -67,7 +69,7 @@ enum gauge {
 
 static const char *const gauge_fixed_names[] = {
 	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
-	"nr_mixed_pageblocks", "nr_slab_pages", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
+	"nr_mixed_pageblocks", "nr_slab_pages", "nr_quicklist_pages", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
 	"pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
 };
 
@@ -174,6 +176,7 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 	case G_NR_MIXED_PAGEBLOCKS:
 		return mixed_pageblocks(z, -1);
 	case G_NR_SLAB_PAGES:
+	case G_NR_QUICKLIST_PAGES:
 	default:
 		break;
 	}
@@ -189,6 +192,8 @@ static long gauge_value(const struct za_mm *mm, enum gauge g, int zone_idx)
 {
 	if (g == G_NR_SLAB_PAGES)
 		return slab_pages(mm);         /* not kept per zone */
+	if (g == G_NR_QUICKLIST_PAGES)
+		return quicklist_pages(mm, -1);
 	long v = 0;
 	for (int id = 0; id < nr_all_zones(mm); id++)
 		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
@@ -199,9 +204,11 @@ static long gauge_value(const struct za_mm *mm, enum gauge g, int zone_idx)
 /* ------------------------------------------------------------------------
  * Lookup by name
  * ------------------------------------------------------------------------ */
-/* The index space: page allocator events, slab events, gauges. */
+/* The index space: page allocator events, slab events, quicklist events,
+ * gauges. */
 #define SLAB_BASE  NR_EVENTS
-#define GAUGE_BASE (NR_EVENTS + NR_SLAB_EVENTS)
+#define QL_BASE    (SLAB_BASE + NR_SLAB_EVENTS)
+#define GAUGE_BASE (QL_BASE + NR_QL_EVENTS)
 
 int za_stat_count(void)
 {
@@ -214,7 +221,9 @@ const char *za_stat_name(int i)
 		return NULL;
 	if (i < SLAB_BASE)
 		return event_info[i].name;
-	return i < GAUGE_BASE ? slab_event_name(i - SLAB_BASE) : gauge_name(i - GAUGE_BASE);
+	if (i < QL_BASE)
+		return slab_event_name(i - SLAB_BASE);
+	return i < GAUGE_BASE ? quicklist_event_name(i - QL_BASE) : gauge_name(i - GAUGE_BASE);
 }
 
 /* slab: the slab events, folded once by the caller, or NULL to fold here. */
@@ -222,11 +231,16 @@ static long long stat_value(const struct za_mm *mm, int i, int zone_idx, const u
 {
 	if (i < SLAB_BASE)
 		return (long long)event_value(mm, (enum za_event)i, zone_idx);
-	if (i < GAUGE_BASE) {
+	if (i < QL_BASE) {
 		uint64_t totals[NR_SLAB_EVENTS];
 		if (!slab)
 			slab_stat_fold(mm, totals);
 		return (long long)(slab ? slab : totals)[i - SLAB_BASE];
+	}
+	if (i < GAUGE_BASE) {
+		uint64_t totals[NR_QL_EVENTS];
+		quicklist_stat_fold(mm, totals);
+		return (long long)totals[i - QL_BASE];
 	}
 	return gauge_value(mm, (enum gauge)(i - GAUGE_BASE), zone_idx);
 }
@@ -245,6 +259,9 @@ long long za_stat(const za_mm_t *mm, const char *name)
 	int i = find_stat(name, len);
 	if (i >= 0)
 		return stat_value(mm, i, -1, NULL);
+	int node;
+	if (sscanf(name, "nr_quicklist_pages_node%d", &node) == 1 && node >= 0 && node < mm->nr_nodes)
+		return quicklist_pages(mm, node);
 	/* "<counter>_<Zone>" */
 	for (int zi = 0; zi < mm->nr_zones; zi++) {
 		const char *zn = mm->cfg.zones[zi].name;
@@ -262,7 +279,7 @@ enum za_stat_kind za_stat_kind(int i)
 	if (i < SLAB_BASE)
 		return event_info[i].is_max ? ZA_STAT_PEAK : ZA_STAT_EVENT;
 	if (i < GAUGE_BASE)
-		return ZA_STAT_EVENT;
+		return ZA_STAT_EVENT;           /* slab and quicklist events */
 	enum gauge g = (enum gauge)(i - GAUGE_BASE);
 	return g >= G_PCP_ALLOC_HIT && g < G_NR_FREE_BLOCKS ? ZA_STAT_EVENT : ZA_STAT_GAUGE;
 }
@@ -323,7 +340,7 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 		for (int j = 0; j < mm->nr_zones; j++)
 			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
 		fprintf(out, ")\n");
-		for (int g = 0; g < G_NR_SLAB_PAGES; g++)
+		for (int g = 0; g < G_NR_SLAB_PAGES; g++)   /* the per-zone gauges */
 			fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
 		for (int e = 0; e < NR_EVENTS; e++) {
 			uint64_t v = zone_event(z, (enum za_event)e);
