@@ -264,6 +264,51 @@ long za_quicklist_shrink(za_mm_t *mm);
 unsigned long za_quicklist_total_size(za_mm_t *mm);
 
 /* ------------------------------------------------------------------------
+ * Page cache over real files, and reclaim (seed 003)
+ *
+ * File data is read and written through cache pages from the page
+ * allocator, filled with direct I/O (O_DIRECT; where the filesystem refuses
+ * it, buffered I/O with POSIX_FADV_DONTNEED, said once on stderr), so the
+ * operating system's own cache neither hides misses nor doubles memory.
+ * Pages live on their zone's active and inactive LRU lists and are
+ * reclaimed by each node's kswapd thread and, when an allocation would
+ * fail, by the allocating thread; dirty pages are written back first.
+ * Keys: fair_zone=1 (allocations spread over the zones in proportion to
+ * their size, so all zones age alike), kswapd_wake_high=1 (wake kswapd
+ * whenever a zone is below its high watermark, not only its low one).
+ * ------------------------------------------------------------------------ */
+typedef struct za_file za_file_t;
+
+/* flags: open(2)'s O_RDONLY/O_RDWR/O_CREAT/O_TRUNC; files are created 0644.
+ * NULL with errno on failure. */
+za_file_t *za_file_open(za_mm_t *mm, const char *path, int flags);
+/* Bytes read (short at end of file), or -1 with errno (EIO, ENOMEM). */
+long za_file_read(za_file_t *f, long offset, void *buf, size_t len);
+/* Bytes written (all of them), or -1 with errno; extends the file. */
+long za_file_write(za_file_t *f, long offset, const void *buf, size_t len);
+/* Zero-copy: the cache page holding page index `index` (read in if need
+ * be), referenced until za_file_put_page; it stays resident meanwhile.
+ * NULL with errno on failure. */
+void *za_file_get_page(za_file_t *f, unsigned long index);
+/* dirty != 0: the page was written (the file grows to cover it). */
+int za_file_put_page(za_file_t *f, void *page, int dirty);
+/* Writes every dirty page back and sets the file's size; 0 or -1. */
+int za_file_sync(za_file_t *f);
+/* Syncs, drops the file's pages, closes.  0, or -1 (reported) if pages
+ * were still referenced by get_page (they are not freed). */
+int za_file_close(za_file_t *f);
+long za_file_size(const za_file_t *f);
+
+/*
+ * Shrinkers: count() says how much a cache could give back, scan(nr) gives
+ * back about nr of it and returns how much it did.  Reclaim calls them in
+ * proportion to its own scanning.  Returns a handle for unregistering.
+ */
+void *za_shrinker_register(za_mm_t *mm, unsigned long (*count)(void *ctx),
+			   unsigned long (*scan)(void *ctx, unsigned long nr), void *ctx);
+void za_shrinker_unregister(za_mm_t *mm, void *handle);
+
+/* ------------------------------------------------------------------------
  * Topology
  * ------------------------------------------------------------------------ */
 int za_nr_nodes(const za_mm_t *mm);
@@ -286,7 +331,7 @@ int za_current_cpu(const za_mm_t *mm);
  * read; on a busy system they are a consistent-enough snapshot, on a
  * quiescent one they are exact.
  * ------------------------------------------------------------------------ */
-long long za_stat(const za_mm_t *mm, const char *name);
+long long za_stat(za_mm_t *mm, const char *name);
 
 /* Counter enumeration, for tools that snapshot everything (zabench). */
 int za_stat_count(void);
@@ -296,7 +341,7 @@ const char *za_stat_name(int i);
 enum za_stat_kind { ZA_STAT_EVENT, ZA_STAT_PEAK, ZA_STAT_GAUGE };
 enum za_stat_kind za_stat_kind(int i);
 /* Fills vals[0..n) with every counter, in za_stat_name() order; returns the number filled. */
-int za_stat_all(const za_mm_t *mm, long long *vals, int n);
+int za_stat_all(za_mm_t *mm, long long *vals, int n);
 /* Restarts the peak counters (e.g. pcp_bulkfree_hold_max_ns) from zero, so
  * that a measurement does not see the maxima of what came before it. */
 void za_stat_reset_peaks(za_mm_t *mm);

@@ -50,6 +50,8 @@ static const struct key keys[] = {
 	{ "slub_debug",            K_STRING, FIELD(slub_debug), 0, 128, false },
 	{ "slab_freelist_random",  K_BOOL,   FIELD(slab_freelist_random), 0, 1, false },
 	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false },
+	{ "fair_zone",             K_BOOL,   FIELD(fair_zone), 0, 1, false },
+	{ "kswapd_wake_high",      K_BOOL,   FIELD(kswapd_wake_high), 0, 1, false },
 	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false },
 	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
@@ -76,6 +78,8 @@ void za_config_defaults(struct za_config *cfg)
 		.nr_cpus = ZA_AUTO,
 		.slub_big_system = 1,
 		.slab_freelist_hardened = 1,
+		.fair_zone = 1,
+		.kswapd_wake_high = 1,
 		.quicklists = 1,
 		.nr_quick = 2,
 	};

@@ -44,6 +44,9 @@ struct za_config {
 	char slub_debug[128];           /* "FZPU" or "FZ:cache:cache;P:cache" */
 	int64_t slab_freelist_random;
 	int64_t slab_freelist_hardened;
+	/* reclaim (seed 003) */
+	int64_t fair_zone;
+	int64_t kswapd_wake_high;
 	/* quicklists (seed 004) */
 	int64_t quicklists;
 	int64_t nr_quick;

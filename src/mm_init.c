@@ -13,6 +13,7 @@
 #include "percpu.h"
 #include "quicklist.h"
 #include "slab.h"
+#include "vmscan.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -102,6 +103,8 @@ static void init_zone(struct za_mm *mm, struct za_zone *z, int node, int idx,
 	for (unsigned int o = 0; o <= mm->max_order; o++)
 		for (int mt = 0; mt < MT_TYPES; mt++)
 			list_init(&z->free_area[o].free_list[mt]);
+	list_init(&z->lru[LRU_INACTIVE]);
+	list_init(&z->lru[LRU_ACTIVE]);
 	mm->zone_by_id[z->id] = z;
 	for (unsigned long pfn = start_pfn; pfn < start_pfn + nr_pages; pfn += 1UL << mm->max_order) {
 		mm->block_zone[pfn >> mm->max_order] = (uint8_t)z->id;
@@ -141,6 +144,8 @@ static int init_layout(struct za_mm *mm)
 	mm->bulkfree_outside_lock = cfg->bulkfree_outside_lock;
 	mm->lock_stats = cfg->lock_stats;
 	mm->debug = cfg->debug;
+	mm->fair_zone = cfg->fair_zone;
+	mm->kswapd_wake_high = cfg->kswapd_wake_high;
 
 	if (arena_reserve(mm, cfg->memory >> PAGE_SHIFT, mm->max_order))
 		return -1;
@@ -161,9 +166,10 @@ static int init_layout(struct za_mm *mm)
 	mm->quicklists_on = cfg->quicklists;
 	mm->quicklists = meta_alloc(mm, sizeof(struct quicklist) * (size_t)mm->nr_cpus *
 					    (size_t)mm->nr_quick);
+	mm->cpu_stat = meta_alloc(mm, sizeof(struct za_events) * (size_t)mm->nr_cpus);
 	if (!mm->pages || !mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
 	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp ||
-	    !mm->quicklists) {
+	    !mm->quicklists || !mm->cpu_stat) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -241,8 +247,9 @@ za_mm_t *za_mm_create(const char *config)
 		return NULL;
 	}
 	za_config_format(&mm->cfg, mm->config_string, len);
-	if (kmalloc_init(mm)) {
+	if (kmalloc_init(mm) || vmscan_init(mm)) {
 		int err = errno;
+		vmscan_exit(mm);
 		slub_destroy_all(mm);
 		free_mm(mm);
 		errno = err;
@@ -255,6 +262,8 @@ long za_mm_destroy(za_mm_t *mm)
 {
 	if (!mm)
 		return 0;
+	filemap_close_all(mm);
+	vmscan_exit(mm);
 	slub_destroy_all(mm);
 	za_quicklist_shrink(mm);
 	za_drain_all_pages(mm);

@@ -7,6 +7,8 @@
 #define ZA_MMZONE_H
 
 #include "zonealloc.h"
+
+#include <pthread.h>
 #include "config.h"
 #include "lock.h"
 #include "platform.h"
@@ -14,6 +16,8 @@
 
 struct za_kmem_cache;
 struct quicklist;
+struct za_file;
+struct kswapd;
 
 #define PAGE_SHIFT ZA_PAGE_SHIFT
 #define PAGE_SIZE  ZA_PAGE_SIZE
@@ -91,6 +95,14 @@ enum {
 	PG_slab  = 1u << 3,    /* the block is a slab; slab_cache and slab_state are valid */
 	PG_slab_partial = 1u << 4,   /* ... on its node's partial list (under list_lock) */
 	PG_tail  = 1u << 5,    /* inside a slab: private is the slab's head descriptor */
+	/* Page cache pages (filemap.c, vmscan.c), changed with atomic bit ops: */
+	PG_lru        = 1u << 8,    /* on its zone's LRU lists (under lru_lock) */
+	PG_active     = 1u << 9,    /* ... the active one */
+	PG_referenced = 1u << 10,   /* accessed since the last aging step */
+	PG_dirty      = 1u << 11,   /* newer than the file */
+	PG_uptodate   = 1u << 12,   /* holds the file's data */
+	PG_locked     = 1u << 13,   /* I/O in progress, or being reclaimed */
+	PG_io_error   = 1u << 14,   /* the read failed */
 };
 
 struct za_page {
@@ -110,15 +122,42 @@ struct za_page {
 		} cpu_partial;
 	};
 	unsigned long private;  /* free for the owner of an allocated block */
-	/* Slabs (PG_slab): the cache, and the slab's free list and counters in
-	 * one word so that they change together (slab.h). */
-	struct za_kmem_cache *slab_cache;
-	_Atomic uint64_t slab_state;
-};
+	union {
+		struct {        /* slabs (PG_slab): the cache, and the slab's free list
+				 * and counters in one word so that they change together */
+			struct za_kmem_cache *slab_cache;
+			_Atomic uint64_t slab_state;
+		};
+		struct {        /* page cache pages */
+			struct za_file *mapping;
+			unsigned long index;    /* in pages, within the file */
+		};
+	};
+	_Atomic int refcount;   /* page cache: the index holds one, users one each */
+} __attribute__((aligned(64)));
 
-_Static_assert(sizeof(struct za_page) <= 64, "a page descriptor must fit a cache line");
+/* One cache line, and a power of two: page <-> pfn is a shift. */
+_Static_assert(sizeof(struct za_page) == 64, "a page descriptor is one cache line");
 
 static inline uint32_t page_flags(const struct za_page *p) { return load_relaxed(&p->flags); }
+static inline bool test_page_flag(const struct za_page *p, uint32_t f) { return page_flags(p) & f; }
+static inline void set_page_flag(struct za_page *p, uint32_t f)
+{
+	atomic_fetch_or_explicit(&p->flags, f, memory_order_release);
+}
+static inline void clear_page_flag(struct za_page *p, uint32_t f)
+{
+	atomic_fetch_and_explicit(&p->flags, ~f, memory_order_release);
+}
+/* Returns whether the bit was set before. */
+static inline bool test_and_set_page_flag(struct za_page *p, uint32_t f)
+{
+	return atomic_fetch_or_explicit(&p->flags, f, memory_order_acq_rel) & f;
+}
+static inline bool test_and_clear_page_flag(struct za_page *p, uint32_t f)
+{
+	return atomic_fetch_and_explicit(&p->flags, ~f, memory_order_acq_rel) & f;
+}
 static inline void set_page_flags(struct za_page *p, uint32_t f) { store_relaxed(&p->flags, f); }
 static inline unsigned int page_order(const struct za_page *p) { return load_relaxed(&p->order); }
 static inline void set_page_order(struct za_page *p, unsigned int o) { store_relaxed(&p->order, (uint8_t)o); }
@@ -133,6 +172,9 @@ struct za_pcp {
 	_Atomic int count;              /* pages (not blocks) on all lists */
 	int high;                       /* free down to count - batch above this */
 	int batch;                      /* refill / drain unit, in pages */
+	/* fair_zone (pcp.h): this CPU's charge not yet folded into the zone,
+	 * and its view of the zone's batch (read without the lock). */
+	_Atomic int batch_charged, batch_left;
 	struct za_list lists[NR_PCP_LISTS];
 	struct za_pcp_events stat;
 } __attribute__((aligned(ZA_CACHELINE)));
@@ -160,6 +202,7 @@ struct za_zone {
 	unsigned long lowmem_reserve[ZA_MAX_ZONES];
 	int node, idx, id;              /* idx within the node, id = node * nr_zones + idx */
 	const char *name;
+	int stat_threshold;             /* fair_zone: per-CPU charge folded beyond this */
 
 	/* The lock word has a line of its own: waiters spin reading it, and
 	 * must not steal the lines the holder is writing. */
@@ -169,11 +212,24 @@ struct za_zone {
 	_Atomic long nr_free_pages __attribute__((aligned(ZA_CACHELINE)));   /* pages in the buddy lists */
 	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
 	struct za_events stat;
+
+	/* fair_zone (seed 003): what the fast path may still allocate here
+	 * before the zone counts as full; reset in the slow path. */
+	_Atomic long alloc_batch __attribute__((aligned(ZA_CACHELINE)));
+
+	/* The file LRU lists (vmscan.c), under lru_lock. */
+	za_lock_t lru_lock __attribute__((aligned(ZA_CACHELINE)));
+	struct za_list lru[2];          /* LRU_INACTIVE, LRU_ACTIVE */
+	_Atomic long nr_lru[2];
+	_Atomic long nr_dirty;
 } __attribute__((aligned(ZA_CACHELINE)));
+
+enum { LRU_INACTIVE, LRU_ACTIVE };
 
 struct za_node {
 	int id;
 	struct za_zone zones[ZA_MAX_ZONES];
+	struct kswapd *kswapd;          /* vmscan.c */
 };
 
 /* ------------------------------------------------------------------------
@@ -196,6 +252,7 @@ struct za_mm {
 	int nr_nodes, nr_zones, nr_cpus;
 	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id, 0 without rseq */
 	bool pcp_high_order, bulkfree_outside_lock, lock_stats, debug;
+	bool fair_zone, kswapd_wake_high;
 	struct za_node *nodes;
 
 	struct za_config cfg;
@@ -212,6 +269,13 @@ struct za_mm {
 	za_lock_t caches_lock;
 	struct za_kmem_cache *kmalloc_caches[16];
 
+	/* reclaim (vmscan.c) */
+	struct shrinker *shrinkers;     /* under shrinker_lock */
+	za_lock_t shrinker_lock;
+	pthread_rwlock_t reclaim_lock;  /* reclaim reads, file close writes */
+	struct za_file *files;          /* open files, under files_lock */
+	za_lock_t files_lock;
+
 	/* quicklists: [cpu * nr_quick + nr] */
 	struct quicklist *quicklists;
 	int nr_quick;
@@ -219,6 +283,7 @@ struct za_mm {
 	void (*_Atomic quicklist_dtor[16])(void *);   /* last seen per list, for shrinking */
 
 	struct za_events stat __attribute__((aligned(ZA_CACHELINE)));
+	struct za_events *cpu_stat;     /* [nr_cpus]: frequent events of no lock */
 };
 
 /* ------------------------------------------------------------------------

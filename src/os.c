@@ -29,6 +29,12 @@ void za_futex_wait(_Atomic uint32_t *addr, uint32_t val)
 	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
+void za_futex_wait_timeout(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
 void za_futex_wake(_Atomic uint32_t *addr, int nr)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, nr, NULL, NULL, 0);

@@ -6,6 +6,7 @@
 #include "mmzone.h"
 #include "pcp.h"
 #include "quicklist.h"
+#include "vmscan.h"
 #include "percpu.h"
 
 #include <errno.h>
@@ -43,6 +44,17 @@ static int64_t default_reserve_ratio(const char *name)
 	return 256;
 }
 
+/* The kernel's per-CPU counter threshold (calculate_normal_threshold):
+ * grows with CPUs and zone size, at most 125. */
+static int stat_threshold(const struct za_mm *mm, const struct za_zone *z)
+{
+	int fls_cpus = 32 - __builtin_clz((unsigned int)mm->nr_cpus);
+	unsigned long mem = z->nr_pages >> (27 - PAGE_SHIFT);      /* in 128 MiB */
+	int fls_mem = mem ? 64 - __builtin_clzl(mem) : 0;
+	int t = 2 * fls_cpus * (1 + fls_mem);
+	return t > 125 ? 125 : t;
+}
+
 /*
  * min_free_kbytes = 4 * sqrt(lowmem KiB), clamped to [128 KiB, 256 MiB],
  * split across zones by size into their min watermarks; low and high sit
@@ -76,6 +88,8 @@ void setup_zone_watermarks(struct za_mm *mm)
 			z->wmark[WMARK_MIN] = tmp;
 			z->wmark[WMARK_LOW] = tmp + gap;
 			z->wmark[WMARK_HIGH] = tmp + 2 * gap;
+			store_relaxed(&z->alloc_batch, (long)gap);
+			z->stat_threshold = stat_threshold(mm, z);
 
 			unsigned long above = 0;
 			int64_t ratio = cfg->lowmem_reserve_ratio[i];
@@ -116,7 +130,9 @@ struct alloc_context {
 	int highest_zone;
 	int mt;
 	int cpu;
+	int node;                       /* the local node, for fair_zone */
 	unsigned int order;
+	bool low_failed;                /* a zone failed the low watermark */
 };
 
 static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int mt,
@@ -130,6 +146,8 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int 
 		set_page_mt(page, mt);
 		set_page_flags(page, PG_alloc);
 		ev_add(&z->stat, EV_PGALLOC, 1UL << order);
+		if (z->mm->fair_zone)       /* no per-CPU share on this path */
+			atomic_fetch_sub_explicit(&z->alloc_batch, 1L << order, memory_order_relaxed);
 	}
 	if (pcp_busy)
 		ev_add(&z->stat, EV_PCP_TRYLOCK_FAIL, 1);
@@ -147,15 +165,23 @@ rmqueue(struct za_zone *z, const struct alloc_context *ac)
 	return rmqueue_buddy(z, ac->order, ac->mt, pcp);
 }
 
+/*
+ * The zonelist walk.  fair (the fast path with fair_zone=1) skips the local
+ * node's zones whose allocation batch is used up, so that each zone gets
+ * allocations in proportion to its size and ages at the same speed.
+ */
 static inline __attribute__((always_inline)) struct za_page *
-get_page_from_freelist(const struct alloc_context *ac, enum za_wmark wm)
+get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
 {
 	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
 		struct za_zone *z = *zp;
 		if (z->idx > ac->highest_zone)
 			continue;
+		if (fair && z->node == ac->node && pcp_batch_exhausted(z, ac->cpu))
+			continue;
 		if (!zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone)) {
 			ev_add_atomic(&z->stat, EV_WMARK_FAIL, 1);
+			ac->low_failed |= wm == WMARK_LOW;
 			continue;
 		}
 		struct za_page *page = rmqueue(z, ac);
@@ -172,22 +198,60 @@ static void drain_zonelist(struct za_mm *mm, const struct alloc_context *ac)
 			pcp_drain_cpu(*zp, cpu);
 }
 
+/* fair_zone: every local zone gets its batch back (high - low watermark). */
+static void reset_alloc_batches(const struct alloc_context *ac)
+{
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++)
+		if ((*zp)->node == ac->node)
+			store_relaxed(&(*zp)->alloc_batch,
+				      (long)((*zp)->wmark[WMARK_HIGH] - (*zp)->wmark[WMARK_LOW]));
+}
+
+/* Wakes the kswapd of each zone that needs it (vmscan.c decides), and
+ * counts an allocation that failed the low watermark while none was woken. */
+static void wake_all_kswapds(struct za_mm *mm, const struct alloc_context *ac)
+{
+	bool woken = false;
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++)
+		if ((*zp)->idx <= ac->highest_zone)
+			woken |= wakeup_kswapd(*zp, ac->order, ac->highest_zone);
+	if (ac->low_failed && !woken)
+		ev_add_atomic(&mm->stat, EV_KSWAPD_WAKE_MISSED, 1);
+}
+
+#define MAX_RECLAIM_RETRIES 16
+
 /*
- * The slow path: retry at the min watermark; a caller that may wait then
- * gets the pages held by quicklists and cached on every CPU's lists back
- * into the buddy lists (the kernel drains them after direct reclaim) and
- * one more try.  Reclaim will slot in here.
+ * The slow path, in the kernel's order: reset the fair batches and wake
+ * kswapd; retry at the min watermark, ignoring the batches; then, if the
+ * caller may wait, reclaim directly and retry, taking back what the caches
+ * hold after the first failure, until reclaim makes no progress 16 times
+ * in a row or nothing reclaimable is left.  Then ENOMEM, no OOM killer.
  */
 static __attribute__((noinline)) struct za_page *
-alloc_slowpath(struct za_mm *mm, const struct alloc_context *ac, za_gfp_t gfp)
+alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
 {
 	ev_add_atomic(&mm->stat, EV_ALLOC_SLOWPATH, 1);
-	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN);
-	if (!page && !(gfp & ZA_GFP_NOWAIT)) {
-		/* Take back what the caches hold, then try again. */
-		za_quicklist_shrink(mm);
-		drain_zonelist(mm, ac);
-		page = get_page_from_freelist(ac, WMARK_MIN);
+	if (mm->fair_zone)
+		reset_alloc_batches(ac);
+	wake_all_kswapds(mm, ac);
+	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN, false);
+	int no_progress = 0;
+	bool drained = false;
+	while (!page && !(gfp & ZA_GFP_NOWAIT)) {
+		unsigned long reclaimed = try_to_free_pages(mm, ac->zonelist, ac->highest_zone, ac->order);
+		if ((page = get_page_from_freelist(ac, WMARK_MIN, false)))
+			break;
+		if (!drained) {         /* what the caches hold, once */
+			za_quicklist_shrink(mm);
+			drain_zonelist(mm, ac);
+			drained = true;
+			if ((page = get_page_from_freelist(ac, WMARK_MIN, false)))
+				break;
+		}
+		no_progress = reclaimed && ac->order <= PCP_MAX_ORDER ? 0 : no_progress + 1;
+		if (no_progress >= MAX_RECLAIM_RETRIES || !reclaimable_pages(mm, ac->zonelist))
+			break;
 	}
 	if (!page) {
 		ev_add_atomic(&mm->stat, EV_ALLOC_FAIL, 1);
@@ -244,9 +308,10 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
 		.highest_zone = gfp_highest_zone(mm, gfp),
 		.mt = gfp_migratetype(gfp),
 		.cpu = cpu,
+		.node = node,
 		.order = order,
 	};
-	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW);
+	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
 	void *addr = pfn_to_virt(mm, page_to_pfn(mm, page));

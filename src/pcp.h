@@ -13,6 +13,39 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
 		struct za_list *list);
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp);
 
+/*
+ * fair_zone: the zone's allocation batch, seen from one CPU.  An allocation
+ * charges the CPU's share; the share is folded into the zone's atomic
+ * counter only every stat_threshold pages, and the CPU keeps the value it
+ * got back as its view of the batch.  So the common allocation neither
+ * writes nor reads a line other CPUs write -- the per-CPU scheme the seed's
+ * review proposed instead of an atomic on every allocation.  The batch may
+ * be seen up to cpus * threshold pages late.
+ */
+static inline void pcp_charge_alloc_batch(struct za_zone *z, struct za_pcp *pcp, int pages)
+{
+	int charged = load_relaxed(&pcp->batch_charged) + pages;
+	store_relaxed(&pcp->batch_left, load_relaxed(&pcp->batch_left) - pages);
+	if (unlikely(charged >= z->stat_threshold)) {
+		long left = atomic_fetch_sub_explicit(&z->alloc_batch, charged, memory_order_relaxed);
+		store_relaxed(&pcp->batch_left, (int)(left - charged));
+		charged = 0;
+	}
+	store_relaxed(&pcp->batch_charged, charged);
+}
+
+/* Has the zone's batch run out, as this CPU sees it?  Only then is the
+ * zone's counter read, in case a reset refilled it. */
+static inline bool pcp_batch_exhausted(struct za_zone *z, int cpu)
+{
+	struct za_pcp *pcp = &z->pcp[cpu];
+	if (likely(load_relaxed(&pcp->batch_left) > 0))
+		return false;
+	int left = (int)(load_relaxed(&z->alloc_batch) - load_relaxed(&pcp->batch_charged));
+	store_relaxed(&pcp->batch_left, left);
+	return left <= 0;
+}
+
 static inline int pcp_count(const struct za_pcp *pcp)
 {
 	return load_relaxed(&pcp->count);
@@ -29,7 +62,7 @@ static inline void pcp_add_count(struct za_pcp *pcp, int n)
  * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
  * the block, or NULL if the zone has none of this order, in *out.
  */
-static inline bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
+static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
 			     struct za_page **out)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
@@ -47,6 +80,8 @@ static inline bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int
 		set_page_mt(page, mt);
 		set_page_flags(page, PG_alloc);
 		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + order, 1);
+		if (z->mm->fair_zone)
+			pcp_charge_alloc_batch(z, pcp, 1 << order);
 	}
 	za_tryunlock(&pcp->lock);
 	*out = page;
@@ -54,7 +89,7 @@ static inline bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int
 }
 
 /* As pcp_alloc: false when busy. */
-static inline bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
+static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
 	if (unlikely(!za_trylock(&pcp->lock)))

@@ -68,6 +68,7 @@ static inline uint64_t za_cycles(void)
 uint64_t za_cycles_to_ns(uint64_t cycles);
 
 void za_futex_wait(_Atomic uint32_t *addr, uint32_t val);
+void za_futex_wait_timeout(_Atomic uint32_t *addr, uint32_t val, uint64_t ns);
 void za_futex_wake(_Atomic uint32_t *addr, int nr);
 
 /* OS memory (arena.c).  Metadata never comes from malloc: the malloc front

@@ -166,8 +166,8 @@ static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *a
 /* slub.c */
 int slab_free_object(struct za_page *slab, void *obj, void *caller);   /* kfree */
 void *slab_alloc_caller(struct za_kmem_cache *s, za_gfp_t gfp, void *caller);
-void slab_stat_fold(const struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS]);
-long slab_pages(const struct za_mm *mm);
+void slab_stat_fold(struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS]);
+long slab_pages(struct za_mm *mm);
 void slabinfo_report(struct za_mm *mm, FILE *out);
 const char *slab_event_name(int i);
 void slub_destroy_all(struct za_mm *mm);

@@ -87,12 +87,14 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	return v;
 }
 
-void slab_stat_fold(const struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS])
+void slab_stat_fold(struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS])
 {
 	memset(totals, 0, sizeof(uint64_t) * NR_SLAB_EVENTS);
+	za_lock(&mm->caches_lock);
 	for (const struct za_kmem_cache *s = mm->caches; s; s = s->next)
 		for (int e = 0; e < NR_SLAB_EVENTS; e++)
 			totals[e] += cache_event(s, e);
+	za_unlock(&mm->caches_lock);
 }
 
 long long za_cache_stat(const za_cache_t *s, const char *name)
@@ -1163,12 +1165,14 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 	};
 }
 
-long slab_pages(const struct za_mm *mm)
+long slab_pages(struct za_mm *mm)
 {
 	long pages = 0;
+	za_lock(&mm->caches_lock);
 	for (const struct za_kmem_cache *s = mm->caches; s; s = s->next)
 		for (int n = 0; n < mm->nr_nodes; n++)
 			pages += atomic_load(&s->node[n].nr_pages);
+	za_unlock(&mm->caches_lock);
 	return pages;
 }
 

@@ -47,6 +47,22 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_BUDDY_MERGE] = { .name = "buddy_merge" },
 	[EV_PGFALLBACK] = { .name = "pgfallback" },
 	[EV_PAGEBLOCK_CLAIM] = { .name = "pageblock_claim" },
+	[EV_PGSCAN_KSWAPD] = { .name = "pgscan_kswapd" },
+	[EV_PGSCAN_DIRECT] = { .name = "pgscan_direct" },
+	[EV_PGSTEAL_KSWAPD] = { .name = "pgsteal_kswapd" },
+	[EV_PGSTEAL_DIRECT] = { .name = "pgsteal_direct" },
+	[EV_PGACTIVATE] = { .name = "pgactivate" },
+	[EV_PGDEACTIVATE] = { .name = "pgdeactivate" },
+	[EV_PGROTATED] = { .name = "pgrotated" },
+	[EV_PGWRITE_RECLAIM] = { .name = "pgwrite_reclaim" },
+	[EV_PGCACHE_HIT] = { .name = "pgcache_hit" },
+	[EV_PGMAJFAULT] = { .name = "pgmajfault" },
+	[EV_KSWAPD_WAKEUP] = { .name = "kswapd_wakeup" },
+	[EV_KSWAPD_LOW_WMARK_HIT_QUICKLY] = { .name = "kswapd_low_wmark_hit_quickly" },
+	[EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY] = { .name = "kswapd_high_wmark_hit_quickly" },
+	[EV_KSWAPD_WAKE_MISSED] = { .name = "kswapd_wake_missed" },
+	[EV_ALLOCSTALL] = { .name = "allocstall" },
+	[EV_SLABS_SCANNED] = { .name = "slabs_scanned" },
 	[EV_WMARK_FAIL] = { .name = "wmark_fail" },
 	[EV_ALLOC_SLOWPATH] = { .name = "alloc_slowpath" },
 	[EV_ALLOC_FAIL] = { .name = "alloc_fail" },
@@ -62,6 +78,10 @@ enum gauge {
 	G_NR_MIXED_PAGEBLOCKS,
 	G_NR_SLAB_PAGES,
 	G_NR_QUICKLIST_PAGES,
+	G_NR_ACTIVE_FILE,
+	G_NR_INACTIVE_FILE,
+	G_NR_DIRTY,
+	G_NR_ALLOC_BATCH,
 	G_PCP_ALLOC_HIT,             /* + order 0..3: served without a refill */
 	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
 	NR_GAUGES = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1
@@ -69,7 +89,8 @@ enum gauge {
 
 static const char *const gauge_fixed_names[] = {
 	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
-	"nr_mixed_pageblocks", "nr_slab_pages", "nr_quicklist_pages", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
+	"nr_mixed_pageblocks", "nr_slab_pages", "nr_quicklist_pages", "nr_active_file",
+	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
 	"pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
 };
 
@@ -122,6 +143,9 @@ static int nr_all_zones(const struct za_mm *mm)
 static uint64_t event_value(const struct za_mm *mm, enum za_event item, int zone_idx)
 {
 	uint64_t v = zone_idx < 0 ? load_relaxed(&mm->stat.ev[item]) : 0;
+	if (zone_idx < 0)
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+			v += load_relaxed(&mm->cpu_stat[cpu].ev[item]);
 	for (int id = 0; id < nr_all_zones(mm); id++)
 		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
 			v = fold(v, zone_event(mm->zone_by_id[id], item), item);
@@ -175,6 +199,14 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 		return (long)z->nr_pages - load_relaxed(&z->nr_free_pages) - pcp_pages(z);
 	case G_NR_MIXED_PAGEBLOCKS:
 		return mixed_pageblocks(z, -1);
+	case G_NR_ACTIVE_FILE:
+		return load_relaxed(&z->nr_lru[LRU_ACTIVE]);
+	case G_NR_INACTIVE_FILE:
+		return load_relaxed(&z->nr_lru[LRU_INACTIVE]);
+	case G_NR_DIRTY:
+		return load_relaxed(&z->nr_dirty);
+	case G_NR_ALLOC_BATCH:
+		return load_relaxed(&z->alloc_batch);
 	case G_NR_SLAB_PAGES:
 	case G_NR_QUICKLIST_PAGES:
 	default:
@@ -188,7 +220,7 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 	return order <= z->mm->max_order ? (long)load_relaxed(&z->free_area[order].nr_free) : 0;
 }
 
-static long gauge_value(const struct za_mm *mm, enum gauge g, int zone_idx)
+static long gauge_value(struct za_mm *mm, enum gauge g, int zone_idx)
 {
 	if (g == G_NR_SLAB_PAGES)
 		return slab_pages(mm);         /* not kept per zone */
@@ -227,7 +259,7 @@ const char *za_stat_name(int i)
 }
 
 /* slab: the slab events, folded once by the caller, or NULL to fold here. */
-static long long stat_value(const struct za_mm *mm, int i, int zone_idx, const uint64_t *slab)
+static long long stat_value(struct za_mm *mm, int i, int zone_idx, const uint64_t *slab)
 {
 	if (i < SLAB_BASE)
 		return (long long)event_value(mm, (enum za_event)i, zone_idx);
@@ -253,7 +285,7 @@ static int find_stat(const char *name, size_t len)
 	return -1;
 }
 
-long long za_stat(const za_mm_t *mm, const char *name)
+long long za_stat(za_mm_t *mm, const char *name)
 {
 	size_t len = strlen(name);
 	int i = find_stat(name, len);
@@ -299,7 +331,7 @@ void za_stat_reset_peaks(za_mm_t *mm)
 	}
 }
 
-int za_stat_all(const za_mm_t *mm, long long *vals, int n)
+int za_stat_all(za_mm_t *mm, long long *vals, int n)
 {
 	int count = za_stat_count() < n ? za_stat_count() : n;
 	uint64_t slab[NR_SLAB_EVENTS];
@@ -340,8 +372,9 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 		for (int j = 0; j < mm->nr_zones; j++)
 			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
 		fprintf(out, ")\n");
-		for (int g = 0; g < G_NR_SLAB_PAGES; g++)   /* the per-zone gauges */
-			fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
+		for (int g = 0; g < G_PCP_ALLOC_HIT; g++)   /* the per-zone gauges */
+			if (g != G_NR_SLAB_PAGES && g != G_NR_QUICKLIST_PAGES)
+				fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
 		for (int e = 0; e < NR_EVENTS; e++) {
 			uint64_t v = zone_event(z, (enum za_event)e);
 			fprintf(out, "      %-24s %llu\n", event_info[e].name,

@@ -41,7 +41,25 @@ enum za_event {
 	EV_BUDDY_MERGE,
 	EV_PGFALLBACK,
 	EV_PAGEBLOCK_CLAIM,
+	/* per zone, under the zone's lru_lock */
+	EV_PGSCAN_KSWAPD,
+	EV_PGSCAN_DIRECT,
+	EV_PGSTEAL_KSWAPD,
+	EV_PGSTEAL_DIRECT,
+	EV_PGACTIVATE,
+	EV_PGDEACTIVATE,
+	EV_PGROTATED,                   /* referenced: a second chance */
+	EV_PGWRITE_RECLAIM,             /* dirty pages written by reclaim */
+	/* per CPU of the memory system, atomic on a CPU-local line */
+	EV_PGCACHE_HIT,
+	EV_PGMAJFAULT,                  /* page cache misses: read from the file */
 	/* memory system, atomic */
+	EV_KSWAPD_WAKEUP,
+	EV_KSWAPD_LOW_WMARK_HIT_QUICKLY,
+	EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY,
+	EV_KSWAPD_WAKE_MISSED,          /* failed the low watermark, no kswapd woken */
+	EV_ALLOCSTALL,                  /* direct reclaim entries */
+	EV_SLABS_SCANNED,               /* objects asked of shrinkers */
 	EV_WMARK_FAIL,
 	EV_ALLOC_SLOWPATH,
 	EV_ALLOC_FAIL,
@@ -51,7 +69,7 @@ enum za_event {
 
 struct za_events {
 	za_counter_t ev[NR_EVENTS];
-};
+} __attribute__((aligned(ZA_CACHELINE)));
 
 /* The per-CPU sets' share: small, so that a set stays four cache lines. */
 struct za_pcp_events {

@@ -2,7 +2,8 @@
  * Per-CPU page lists: refill and drain arithmetic, exact accounting at every
  * quiescent point, for both values of pcp_high_order and
  * bulkfree_outside_lock.  cpus=1 folds every CPU onto one set of lists so
- * that the numbers do not depend on where the thread runs.
+ * that the numbers do not depend on where the thread runs; fair_zone=0
+ * keeps every allocation in the Normal zone.
  */
 #include "test.h"
 
@@ -11,7 +12,8 @@ static char config[256];
 static za_mm_t *make(int high_order, int outside)
 {
 	snprintf(config, sizeof(config),
-		 "memory=1G,zones=DMA32:256M+Normal,cpus=1,pcp_high_order=%d,bulkfree_outside_lock=%d",
+		 "memory=1G,zones=DMA32:256M+Normal,cpus=1,pcp_high_order=%d,bulkfree_outside_lock=%d,"
+		 "fair_zone=0",
 		 high_order, outside);
 	return test_mm(config);
 }

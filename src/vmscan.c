@@ -1,0 +1,517 @@
+/*
+ * Reclaim: per-zone active and inactive file LRU lists, the aging rules,
+ * shrinkers, one kswapd thread per node, and direct reclaim.
+ *
+ * Aging (the kernel's two-list LRU): a page enters the inactive list; an
+ * access sets PG_referenced, a second access while it is referenced and
+ * inactive moves it to the active list.  Reclaim scans the inactive tail:
+ * a referenced page gets a second chance at the head, a page in use stays,
+ * a dirty one is written back, a clean one is freed.  The active list is
+ * aged into the inactive one whenever the inactive list is too small for
+ * the zone (inactive * sqrt(10 * GiB) < active).
+ *
+ * Pages are isolated from their lists under lru_lock and processed without
+ * it; file close takes reclaim_lock for writing, so it never sees a page of
+ * its file in the middle of reclaim.
+ */
+#include "vmscan.h"
+#include "quicklist.h"
+#include "slab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct kswapd {
+	struct za_mm *mm;
+	int node;
+	pthread_t thread;
+	_Atomic uint32_t wake_seq;      /* futex word: bumped by every wakeup */
+	atomic_bool sleeping;
+	atomic_bool stop;
+	_Atomic int order;              /* what the wakers asked for */
+	atomic_int failures;            /* rounds in a row that reclaimed nothing */
+};
+
+struct scan_control {
+	bool kswapd;
+	unsigned long nr_scanned, nr_reclaimed;
+	int priority;
+};
+
+#define KSWAPD_NAP_NS (10 * 1000 * 1000)   /* the kernel's HZ/10 nap, shortened */
+#define MAX_KSWAPD_FAILURES 16
+
+static struct za_zone *page_zone(struct za_mm *mm, struct za_page *page)
+{
+	return mm->zone_by_id[page->zone];
+}
+
+static void lru_count(struct za_zone *z, int lru, long n)
+{
+	store_relaxed(&z->nr_lru[lru], load_relaxed(&z->nr_lru[lru]) + n);
+}
+
+/* ------------------------------------------------------------------------
+ * The page cache's side
+ * ------------------------------------------------------------------------ */
+void lru_add(struct za_mm *mm, struct za_page *page)
+{
+	struct za_zone *z = page_zone(mm, page);
+	za_lock(&z->lru_lock);
+	set_page_flag(page, PG_lru);
+	list_add(&page->lru, &z->lru[LRU_INACTIVE]);
+	lru_count(z, LRU_INACTIVE, 1);
+	za_unlock(&z->lru_lock);
+}
+
+void lru_del(struct za_mm *mm, struct za_page *page)
+{
+	struct za_zone *z = page_zone(mm, page);
+	za_lock(&z->lru_lock);
+	if (test_and_clear_page_flag(page, PG_lru)) {
+		list_del(&page->lru);
+		lru_count(z, test_page_flag(page, PG_active) ? LRU_ACTIVE : LRU_INACTIVE, -1);
+	}
+	za_unlock(&z->lru_lock);
+}
+
+/* First access: referenced.  Second access while inactive: activate. */
+void mark_page_accessed(struct za_mm *mm, struct za_page *page)
+{
+	if (!test_and_set_page_flag(page, PG_referenced) || test_page_flag(page, PG_active))
+		return;
+	struct za_zone *z = page_zone(mm, page);
+	za_lock(&z->lru_lock);
+	if (test_page_flag(page, PG_lru) && !test_page_flag(page, PG_active)) {
+		list_del(&page->lru);
+		list_add(&page->lru, &z->lru[LRU_ACTIVE]);
+		lru_count(z, LRU_INACTIVE, -1);
+		lru_count(z, LRU_ACTIVE, 1);
+		set_page_flag(page, PG_active);
+		clear_page_flag(page, PG_referenced);
+		ev_add(&z->stat, EV_PGACTIVATE, 1);
+	}
+	za_unlock(&z->lru_lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Shrinking the lists
+ * ------------------------------------------------------------------------ */
+static unsigned long int_sqrt(unsigned long x)
+{
+	unsigned long r = 0;
+	while ((r + 1) * (r + 1) <= x)
+		r++;
+	return r;
+}
+
+/* The kernel's inactive_is_low: the target ratio grows with the square
+ * root of the lists' size in GiB (1 GiB: 3, 10 GiB: 10). */
+static bool inactive_is_low(struct za_zone *z)
+{
+	long inactive = load_relaxed(&z->nr_lru[LRU_INACTIVE]);
+	long active = load_relaxed(&z->nr_lru[LRU_ACTIVE]);
+	unsigned long gb = (unsigned long)(inactive + active) >> (30 - PAGE_SHIFT);
+	unsigned long ratio = gb ? int_sqrt(10 * gb) : 1;
+	return (unsigned long)inactive * ratio < (unsigned long)active;
+}
+
+/* Moves up to nr pages from the active tail to the inactive head. */
+static void shrink_active_list(struct za_zone *z, unsigned long nr)
+{
+	za_lock(&z->lru_lock);
+	unsigned long moved = 0;
+	while (moved < nr && !list_empty(&z->lru[LRU_ACTIVE])) {
+		struct za_page *page = container_of(z->lru[LRU_ACTIVE].prev, struct za_page, lru);
+		list_del(&page->lru);
+		clear_page_flag(page, PG_active);
+		list_add(&page->lru, &z->lru[LRU_INACTIVE]);
+		moved++;
+	}
+	lru_count(z, LRU_ACTIVE, -(long)moved);
+	lru_count(z, LRU_INACTIVE, (long)moved);
+	ev_add(&z->stat, EV_PGDEACTIVATE, moved);
+	za_unlock(&z->lru_lock);
+}
+
+/* What reclaim does with one isolated inactive page: true if it freed it. */
+static bool reclaim_page(struct za_mm *mm, struct za_zone *z, struct za_page *page,
+			 unsigned long *written)
+{
+	if (test_and_clear_page_flag(page, PG_referenced)) {
+		ev_add_atomic(&z->stat, EV_PGROTATED, 1);
+		return false;                   /* a second chance */
+	}
+	if (load_relaxed(&page->refcount) > 1 || test_page_flag(page, PG_locked))
+		return false;                   /* in use */
+	if (test_page_flag(page, PG_dirty)) {
+		if (!pageout(page))
+			return false;
+		(*written)++;
+	}
+	if (!remove_from_page_cache(page))
+		return false;                   /* taken or dirtied meanwhile */
+	za_free_pages(mm, za_page_to_virt(mm, page), 0);
+	return true;
+}
+
+/*
+ * Scans up to nr pages from the tail of the inactive list: isolate them
+ * under lru_lock, deal with each without it, put the survivors back at the
+ * head.
+ */
+static void shrink_inactive_list(struct za_mm *mm, struct za_zone *z, unsigned long nr,
+				 struct scan_control *sc)
+{
+	struct za_list isolated, keep;
+	list_init(&isolated);
+	list_init(&keep);
+	unsigned long scanned = 0, reclaimed = 0, written = 0;
+
+	za_lock(&z->lru_lock);
+	while (scanned < nr && !list_empty(&z->lru[LRU_INACTIVE])) {
+		struct za_page *page = container_of(z->lru[LRU_INACTIVE].prev, struct za_page, lru);
+		list_del(&page->lru);
+		clear_page_flag(page, PG_lru);
+		list_add(&page->lru, &isolated);
+		scanned++;
+	}
+	lru_count(z, LRU_INACTIVE, -(long)scanned);
+	ev_add(&z->stat, sc->kswapd ? EV_PGSCAN_KSWAPD : EV_PGSCAN_DIRECT, scanned);
+	za_unlock(&z->lru_lock);
+
+	while (!list_empty(&isolated)) {
+		struct za_page *page = container_of(isolated.next, struct za_page, lru);
+		list_del(&page->lru);
+		if (reclaim_page(mm, z, page, &written))
+			reclaimed++;
+		else
+			list_add(&page->lru, &keep);
+	}
+
+	za_lock(&z->lru_lock);
+	unsigned long kept = 0;
+	while (!list_empty(&keep)) {
+		struct za_page *page = container_of(keep.next, struct za_page, lru);
+		list_del(&page->lru);
+		set_page_flag(page, PG_lru);
+		list_add(&page->lru, &z->lru[LRU_INACTIVE]);
+		kept++;
+	}
+	lru_count(z, LRU_INACTIVE, (long)kept);
+	ev_add(&z->stat, sc->kswapd ? EV_PGSTEAL_KSWAPD : EV_PGSTEAL_DIRECT, reclaimed);
+	ev_add(&z->stat, EV_PGWRITE_RECLAIM, written);
+	za_unlock(&z->lru_lock);
+	sc->nr_scanned += scanned;
+	sc->nr_reclaimed += reclaimed;
+}
+
+/* One pass over a zone at a priority: lru_size >> priority pages of each
+ * list (at least a cluster), deactivating first if the inactive list is
+ * low. */
+static void shrink_zone(struct za_mm *mm, struct za_zone *z, struct scan_control *sc)
+{
+	unsigned long active = (unsigned long)load_relaxed(&z->nr_lru[LRU_ACTIVE]);
+	unsigned long inactive = (unsigned long)load_relaxed(&z->nr_lru[LRU_INACTIVE]);
+	if (inactive_is_low(z)) {
+		unsigned long nr = active >> sc->priority;
+		shrink_active_list(z, nr > SWAP_CLUSTER_MAX ? nr : SWAP_CLUSTER_MAX);
+		inactive = (unsigned long)load_relaxed(&z->nr_lru[LRU_INACTIVE]);
+	}
+	unsigned long nr = inactive >> sc->priority;
+	if (nr < SWAP_CLUSTER_MAX)
+		nr = SWAP_CLUSTER_MAX;
+	pthread_rwlock_rdlock(&mm->reclaim_lock);
+	for (unsigned long done = 0; done < nr; done += SWAP_CLUSTER_MAX)
+		shrink_inactive_list(mm, z, SWAP_CLUSTER_MAX, sc);
+	pthread_rwlock_unlock(&mm->reclaim_lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Shrinkers
+ * ------------------------------------------------------------------------ */
+void *za_shrinker_register(za_mm_t *mm, unsigned long (*count)(void *ctx),
+			   unsigned long (*scan)(void *ctx, unsigned long nr), void *ctx)
+{
+	struct shrinker *s = za_os_alloc(sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*s = (struct shrinker){ count, scan, ctx, NULL };
+	za_lock(&mm->shrinker_lock);
+	s->next = mm->shrinkers;
+	mm->shrinkers = s;
+	za_unlock(&mm->shrinker_lock);
+	return s;
+}
+
+void za_shrinker_unregister(za_mm_t *mm, void *handle)
+{
+	za_lock(&mm->shrinker_lock);
+	for (struct shrinker **p = &mm->shrinkers; *p; p = &(*p)->next)
+		if (*p == handle) {
+			*p = (*p)->next;
+			break;
+		}
+	za_unlock(&mm->shrinker_lock);
+	za_os_free(handle, sizeof(struct shrinker));
+}
+
+/* Asks every shrinker for freeable >> priority of what it holds (all of
+ * it at priority 0).  Under shrinker_lock: shrinkers must not register
+ * from their callbacks. */
+static unsigned long shrink_slab(struct za_mm *mm, int priority)
+{
+	unsigned long freed = 0;
+	za_lock(&mm->shrinker_lock);
+	for (struct shrinker *s = mm->shrinkers; s; s = s->next) {
+		unsigned long have = s->count(s->ctx);
+		if (!have)
+			continue;
+		unsigned long nr = have >> priority;
+		if (!nr)
+			nr = have < SWAP_CLUSTER_MAX ? have : SWAP_CLUSTER_MAX;
+		ev_add_atomic(&mm->stat, EV_SLABS_SCANNED, nr);
+		freed += s->scan(s->ctx, nr);
+	}
+	za_unlock(&mm->shrinker_lock);
+	return freed;
+}
+
+static unsigned long shrinker_count(struct za_mm *mm)
+{
+	unsigned long n = 0;
+	za_lock(&mm->shrinker_lock);
+	for (struct shrinker *s = mm->shrinkers; s; s = s->next)
+		n += s->count(s->ctx);
+	za_unlock(&mm->shrinker_lock);
+	return n;
+}
+
+/* The built-in shrinkers: slab caches, per-CPU page lists, quicklists. */
+static unsigned long slab_count(void *mm)
+{
+	return (unsigned long)za_stat(mm, "nr_slab_pages");
+}
+
+static unsigned long slab_scan(void *mm, unsigned long nr)
+{
+	(void)nr;
+	return (unsigned long)za_shrink_slabs(mm);
+}
+
+static unsigned long pcp_count(void *mm)
+{
+	return (unsigned long)za_stat(mm, "nr_pcp_pages");
+}
+
+static unsigned long pcp_scan(void *mm, unsigned long nr)
+{
+	unsigned long had = pcp_count(mm);
+	(void)nr;
+	za_drain_all_pages(mm);
+	return had;
+}
+
+static unsigned long ql_count(void *mm)
+{
+	return za_quicklist_total_size(mm);
+}
+
+static unsigned long ql_scan(void *mm, unsigned long nr)
+{
+	(void)nr;
+	return (unsigned long)za_quicklist_shrink(mm);
+}
+
+unsigned long reclaimable_pages(struct za_mm *mm, struct za_zone **zonelist)
+{
+	unsigned long n = 0;
+	for (struct za_zone **zp = zonelist; *zp; zp++)
+		n += (unsigned long)(load_relaxed(&(*zp)->nr_lru[LRU_ACTIVE]) +
+				     load_relaxed(&(*zp)->nr_lru[LRU_INACTIVE]));
+	return n + shrinker_count(mm);
+}
+
+/* ------------------------------------------------------------------------
+ * Direct reclaim
+ * ------------------------------------------------------------------------ */
+unsigned long try_to_free_pages(struct za_mm *mm, struct za_zone **zonelist, int highest_zone,
+				unsigned int order)
+{
+	struct scan_control sc = { .kswapd = false };
+	(void)order;
+	ev_add_atomic(&mm->stat, EV_ALLOCSTALL, 1);
+	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
+		for (struct za_zone **zp = zonelist; *zp; zp++)
+			if ((*zp)->idx <= highest_zone)
+				shrink_zone(mm, *zp, &sc);
+		sc.nr_reclaimed += shrink_slab(mm, sc.priority);
+		if (sc.nr_reclaimed >= SWAP_CLUSTER_MAX)
+			break;
+	}
+	return sc.nr_reclaimed;
+}
+
+/* ------------------------------------------------------------------------
+ * kswapd
+ * ------------------------------------------------------------------------ */
+static bool zone_balanced(struct za_zone *z, unsigned int order)
+{
+	long free = load_relaxed(&z->nr_free_pages) - ((1L << order) - 1);
+	if (free <= (long)z->wmark[WMARK_HIGH])
+		return false;
+	for (unsigned int o = order; o <= z->mm->max_order; o++)
+		if (load_relaxed(&z->free_area[o].nr_free))
+			return true;
+	return false;
+}
+
+static bool node_balanced(struct za_mm *mm, int node, unsigned int order)
+{
+	for (int i = 0; i < mm->nr_zones; i++)
+		if (!zone_balanced(&mm->nodes[node].zones[i], order))
+			return false;
+	return true;
+}
+
+/*
+ * Reclaims the node's zones that are below their high watermark until all
+ * are balanced, raising the scan priority when a pass frees nothing.
+ */
+static void balance_node(struct kswapd *k)
+{
+	struct za_mm *mm = k->mm;
+	unsigned int order = (unsigned int)atomic_exchange(&k->order, 0);
+	struct scan_control sc = { .kswapd = true, .priority = DEF_PRIORITY };
+	while (sc.priority >= 0 && !atomic_load(&k->stop)) {
+		unsigned long before = sc.nr_reclaimed;
+		bool balanced = true;
+		for (int i = 0; i < mm->nr_zones; i++) {
+			struct za_zone *z = &mm->nodes[k->node].zones[i];
+			if (zone_balanced(z, order))
+				continue;
+			balanced = false;
+			shrink_zone(mm, z, &sc);
+		}
+		if (balanced)
+			break;
+		sc.nr_reclaimed += shrink_slab(mm, sc.priority);
+		if (sc.nr_reclaimed == before)
+			sc.priority--;
+	}
+	k->failures = sc.nr_reclaimed ? 0 : k->failures + 1;
+}
+
+/*
+ * Sleeps until woken.  First a short nap: a wakeup during it means the low
+ * watermark was hit again quickly after balancing.  A node that failed 16
+ * rounds in a row is left to direct reclaim until someone wakes kswapd.
+ */
+static void kswapd_sleep(struct kswapd *k, uint32_t seq)
+{
+	atomic_store(&k->sleeping, true);
+	if (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop))
+		za_futex_wait_timeout(&k->wake_seq, seq, KSWAPD_NAP_NS);
+	if (atomic_load(&k->wake_seq) != seq) {
+		ev_add_atomic(&k->mm->stat, EV_KSWAPD_LOW_WMARK_HIT_QUICKLY, 1);
+	} else if (!node_balanced(k->mm, k->node, 0) && k->failures < MAX_KSWAPD_FAILURES) {
+		ev_add_atomic(&k->mm->stat, EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY, 1);
+	} else {
+		while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop))
+			za_futex_wait(&k->wake_seq, seq);
+	}
+	atomic_store(&k->sleeping, false);
+}
+
+static void *kswapd_main(void *arg)
+{
+	struct kswapd *k = arg;
+	while (!atomic_load(&k->stop)) {
+		uint32_t seq = atomic_load(&k->wake_seq);
+		if (node_balanced(k->mm, k->node, (unsigned int)atomic_load(&k->order)) ||
+		    k->failures >= MAX_KSWAPD_FAILURES)
+			kswapd_sleep(k, seq);
+		else
+			balance_node(k);
+	}
+	return NULL;
+}
+
+/*
+ * The allocator's wakeup.  kswapd_wake_high=1 (seed 003): wake it unless
+ * the zone is balanced at the high watermark, the mark kswapd works to;
+ * =0: only when the zone is below its low watermark, so a zone hovering
+ * between low and high can miss a whole aging cycle.  Returns whether
+ * kswapd is (now) running for the zone's node.
+ */
+bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone)
+{
+	struct za_mm *mm = z->mm;
+	struct kswapd *k = mm->nodes[z->node].kswapd;
+	(void)highest_zone;
+	if (!atomic_load(&k->sleeping))
+		return true;
+	bool ok = mm->kswapd_wake_high
+			  ? zone_balanced(z, order)
+			  : load_relaxed(&z->nr_free_pages) > (long)z->wmark[WMARK_LOW];
+	if (ok)
+		return false;
+	int old = atomic_load(&k->order);
+	while ((int)order > old && !atomic_compare_exchange_weak(&k->order, &old, (int)order))
+		;
+	k->failures = 0;
+	atomic_fetch_add(&k->wake_seq, 1);
+	za_futex_wake(&k->wake_seq, 1);
+	ev_add_atomic(&mm->stat, EV_KSWAPD_WAKEUP, 1);
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Setup
+ * ------------------------------------------------------------------------ */
+int vmscan_init(struct za_mm *mm)
+{
+	pthread_rwlockattr_t attr;
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&mm->reclaim_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (!za_shrinker_register(mm, slab_count, slab_scan, mm) ||
+	    !za_shrinker_register(mm, pcp_count, pcp_scan, mm) ||
+	    !za_shrinker_register(mm, ql_count, ql_scan, mm))
+		return -1;
+	for (int n = 0; n < mm->nr_nodes; n++) {
+		struct kswapd *k = za_os_alloc(sizeof(*k));
+		if (!k)
+			return -1;
+		*k = (struct kswapd){ .mm = mm, .node = n };
+		mm->nodes[n].kswapd = k;
+		if (pthread_create(&k->thread, NULL, kswapd_main, k)) {
+			mm->nodes[n].kswapd = NULL;
+			za_os_free(k, sizeof(*k));
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void vmscan_exit(struct za_mm *mm)
+{
+	for (int n = 0; n < mm->nr_nodes; n++) {
+		struct kswapd *k = mm->nodes[n].kswapd;
+		if (!k)
+			continue;
+		atomic_store(&k->stop, true);
+		atomic_fetch_add(&k->wake_seq, 1);
+		za_futex_wake(&k->wake_seq, 1);
+		pthread_join(k->thread, NULL);
+		za_os_free(k, sizeof(*k));
+		mm->nodes[n].kswapd = NULL;
+	}
+	while (mm->shrinkers)
+		za_shrinker_unregister(mm, mm->shrinkers);
+	pthread_rwlock_destroy(&mm->reclaim_lock);
+}

@@ -1,0 +1,37 @@
+#ifndef ZA_VMSCAN_H
+#define ZA_VMSCAN_H
+
+#include "mmzone.h"
+
+#define SWAP_CLUSTER_MAX 32
+#define DEF_PRIORITY 12
+
+/* A registered shrinker (za_shrinker_register). */
+struct shrinker {
+	unsigned long (*count)(void *ctx);
+	unsigned long (*scan)(void *ctx, unsigned long nr);
+	void *ctx;
+	struct shrinker *next;
+};
+
+int vmscan_init(struct za_mm *mm);      /* built-in shrinkers, kswapd threads */
+void vmscan_exit(struct za_mm *mm);
+
+/* The page allocator's slow path. */
+bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone);
+unsigned long try_to_free_pages(struct za_mm *mm, struct za_zone **zonelist, int highest_zone,
+				unsigned int order);
+unsigned long reclaimable_pages(struct za_mm *mm, struct za_zone **zonelist);
+
+/* The page cache's side of the LRU. */
+void lru_add(struct za_mm *mm, struct za_page *page);
+void lru_del(struct za_mm *mm, struct za_page *page);   /* off the lists, if on them */
+void mark_page_accessed(struct za_mm *mm, struct za_page *page);
+
+/* filemap.c */
+void filemap_close_all(struct za_mm *mm);
+/* for reclaim: */
+bool pageout(struct za_page *page);     /* writes a dirty page back; false on error */
+bool remove_from_page_cache(struct za_page *page);   /* false if in use or dirty */
+
+#endif
