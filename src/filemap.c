@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #define LEAF_SHIFT 9
 #define LEAF_SLOTS (1UL << LEAF_SHIFT)
 #define MAX_LEAVES (1UL << 20)          /* files up to 2 TiB */
+#define RA_PAGES 32                     /* readahead window and write-back run, 128 KiB */
 
 typedef _Atomic(struct za_page *) slot_t;
 
@@ -39,6 +41,7 @@ struct za_file {
 	_Atomic long size;              /* bytes */
 	za_lock_t lock;                 /* leaf allocation */
 	_Atomic(slot_t *) *leaves;      /* [MAX_LEAVES] */
+	_Atomic unsigned long ra_next;  /* the index a sequential reader asks next */
 	struct za_file *next;           /* mm's open files */
 	char path[256];
 };
@@ -118,32 +121,41 @@ static void fall_back_to_buffered(struct za_file *f)
 				"with POSIX_FADV_DONTNEED instead\n", f->path);
 }
 
-static ssize_t page_io(struct za_file *f, bool write, void *buf, off_t off)
+/* One I/O over n pages that are consecutive in the file (not in memory). */
+static ssize_t pages_io(struct za_file *f, bool write, struct za_page **pages, int n)
 {
+	struct iovec iov[RA_PAGES];
+	for (int i = 0; i < n; i++)
+		iov[i] = (struct iovec){ page_address(f, pages[i]), PAGE_SIZE };
+	off_t off = (off_t)pages[0]->index << PAGE_SHIFT;
 	for (;;) {
-		ssize_t n = write ? pwrite(f->fd, buf, PAGE_SIZE, off) : pread(f->fd, buf, PAGE_SIZE, off);
-		if (n < 0 && errno == EINVAL && atomic_load(&f->direct)) {
+		ssize_t r = write ? pwritev(f->fd, iov, n, off) : preadv(f->fd, iov, n, off);
+		if (r < 0 && errno == EINVAL && atomic_load(&f->direct)) {
 			fall_back_to_buffered(f);
 			continue;
 		}
-		if (n >= 0 && !atomic_load(&f->direct))
-			posix_fadvise(f->fd, off, PAGE_SIZE, POSIX_FADV_DONTNEED);
-		return n;
+		if (r >= 0 && !atomic_load(&f->direct))
+			posix_fadvise(f->fd, off, (off_t)n * PAGE_SIZE, POSIX_FADV_DONTNEED);
+		return r;
 	}
 }
 
-/* Fills a new (locked) page from the file; beyond its end, zeros. */
-static void read_page(struct za_file *f, struct za_page *page)
+/* Fills new (locked) pages from the file, zeros past its end, and unlocks
+ * them. */
+static void read_pages(struct za_file *f, struct za_page **pages, int n)
 {
-	char *addr = page_address(f, page);
-	off_t off = (off_t)page->index << PAGE_SHIFT;
-	ssize_t n = off < atomic_load(&f->size) ? page_io(f, false, addr, off) : 0;
-	if (n < 0) {
-		set_page_flag(page, PG_io_error);
-		n = 0;
+	long size = atomic_load(&f->size);
+	ssize_t got = ((long)pages[0]->index << PAGE_SHIFT) < size ? pages_io(f, false, pages, n) : 0;
+	for (int i = 0; i < n; i++) {
+		char *addr = page_address(f, pages[i]);
+		ssize_t have = got - (ssize_t)i * (ssize_t)PAGE_SIZE;
+		if (got < 0)
+			set_page_flag(pages[i], PG_io_error);
+		have = have < 0 ? 0 : have > (ssize_t)PAGE_SIZE ? (ssize_t)PAGE_SIZE : have;
+		memset(addr + have, 0, PAGE_SIZE - (size_t)have);
+		set_page_flag(pages[i], PG_uptodate);
+		clear_page_flag(pages[i], PG_locked);
 	}
-	memset(addr + n, 0, PAGE_SIZE - (size_t)n);
-	set_page_flag(page, PG_uptodate);
 }
 
 static void account_dirty(struct za_file *f, struct za_page *page, long n)
@@ -157,19 +169,53 @@ static void set_page_dirty(struct za_file *f, struct za_page *page)
 		account_dirty(f, page, 1);
 }
 
-/* Writes a dirty page back.  The bit is cleared first, so that a write
- * racing with the I/O dirties the page again. */
-bool pageout(struct za_page *page)
+static bool by_file_and_index(const struct za_page *a, const struct za_page *b)
 {
-	struct za_file *f = page->mapping;
-	if (!test_and_clear_page_flag(page, PG_dirty))
-		return true;
-	if (page_io(f, true, page_address(f, page), (off_t)page->index << PAGE_SHIFT) != PAGE_SIZE) {
-		set_page_flag(page, PG_dirty);
-		return false;
+	return a->mapping != b->mapping ? (uintptr_t)a->mapping < (uintptr_t)b->mapping
+					: a->index < b->index;
+}
+
+/*
+ * Writes back the dirty ones among pages the caller holds (referenced, or
+ * isolated by reclaim): runs that are consecutive in a file go out as one
+ * I/O.  Each page's dirty bit is cleared before its I/O, so a write racing
+ * with it dirties the page again.  Returns the pages written.
+ */
+unsigned long writeback_pages(struct za_page **pages, int n)
+{
+	for (int i = 1; i < n; i++)             /* insertion sort: n is small */
+		for (int j = i; j > 0 && by_file_and_index(pages[j], pages[j - 1]); j--) {
+			struct za_page *t = pages[j];
+			pages[j] = pages[j - 1];
+			pages[j - 1] = t;
+		}
+	unsigned long written = 0;
+	for (int i = 0; i < n;) {
+		struct za_page *run[RA_PAGES];
+		int len = 0;
+		struct za_file *f = pages[i]->mapping;
+		for (; i < n && len < RA_PAGES; i++) {
+			if (len && (pages[i]->mapping != f || pages[i]->index != run[len - 1]->index + 1))
+				break;
+			if (!test_and_clear_page_flag(pages[i], PG_dirty)) {
+				if (len)
+					break;
+				continue;
+			}
+			run[len++] = pages[i];
+		}
+		if (!len)
+			continue;
+		if (pages_io(f, true, run, len) == (ssize_t)len * (ssize_t)PAGE_SIZE) {
+			written += (unsigned long)len;
+			for (int k = 0; k < len; k++)
+				account_dirty(f, run[k], -1);
+		} else {
+			for (int k = 0; k < len; k++)
+				set_page_flag(run[k], PG_dirty);
+		}
 	}
-	account_dirty(f, page, -1);
-	return true;
+	return written;
 }
 
 /* ------------------------------------------------------------------------
@@ -206,16 +252,48 @@ static struct za_page *add_page(struct za_file *f, unsigned long index)
 	return page;
 }
 
-static void unlock_page(struct za_page *page)
-{
-	clear_page_flag(page, PG_locked);
-}
-
 static void wait_on_page_locked(struct za_page *page)
 {
 	for (int spins = 0; test_page_flag(page, PG_locked); spins++)
 		if (spins > 64)
 			sched_yield();
+}
+
+/*
+ * A miss: read the page in, and, when the reader is sequential, the pages
+ * after it up to the readahead window (all missing, within the file) in
+ * the same I/O.  Returns the first, referenced; NULL with errno EEXIST if
+ * another thread added it meanwhile.
+ */
+static struct za_page *read_in(struct za_file *f, unsigned long index, bool fill)
+{
+	struct za_page *pages[RA_PAGES];
+	int n = 0, want = 1;
+	long size = atomic_load(&f->size);
+	if (fill && atomic_load(&f->ra_next) == index)
+		want = RA_PAGES;
+	for (unsigned long i = index; n < want; i++) {
+		if (n && (long)(i << PAGE_SHIFT) >= size)
+			break;
+		struct za_page *page = add_page(f, i);
+		if (!page) {
+			if (!n)
+				return NULL;
+			break;
+		}
+		pages[n++] = page;
+	}
+	atomic_store(&f->ra_next, index + (unsigned long)n);
+	if (fill) {
+		ev_add_atomic(&f->mm->cpu_stat[this_cpu(f->mm)], EV_PGMAJFAULT, 1);
+		read_pages(f, pages, n);
+	} else {
+		set_page_flag(pages[0], PG_uptodate);
+		clear_page_flag(pages[0], PG_locked);
+	}
+	for (int i = 1; i < n; i++)
+		put_page(pages[i]);             /* kept by the index only */
+	return pages[0];
 }
 
 /*
@@ -229,25 +307,14 @@ static struct za_page *get_page(struct za_file *f, unsigned long index, bool fil
 		struct za_page *page = find_get_page(f, index);
 		if (page) {
 			wait_on_page_locked(page);
-			if (test_page_flag(page, PG_io_error)) {
-				put_page(page);
-				errno = EIO;
-				return NULL;
-			}
 			ev_add_atomic(&f->mm->cpu_stat[this_cpu(f->mm)], EV_PGCACHE_HIT, 1);
-			return page;
-		}
-		if (!(page = add_page(f, index))) {
+			if (atomic_load(&f->ra_next) == index)
+				atomic_store(&f->ra_next, index + 1);
+		} else if (!(page = read_in(f, index, fill))) {
 			if (errno == EEXIST)
 				continue;
 			return NULL;
 		}
-		ev_add_atomic(&f->mm->cpu_stat[this_cpu(f->mm)], EV_PGMAJFAULT, 1);
-		if (fill)
-			read_page(f, page);
-		else
-			set_page_flag(page, PG_uptodate);
-		unlock_page(page);
 		if (test_page_flag(page, PG_io_error)) {
 			put_page(page);
 			errno = EIO;
@@ -371,34 +438,29 @@ long za_file_size(const za_file_t *f)
 	return atomic_load(&f->size);
 }
 
-/* Calls fn on every page of the index that can be referenced. */
-static int for_each_page(struct za_file *f, int (*fn)(struct za_file *, struct za_page *))
+/* Writes every dirty page back, in runs of RA_PAGES, holding references. */
+int za_file_sync(za_file_t *f)
 {
 	int rc = 0;
 	for (unsigned long l = 0; l < MAX_LEAVES; l++) {
-		slot_t *leaf = atomic_load_explicit(&f->leaves[l], memory_order_acquire);
-		if (!leaf)
+		if (!atomic_load_explicit(&f->leaves[l], memory_order_acquire))
 			continue;
-		for (unsigned long i = 0; i < LEAF_SLOTS; i++) {
-			struct za_page *page = find_get_page(f, (l << LEAF_SHIFT) | i);
-			if (page) {
-				rc |= fn(f, page);
-				put_page(page);
+		for (unsigned long i = 0; i < LEAF_SLOTS; i += RA_PAGES) {
+			struct za_page *dirty[RA_PAGES];
+			int n = 0;
+			for (unsigned long k = i; k < i + RA_PAGES; k++) {
+				struct za_page *page = find_get_page(f, (l << LEAF_SHIFT) | k);
+				if (page && test_page_flag(page, PG_dirty))
+					dirty[n++] = page;
+				else if (page)
+					put_page(page);
 			}
+			if (n && writeback_pages(dirty, n) != (unsigned long)n)
+				rc = -1;
+			for (int k = 0; k < n; k++)
+				put_page(dirty[k]);
 		}
 	}
-	return rc;
-}
-
-static int sync_page(struct za_file *f, struct za_page *page)
-{
-	(void)f;
-	return test_page_flag(page, PG_dirty) && !pageout(page) ? -1 : 0;
-}
-
-int za_file_sync(za_file_t *f)
-{
-	int rc = for_each_page(f, sync_page);
 	if (ftruncate(f->fd, atomic_load(&f->size)))
 		rc = -1;
 	if (rc)

@@ -134,75 +134,67 @@ static void shrink_active_list(struct za_zone *z, unsigned long nr)
 	za_unlock(&z->lru_lock);
 }
 
-/* What reclaim does with one isolated inactive page: true if it freed it. */
-static bool reclaim_page(struct za_mm *mm, struct za_zone *z, struct za_page *page,
-			 unsigned long *written)
+/* A page with users is kept, like a mapped page in the kernel: the
+ * reference by za_file_get_page is this allocator's page-table entry.
+ * PG_referenced alone does not protect an unmapped page cache page from
+ * reclaim (it is cleared here), again as in the kernel. */
+static bool page_in_use(struct za_page *page)
 {
-	if (test_and_clear_page_flag(page, PG_referenced)) {
-		ev_add_atomic(&z->stat, EV_PGROTATED, 1);
-		return false;                   /* a second chance */
-	}
-	if (load_relaxed(&page->refcount) > 1 || test_page_flag(page, PG_locked))
-		return false;                   /* in use */
-	if (test_page_flag(page, PG_dirty)) {
-		if (!pageout(page))
-			return false;
-		(*written)++;
-	}
-	if (!remove_from_page_cache(page))
-		return false;                   /* taken or dirtied meanwhile */
-	za_free_pages(mm, za_page_to_virt(mm, page), 0);
-	return true;
+	clear_page_flag(page, PG_referenced);
+	return load_relaxed(&page->refcount) > 1 || test_page_flag(page, PG_locked);
 }
 
 /*
- * Scans up to nr pages from the tail of the inactive list: isolate them
- * under lru_lock, deal with each without it, put the survivors back at the
- * head.
+ * Scans up to nr (at most SWAP_CLUSTER_MAX) pages from the tail of the
+ * inactive list: isolate them under lru_lock; without it, keep those in
+ * use, write the dirty ones back (consecutive file pages in one I/O), free
+ * the clean ones; put the survivors back at the head.
  */
 static void shrink_inactive_list(struct za_mm *mm, struct za_zone *z, unsigned long nr,
 				 struct scan_control *sc)
 {
-	struct za_list isolated, keep;
-	list_init(&isolated);
-	list_init(&keep);
-	unsigned long scanned = 0, reclaimed = 0, written = 0;
+	struct za_page *pages[SWAP_CLUSTER_MAX], *dirty[SWAP_CLUSTER_MAX];
+	int n = 0, ndirty = 0;
+	unsigned long reclaimed = 0;
 
 	za_lock(&z->lru_lock);
-	while (scanned < nr && !list_empty(&z->lru[LRU_INACTIVE])) {
+	while ((unsigned long)n < nr && n < SWAP_CLUSTER_MAX && !list_empty(&z->lru[LRU_INACTIVE])) {
 		struct za_page *page = container_of(z->lru[LRU_INACTIVE].prev, struct za_page, lru);
 		list_del(&page->lru);
 		clear_page_flag(page, PG_lru);
-		list_add(&page->lru, &isolated);
-		scanned++;
+		pages[n++] = page;
 	}
-	lru_count(z, LRU_INACTIVE, -(long)scanned);
-	ev_add(&z->stat, sc->kswapd ? EV_PGSCAN_KSWAPD : EV_PGSCAN_DIRECT, scanned);
+	lru_count(z, LRU_INACTIVE, -n);
+	ev_add(&z->stat, sc->kswapd ? EV_PGSCAN_KSWAPD : EV_PGSCAN_DIRECT, (uint64_t)n);
 	za_unlock(&z->lru_lock);
 
-	while (!list_empty(&isolated)) {
-		struct za_page *page = container_of(isolated.next, struct za_page, lru);
-		list_del(&page->lru);
-		if (reclaim_page(mm, z, page, &written))
+	for (int i = 0; i < n; i++)
+		if (!page_in_use(pages[i]) && test_page_flag(pages[i], PG_dirty))
+			dirty[ndirty++] = pages[i];
+	unsigned long written = ndirty ? writeback_pages(dirty, ndirty) : 0;
+	int kept = 0;
+	for (int i = 0; i < n; i++) {
+		struct za_page *page = pages[i];
+		if (load_relaxed(&page->refcount) <= 1 && !test_page_flag(page, PG_locked) &&
+		    remove_from_page_cache(page)) {
+			za_free_pages(mm, za_page_to_virt(mm, page), 0);
 			reclaimed++;
-		else
-			list_add(&page->lru, &keep);
+		} else {
+			pages[kept++] = page;
+		}
 	}
 
 	za_lock(&z->lru_lock);
-	unsigned long kept = 0;
-	while (!list_empty(&keep)) {
-		struct za_page *page = container_of(keep.next, struct za_page, lru);
-		list_del(&page->lru);
-		set_page_flag(page, PG_lru);
-		list_add(&page->lru, &z->lru[LRU_INACTIVE]);
-		kept++;
+	for (int i = 0; i < kept; i++) {
+		set_page_flag(pages[i], PG_lru);
+		list_add(&pages[i]->lru, &z->lru[LRU_INACTIVE]);
 	}
-	lru_count(z, LRU_INACTIVE, (long)kept);
+	lru_count(z, LRU_INACTIVE, kept);
+	ev_add(&z->stat, EV_PGROTATED, (uint64_t)kept);
 	ev_add(&z->stat, sc->kswapd ? EV_PGSTEAL_KSWAPD : EV_PGSTEAL_DIRECT, reclaimed);
 	ev_add(&z->stat, EV_PGWRITE_RECLAIM, written);
 	za_unlock(&z->lru_lock);
-	sc->nr_scanned += scanned;
+	sc->nr_scanned += (unsigned long)n;
 	sc->nr_reclaimed += reclaimed;
 }
 

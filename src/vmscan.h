@@ -31,7 +31,7 @@ void mark_page_accessed(struct za_mm *mm, struct za_page *page);
 /* filemap.c */
 void filemap_close_all(struct za_mm *mm);
 /* for reclaim: */
-bool pageout(struct za_page *page);     /* writes a dirty page back; false on error */
+unsigned long writeback_pages(struct za_page **pages, int n);   /* returns pages written */
 bool remove_from_page_cache(struct za_page *page);   /* false if in use or dirty */
 
 #endif
