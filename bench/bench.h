@@ -42,6 +42,8 @@ struct bench_opts {
 	int order;              /* --order */
 	long pages;             /* --pages: blocks per thread (bulk, rand) */
 	long size;              /* --size: object size (slab-repeat) */
+	int io_size;            /* --io-size: percent of memory (parallelio) */
+	const char *dir;        /* --dir: where file experiments put their files */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */
 };
@@ -55,6 +57,12 @@ struct variant {
 	long long *counters;            /* summed deltas, [za_stat_count()] */
 	long long ops;
 	za_cache_t *caches[4];          /* an experiment's caches on this system */
+	za_file_t *files[2];            /* ... and its open files */
+	/* Counters an experiment adds (per-zone values, say), shown with the
+	 * system's in the table and the JSON. */
+	int nextra;
+	char extra_name[8][48];
+	long long extra_value[8];
 };
 
 struct bench {
@@ -85,6 +93,8 @@ struct experiment {
 	/* What `zabench report` runs: extra arguments and A/B switches, one
 	 * run per entry, NULL-terminated. */
 	const char *const *report_runs;
+	/* Optional: before a variant's system is destroyed (close its files). */
+	void (*cleanup)(struct bench *b, struct variant *v);
 	/* Optional: frees what declare() allocated besides b->state itself. */
 	void (*release)(struct bench *b);
 	/* Optional: a table of its own after the standard ones. */
@@ -95,6 +105,11 @@ struct experiment {
 int bench_metric(struct bench *b, const char *name, enum direction dir);
 double now_seconds(void);
 double bench_seconds(const struct bench *b);
+/* Sets an extra counter of a variant (the last value counts). */
+void set_extra_counter(struct variant *v, const char *name, long long value);
+/* The directory for experiment files: --dir, or a temporary one made on
+ * first use and removed at exit. */
+const char *bench_dir(struct bench *b);
 /* The variant's cache in slot (0..3), created on first use. */
 za_cache_t *variant_cache(struct variant *v, int slot, const char *name, size_t size);
 /* Pins the calling thread to CPU i modulo the machine's CPUs. */

@@ -111,6 +111,12 @@ static void print_counters(const struct bench *b, FILE *out)
 		}
 		fputc('\n', out);
 	}
+	for (int e = 0; e < b->variants[0].nextra; e++) {
+		fprintf(out, "%-32s", b->variants[0].extra_name[e]);
+		for (int i = 0; i < b->nvariants; i++)
+			fprintf(out, " %14lld", b->variants[i].extra_value[e]);
+		fprintf(out, "   (at the end)\n");
+	}
 	bool header = false;
 	for (size_t r = 0; r < sizeof(ratios) / sizeof(ratios[0]); r++) {
 		int num = stat_index(ratios[r].num), den = stat_index(ratios[r].den);
@@ -231,6 +237,10 @@ void print_json(const struct bench *b, FILE *out)
 		for (int c = 0; c < za_stat_count(); c++) {
 			json_string(out, za_stat_name(c));
 			fprintf(out, ": %lld, ", v->counters[c]);
+		}
+		for (int e = 0; e < v->nextra; e++) {
+			json_string(out, v->extra_name[e]);
+			fprintf(out, ": %lld, ", v->extra_value[e]);
 		}
 		fprintf(out, "\"ops\": %lld}}", v->ops);
 	}

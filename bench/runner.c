@@ -33,6 +33,46 @@ int bench_metric(struct bench *b, const char *name, enum direction dir)
 	return b->nmetrics++;
 }
 
+void set_extra_counter(struct variant *v, const char *name, long long value)
+{
+	int i = 0;
+	while (i < v->nextra && strcmp(v->extra_name[i], name))
+		i++;
+	if (i == 8)
+		return;
+	if (i == v->nextra) {
+		snprintf(v->extra_name[i], sizeof(v->extra_name[i]), "%s", name);
+		v->nextra++;
+	}
+	v->extra_value[i] = value;
+}
+
+static char temp_dir[256];
+
+static void remove_temp_dir(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", temp_dir);
+	if (system(cmd))
+		fprintf(stderr, "zabench: could not remove %s\n", temp_dir);
+}
+
+const char *bench_dir(struct bench *b)
+{
+	if (b->opts.dir)
+		return b->opts.dir;
+	if (!*temp_dir) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(temp_dir, sizeof(temp_dir), "%s/zabench-XXXXXX", tmp ? tmp : "/var/tmp");
+		if (!mkdtemp(temp_dir)) {
+			perror("zabench: mkdtemp");
+			exit(1);
+		}
+		atexit(remove_temp_dir);
+	}
+	return temp_dir;
+}
+
 za_cache_t *variant_cache(struct variant *v, int slot, const char *name, size_t size)
 {
 	if (!v->caches[slot] && !(v->caches[slot] = za_cache_create(v->mm, name, size, 0, 0, NULL))) {
@@ -100,6 +140,7 @@ static void usage(FILE *out)
 		"usage: zabench <experiment> [--threads N] [--seconds S] [--iterations K]\n"
 		"               [--config STR] [--ab SWITCH[=A:B][,SWITCH...]] [--json]\n"
 		"               [--order K] [--pages N] [--size N] [--sizes N,N,...]\n"
+		"               [--io-size PCT] [--dir DIR]\n"
 		"       zabench report [--quick] [--out DIR]\n"
 		"       zabench list\n\n"
 		"  --seconds S     length of one measured iteration (default 1)\n"
@@ -167,6 +208,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 		{ "pages", required_argument, NULL, 'p' },
 		{ "sizes", required_argument, NULL, 'z' },
 		{ "size", required_argument, NULL, 'S' },
+		{ "io-size", required_argument, NULL, 'I' },
+		{ "dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -216,6 +259,14 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 			if (!parse_long(optarg, 1, 1L << 20, &v))
 				return usage_error("bad --size '%s'", optarg);
 			o->size = v;
+			break;
+		case 'I':
+			if (!parse_long(optarg, 0, 90, &v))
+				return usage_error("bad --io-size '%s' (0..90 percent of memory)", optarg);
+			o->io_size = (int)v;
+			break;
+		case 'D':
+			o->dir = optarg;
 			break;
 		case 'z':
 			if (!parse_sizes(optarg, o))
@@ -291,6 +342,8 @@ static void destroy_variants(struct bench *b)
 {
 	for (int i = 0; i < b->nvariants; i++) {
 		struct variant *v = &b->variants[i];
+		if (b->exp->cleanup)
+			b->exp->cleanup(b, v);
 		long leaked = za_mm_destroy(v->mm);
 		if (leaked)
 			fprintf(stderr, "zabench: %s: the %s variant leaked %ld pages\n",

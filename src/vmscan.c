@@ -29,6 +29,7 @@ struct kswapd {
 	atomic_bool sleeping;
 	atomic_bool stop;
 	_Atomic int order;              /* what the wakers asked for */
+	_Atomic int highest_zone;       /* ... and the highest zone they could use */
 	atomic_int failures;            /* rounds in a row that reclaimed nothing */
 };
 
@@ -349,10 +350,12 @@ unsigned long try_to_free_pages(struct za_mm *mm, struct za_zone **zonelist, int
 /* ------------------------------------------------------------------------
  * kswapd
  * ------------------------------------------------------------------------ */
-static bool zone_balanced(struct za_zone *z, unsigned int order)
+/* Above the high watermark, with the reserve that protects the zone from
+ * allocations that could have used a higher zone (up to highest_zone). */
+static bool zone_balanced(struct za_zone *z, unsigned int order, int highest_zone)
 {
 	long free = load_relaxed(&z->nr_free_pages) - ((1L << order) - 1);
-	if (free <= (long)z->wmark[WMARK_HIGH])
+	if (free <= (long)(z->wmark[WMARK_HIGH] + z->lowmem_reserve[highest_zone]))
 		return false;
 	for (unsigned int o = order; o <= z->mm->max_order; o++)
 		if (load_relaxed(&z->free_area[o].nr_free))
@@ -360,10 +363,10 @@ static bool zone_balanced(struct za_zone *z, unsigned int order)
 	return false;
 }
 
-static bool node_balanced(struct za_mm *mm, int node, unsigned int order)
+static bool node_balanced(struct za_mm *mm, int node, unsigned int order, int highest_zone)
 {
-	for (int i = 0; i < mm->nr_zones; i++)
-		if (!zone_balanced(&mm->nodes[node].zones[i], order))
+	for (int i = 0; i <= highest_zone; i++)
+		if (!zone_balanced(&mm->nodes[node].zones[i], order, highest_zone))
 			return false;
 	return true;
 }
@@ -376,13 +379,14 @@ static void balance_node(struct kswapd *k)
 {
 	struct za_mm *mm = k->mm;
 	unsigned int order = (unsigned int)atomic_exchange(&k->order, 0);
+	int highest = atomic_load(&k->highest_zone);
 	struct scan_control sc = { .kswapd = true, .priority = DEF_PRIORITY };
 	while (sc.priority >= 0 && !atomic_load(&k->stop)) {
 		unsigned long before = sc.nr_reclaimed;
 		bool balanced = true;
-		for (int i = 0; i < mm->nr_zones; i++) {
+		for (int i = 0; i <= highest; i++) {
 			struct za_zone *z = &mm->nodes[k->node].zones[i];
-			if (zone_balanced(z, order))
+			if (zone_balanced(z, order, highest))
 				continue;
 			balanced = false;
 			shrink_zone(mm, z, &sc);
@@ -408,7 +412,8 @@ static void kswapd_sleep(struct kswapd *k, uint32_t seq)
 		za_futex_wait_timeout(&k->wake_seq, seq, KSWAPD_NAP_NS);
 	if (atomic_load(&k->wake_seq) != seq) {
 		ev_add_atomic(&k->mm->stat, EV_KSWAPD_LOW_WMARK_HIT_QUICKLY, 1);
-	} else if (!node_balanced(k->mm, k->node, 0) && k->failures < MAX_KSWAPD_FAILURES) {
+	} else if (!node_balanced(k->mm, k->node, 0, atomic_load(&k->highest_zone)) &&
+		   k->failures < MAX_KSWAPD_FAILURES) {
 		ev_add_atomic(&k->mm->stat, EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY, 1);
 	} else {
 		while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop))
@@ -422,7 +427,8 @@ static void *kswapd_main(void *arg)
 	struct kswapd *k = arg;
 	while (!atomic_load(&k->stop)) {
 		uint32_t seq = atomic_load(&k->wake_seq);
-		if (node_balanced(k->mm, k->node, (unsigned int)atomic_load(&k->order)) ||
+		if (node_balanced(k->mm, k->node, (unsigned int)atomic_load(&k->order),
+				  atomic_load(&k->highest_zone)) ||
 		    k->failures >= MAX_KSWAPD_FAILURES)
 			kswapd_sleep(k, seq);
 		else
@@ -442,17 +448,18 @@ bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone)
 {
 	struct za_mm *mm = z->mm;
 	struct kswapd *k = mm->nodes[z->node].kswapd;
-	(void)highest_zone;
 	if (!atomic_load(&k->sleeping))
 		return true;
 	bool ok = mm->kswapd_wake_high
-			  ? zone_balanced(z, order)
-			  : load_relaxed(&z->nr_free_pages) > (long)z->wmark[WMARK_LOW];
+			  ? zone_balanced(z, order, highest_zone)
+			  : load_relaxed(&z->nr_free_pages) >
+				    (long)(z->wmark[WMARK_LOW] + z->lowmem_reserve[highest_zone]);
 	if (ok)
 		return false;
 	int old = atomic_load(&k->order);
 	while ((int)order > old && !atomic_compare_exchange_weak(&k->order, &old, (int)order))
 		;
+	atomic_store(&k->highest_zone, highest_zone);
 	k->failures = 0;
 	atomic_fetch_add(&k->wake_seq, 1);
 	za_futex_wake(&k->wake_seq, 1);
@@ -478,7 +485,7 @@ int vmscan_init(struct za_mm *mm)
 		struct kswapd *k = za_os_alloc(sizeof(*k));
 		if (!k)
 			return -1;
-		*k = (struct kswapd){ .mm = mm, .node = n };
+		*k = (struct kswapd){ .mm = mm, .node = n, .highest_zone = mm->nr_zones - 1 };
 		mm->nodes[n].kswapd = k;
 		if (pthread_create(&k->thread, NULL, kswapd_main, k)) {
 			mm->nodes[n].kswapd = NULL;
