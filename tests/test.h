@@ -65,12 +65,21 @@ static inline void capture_error(const char *msg, void *ctx)
 	snprintf(c->last, sizeof(c->last), "%s", msg);
 }
 
-/* Every page accounted for: free + per-CPU + what the test holds = total. */
+/*
+ * Every page accounted for: free + per-CPU + what the test holds = total.
+ * kswapd may be draining per-CPU lists (its shrinker) while we read, so the
+ * two counters are read until two readings agree.
+ */
 static inline void check_accounting(za_mm_t *mm, long held_pages)
 {
-	long long free_pages = za_stat(mm, "nr_free_pages");
-	long long pcp = za_stat(mm, "nr_pcp_pages");
-	long long total = za_stat(mm, "nr_managed_pages");
+	long long free_pages, pcp, total = za_stat(mm, "nr_managed_pages");
+	for (int tries = 0;; tries++) {
+		free_pages = za_stat(mm, "nr_free_pages");
+		pcp = za_stat(mm, "nr_pcp_pages");
+		if ((free_pages == za_stat(mm, "nr_free_pages") && pcp == za_stat(mm, "nr_pcp_pages")) ||
+		    tries == 1000)
+			break;
+	}
 	if (free_pages + pcp + held_pages != total) {
 		fprintf(stderr, "accounting: free %lld + pcp %lld + held %ld != total %lld\n",
 			free_pages, pcp, held_pages, total);
