@@ -147,6 +147,18 @@ void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page);
 unsigned long za_page_to_pfn(const za_mm_t *mm, const za_page_t *page);
 za_page_t *za_pfn_to_page(const za_mm_t *mm, unsigned long pfn);
 
+/*
+ * Gives the memory of free blocks back to the operating system
+ * (madvise(MADV_DONTNEED)): the arena keeps its address range, the pages
+ * cost nothing until used again.  Each call starts a new "purge epoch"; a
+ * block is purged once it has been free for at least min_epochs calls
+ * (0: every free block now), so calling this every T milliseconds with
+ * min_epochs=2 gives back what has been free for at least T.  Pages on
+ * per-CPU lists and in slabs are not free blocks: drain and shrink first
+ * to include them.  Returns the pages given back (counter pgpurge).
+ */
+long za_purge(za_mm_t *mm, unsigned int min_epochs);
+
 /* Returns the per-CPU pages of cpu (or of every CPU if cpu < 0) to the buddy lists. */
 void za_drain_pages(za_mm_t *mm, int cpu);
 void za_drain_all_pages(za_mm_t *mm);
@@ -275,7 +287,8 @@ unsigned long za_quicklist_total_size(za_mm_t *mm);
  * fail, by the allocating thread; dirty pages are written back first.
  * Keys: fair_zone=1 (allocations spread over the zones in proportion to
  * their size, so all zones age alike), kswapd_wake_high=1 (wake kswapd
- * whenever a zone is below its high watermark, not only its low one).
+ * whenever a zone is below its high watermark, not only its low one),
+ * kswapd=1 (0: no background threads; allocations reclaim directly).
  * ------------------------------------------------------------------------ */
 typedef struct za_file za_file_t;
 

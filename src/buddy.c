@@ -40,13 +40,19 @@ static void add_free_pages(struct za_zone *z, long n)
 	store_relaxed(&z->nr_free_pages, load_relaxed(&z->nr_free_pages) + n);
 }
 
+/*
+ * A free block is dirty when its memory was used since the arena got it
+ * from the OS (or since it was last purged back to the OS); a dirty block
+ * remembers the purge epoch it became free in (za_purge()).
+ */
 static void add_to_free_list(struct za_zone *z, struct za_page *page,
-			     unsigned int order, int mt, bool tail)
+			     unsigned int order, int mt, bool tail, bool dirty, unsigned long epoch)
 {
 	struct za_free_area *area = &z->free_area[order];
 	set_page_order(page, order);
 	set_page_mt(page, mt);
-	set_page_flags(page, PG_buddy);
+	set_page_flags(page, dirty ? PG_buddy | PG_mem_dirty : PG_buddy);
+	page->private = epoch;
 	if (tail)
 		list_add_tail(&page->lru, &area->free_list[mt]);
 	else
@@ -54,11 +60,14 @@ static void add_to_free_list(struct za_zone *z, struct za_page *page,
 	add_nr_free(area, 1);
 }
 
-static void del_from_free_list(struct za_zone *z, struct za_page *page, unsigned int order)
+/* Returns whether the block was dirty. */
+static bool del_from_free_list(struct za_zone *z, struct za_page *page, unsigned int order)
 {
+	bool dirty = page_flags(page) & PG_mem_dirty;
 	list_del(&page->lru);
 	set_page_flags(page, 0);
 	add_nr_free(&z->free_area[order], -1);
+	return dirty;
 }
 
 static void move_to_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
@@ -98,15 +107,16 @@ static bool buddy_merge_likely(struct za_mm *mm, unsigned long pfn, unsigned int
 /*
  * Frees a block into the lists, merging it with its buddy (pfn ^ 2^order)
  * for as long as the buddy is free at the same order.  Zones are aligned to
- * the largest block, so a buddy is always in the same zone.
+ * the largest block, so a buddy is always in the same zone.  The merged
+ * block is dirty if any part was, as young as its youngest dirty part.
  */
-void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
+static void free_block(struct za_zone *z, struct za_page *page, unsigned int order, int mt,
+		       bool dirty, unsigned long epoch)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long pfn = page_to_pfn(mm, page);
 
 	set_page_flags(page, 0);
-	add_free_pages(z, 1L << order);
 	while (order < mm->max_order) {
 		unsigned long buddy_pfn = pfn ^ (1UL << order);
 		struct za_page *buddy = pfn_to_page(mm, buddy_pfn);
@@ -115,21 +125,38 @@ void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int
 		/* One merged block, one type: the freed block's wins. */
 		if (order >= mm->pageblock_order && pageblock_mt(mm, buddy_pfn) != mt)
 			set_pageblock_range(mm, buddy_pfn, order, mt);
-		del_from_free_list(z, buddy, order);
+		unsigned long buddy_epoch = buddy->private;
+		if (del_from_free_list(z, buddy, order)) {
+			epoch = dirty && epoch > buddy_epoch ? epoch : buddy_epoch;
+			dirty = true;
+		}
 		ev_add(&z->stat, EV_BUDDY_MERGE, 1);
 		pfn &= buddy_pfn;
 		order++;
 	}
-	add_to_free_list(z, pfn_to_page(mm, pfn), order, mt, buddy_merge_likely(mm, pfn, order));
+	add_to_free_list(z, pfn_to_page(mm, pfn), order, mt, buddy_merge_likely(mm, pfn, order),
+			 dirty, dirty ? epoch : 0);
 }
 
-/* Splits a block of order high down to order low, freeing the upper halves. */
-static void expand(struct za_zone *z, struct za_page *page, unsigned int low,
-		   unsigned int high, int mt)
+void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
 {
+	add_free_pages(z, 1L << order);
+	free_block(z, page, order, mt, true, load_relaxed(&z->mm->purge_epoch));
+}
+
+/*
+ * Takes the free block of order high off its list and splits it down to
+ * order low (the kernel's expand), freeing the upper halves as type mt, as
+ * dirty or clean as the block was, and as old.
+ */
+static void take_block(struct za_zone *z, struct za_page *page, unsigned int low,
+		       unsigned int high, int mt)
+{
+	unsigned long epoch = page->private;
+	bool dirty = del_from_free_list(z, page, high);
 	while (high > low) {
 		high--;
-		add_to_free_list(z, page + (1UL << high), high, mt, false);
+		add_to_free_list(z, page + (1UL << high), high, mt, false, dirty, epoch);
 		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
 	}
 }
@@ -145,8 +172,7 @@ static struct za_page *rmqueue_smallest(struct za_zone *z, unsigned int order, i
 	for (unsigned int o = order; o <= z->mm->max_order; o++) {
 		struct za_page *page = first_free(z, o, mt);
 		if (page) {
-			del_from_free_list(z, page, o);
-			expand(z, page, order, o, mt);
+			take_block(z, page, order, o, mt);
 			return page;
 		}
 	}
@@ -251,14 +277,12 @@ static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, i
 	if (o >= mm->pageblock_order) {
 		set_pageblock_range(mm, page_to_pfn(mm, page), o, start_mt);
 		ev_add(&z->stat, EV_PAGEBLOCK_CLAIM, 1);
-		del_from_free_list(z, page, o);
-		expand(z, page, order, o, start_mt);
+		take_block(z, page, order, o, start_mt);
 		return page;
 	}
 	if (can_claim && try_claim_pageblock(z, page, start_mt))
 		return rmqueue_smallest(z, order, start_mt);
-	del_from_free_list(z, page, o);
-	expand(z, page, order, o, fmt);
+	take_block(z, page, order, o, fmt);
 	return page;
 }
 
@@ -296,8 +320,7 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 			unsigned int keep = o;
 			while ((1UL << keep) > want)
 				keep--;
-			del_from_free_list(z, page, o);
-			expand(z, page, keep, o, mt);
+			take_block(z, page, keep, o, mt);
 			o = keep;
 		} else if ((page = rmqueue_fallback(z, order, mt))) {
 			o = order;
@@ -390,11 +413,51 @@ int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned lo
 	return m;
 }
 
+/* ------------------------------------------------------------------------
+ * Purging (page_reporting.c): dirty free blocks go back to the OS
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Takes up to max dirty free blocks that became free in epoch max_epoch or
+ * before off the lists, so that their memory can be released without the
+ * lock; returns how many are in out[].  They count as neither free nor
+ * allocated until buddy_free_purged().
+ */
+int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max)
+{
+	int n = 0;
+	for (unsigned int o = z->mm->max_order + 1; o-- > 0 && n < max;) {
+		for (int mt = 0; mt < MT_TYPES && n < max; mt++) {
+			struct za_list *head = &z->free_area[o].free_list[mt];
+			for (struct za_list *l = head->next, *next; l != head && n < max; l = next) {
+				next = l->next;
+				struct za_page *page = container_of(l, struct za_page, lru);
+				if (!(page_flags(page) & PG_mem_dirty) || page->private > max_epoch)
+					continue;
+				del_from_free_list(z, page, o);
+				set_page_order(page, o);
+				add_free_pages(z, -(1L << o));
+				out[n++] = page;
+			}
+		}
+	}
+	return n;
+}
+
+/* A block whose memory went back to the OS: free, and clean. */
+void buddy_free_purged(struct za_zone *z, struct za_page *page)
+{
+	unsigned int order = page_order(page);
+	add_free_pages(z, 1L << order);
+	ev_add(&z->stat, EV_PGPURGE, 1UL << order);
+	free_block(z, page, order, pageblock_mt(z->mm, page_to_pfn(z->mm, page)), false, 0);
+}
+
 /* Creation: hands a whole max-order block to the zone, no merging needed. */
 void buddy_add_initial_block(struct za_zone *z, unsigned long pfn)
 {
 	struct za_mm *mm = z->mm;
-	add_to_free_list(z, pfn_to_page(mm, pfn), mm->max_order,
-			 pageblock_mt(mm, pfn), true);
+	add_to_free_list(z, pfn_to_page(mm, pfn), mm->max_order, pageblock_mt(mm, pfn), true,
+			 false, 0);
 	add_free_pages(z, 1L << mm->max_order);
 }

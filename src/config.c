@@ -52,8 +52,11 @@ static const struct key keys[] = {
 	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false },
 	{ "fair_zone",             K_BOOL,   FIELD(fair_zone), 0, 1, false },
 	{ "kswapd_wake_high",      K_BOOL,   FIELD(kswapd_wake_high), 0, 1, false },
+	{ "kswapd",                K_BOOL,   FIELD(kswapd), 0, 1, false },
 	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false },
 	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false },
+	{ "deferred_init",         K_BOOL,   FIELD(deferred_init), 0, 1, false },
+	{ "purge_delay_ms",        K_INT,    FIELD(purge_delay_ms), 0, 3600000, false },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
 	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false },
 	{ "populate",              K_BOOL,   FIELD(populate), 0, 1, false },
@@ -80,8 +83,10 @@ void za_config_defaults(struct za_config *cfg)
 		.slab_freelist_hardened = 1,
 		.fair_zone = 1,
 		.kswapd_wake_high = 1,
+		.kswapd = 1,
 		.quicklists = 1,
 		.nr_quick = 2,
+		.purge_delay_ms = 1000,
 	};
 }
 

@@ -47,9 +47,12 @@ struct za_config {
 	/* reclaim (seed 003) */
 	int64_t fair_zone;
 	int64_t kswapd_wake_high;
+	int64_t kswapd;                 /* 0: no kswapd threads, direct reclaim only */
 	/* quicklists (seed 004) */
 	int64_t quicklists;
 	int64_t nr_quick;
+	int64_t deferred_init;          /* zones reach the buddy lists as needed */
+	int64_t purge_delay_ms;         /* malloc: free memory goes back to the OS after this */
 	int64_t debug;
 	int64_t hugepages;
 	int64_t populate;

@@ -52,11 +52,12 @@ static int verify_free_block(struct za_zone *z, struct za_page *page, unsigned i
 {
 	struct za_mm *mm = z->mm;
 	unsigned long pfn = page_to_pfn(mm, page);
-	VERIFY(mm, pfn >= z->start_pfn && pfn + (1UL << order) <= z->start_pfn + z->nr_pages,
-	       "zone %s: free block pfn %lu order %u outside the zone", z->name, pfn, order);
+	VERIFY(mm, pfn >= z->start_pfn && pfn + (1UL << order) <= zone_init_end_pfn(z),
+	       "zone %s: free block pfn %lu order %u outside the zone's managed part",
+	       z->name, pfn, order);
 	VERIFY(mm, !(pfn & ((1UL << order) - 1)),
 	       "zone %s: free block pfn %lu not aligned to order %u", z->name, pfn, order);
-	VERIFY(mm, page_flags(page) == PG_buddy && page_order(page) == order,
+	VERIFY(mm, (page_flags(page) & ~PG_mem_dirty) == PG_buddy && page_order(page) == order,
 	       "zone %s: pfn %lu on the order-%u list has flags %#x order %u",
 	       z->name, pfn, order, page_flags(page), page_order(page));
 	if (order < mm->max_order) {
@@ -118,7 +119,7 @@ static int verify_pcp(struct za_zone *z, int cpu)
 static int verify_descriptors(struct za_zone *z)
 {
 	struct za_mm *mm = z->mm;
-	unsigned long pfn = z->start_pfn, end = z->start_pfn + z->nr_pages;
+	unsigned long pfn = z->start_pfn, end = zone_init_end_pfn(z);
 	while (pfn < end) {
 		struct za_page *head = pfn_to_page(mm, pfn);
 		unsigned long span = page_flags(head) ? 1UL << page_order(head) : 1;

@@ -5,8 +5,11 @@
  *
  * Creation touches no page descriptor except the head of each max-order
  * block: an all-zero descriptor is a valid "inside a block" descriptor, and
- * the descriptor array is reserved like the arena, so a system the size of
- * the machine's memory starts in microseconds and costs what it uses.
+ * the descriptor array is reserved like the arena.  With deferred_init=1
+ * (the kernel's deferred struct page init) not even those: a zone is handed
+ * to the buddy lists a few blocks at a time as allocations need it, so a
+ * system the size of the machine's memory starts in microseconds and costs
+ * what it uses -- which is what a malloc needs.
  */
 #include "arena.h"
 #include "mmzone.h"
@@ -106,10 +109,37 @@ static void init_zone(struct za_mm *mm, struct za_zone *z, int node, int idx,
 	list_init(&z->lru[LRU_INACTIVE]);
 	list_init(&z->lru[LRU_ACTIVE]);
 	mm->zone_by_id[z->id] = z;
-	for (unsigned long pfn = start_pfn; pfn < start_pfn + nr_pages; pfn += 1UL << mm->max_order) {
+	unsigned long end = start_pfn + nr_pages;
+	for (unsigned long pfn = start_pfn; pfn < end; pfn += 1UL << mm->max_order)
 		mm->block_zone[pfn >> mm->max_order] = (uint8_t)z->id;
+	store_relaxed(&z->first_deferred_pfn, mm->cfg.deferred_init ? start_pfn : end);
+	for (unsigned long pfn = start_pfn; pfn < zone_init_end_pfn(z); pfn += 1UL << mm->max_order)
 		buddy_add_initial_block(z, pfn);
-	}
+}
+
+/*
+ * The kernel's deferred_grow_zone: gives the zone's next uninitialised
+ * blocks to the buddy lists, enough to leave it above its high watermark
+ * (and any lowmem reserve) after an order-`order` allocation, so that the
+ * next allocations take the fast path again.
+ */
+bool deferred_grow_zone(struct za_zone *z, unsigned int order)
+{
+	unsigned long end = z->start_pfn + z->nr_pages, step = 1UL << z->mm->max_order;
+	if (zone_init_end_pfn(z) >= end)
+		return false;
+	unsigned long reserve = 0;
+	for (int i = 0; i < z->mm->nr_zones; i++)
+		if (z->lowmem_reserve[i] > reserve)
+			reserve = z->lowmem_reserve[i];
+	long want = (long)(z->wmark[WMARK_HIGH] + reserve) + (1L << order);
+	uint64_t t0 = zone_lock(z);
+	unsigned long pfn = zone_init_end_pfn(z);
+	for (; pfn < end && load_relaxed(&z->nr_free_pages) <= want; pfn += step)
+		buddy_add_initial_block(z, pfn);
+	store_relaxed(&z->first_deferred_pfn, pfn);
+	zone_unlock(z, t0, NO_CAUSE);
+	return true;
 }
 
 /* Each node's fallback order: its own zones highest first, then the next
@@ -269,7 +299,8 @@ long za_mm_destroy(za_mm_t *mm)
 	za_drain_all_pages(mm);
 	long leaked = (long)mm->nr_pages;
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
-		leaked -= load_relaxed(&mm->zone_by_id[id]->nr_free_pages);
+		leaked -= load_relaxed(&mm->zone_by_id[id]->nr_free_pages) +
+			  (long)zone_deferred_pages(mm->zone_by_id[id]);
 	if (leaked && mm->debug)
 		za_report_error(mm, "za_mm_destroy: %ld pages (%ld KiB) still allocated",
 				leaked, leaked << (PAGE_SHIFT - 10));

@@ -95,6 +95,10 @@ enum {
 	PG_slab  = 1u << 3,    /* the block is a slab; slab_cache and slab_state are valid */
 	PG_slab_partial = 1u << 4,   /* ... on its node's partial list (under list_lock) */
 	PG_tail  = 1u << 5,    /* inside a slab: private is the slab's head descriptor */
+	/* Free blocks (buddy.c): the memory was written since the OS gave it
+	 * (or took it back, page_reporting.c); private is the purge epoch the
+	 * block became free in. */
+	PG_mem_dirty = 1u << 6,
 	/* Page cache pages (filemap.c, vmscan.c), changed with atomic bit ops: */
 	PG_lru        = 1u << 8,    /* on its zone's LRU lists (under lru_lock) */
 	PG_active     = 1u << 9,    /* ... the active one */
@@ -197,7 +201,7 @@ struct za_zone {
 	struct za_mm *mm;
 	struct za_pcp *pcp;             /* [mm->nr_cpus] */
 	unsigned long start_pfn;
-	unsigned long nr_pages;         /* spanned == present == managed */
+	unsigned long nr_pages;         /* spanned == present */
 	unsigned long wmark[NR_WMARK];
 	unsigned long lowmem_reserve[ZA_MAX_ZONES];
 	int node, idx, id;              /* idx within the node, id = node * nr_zones + idx */
@@ -210,6 +214,9 @@ struct za_zone {
 
 	/* Written under the lock. */
 	_Atomic long nr_free_pages __attribute__((aligned(ZA_CACHELINE)));   /* pages in the buddy lists */
+	/* deferred_init: the zone's blocks from here on were never given to
+	 * the buddy lists (mm_init.c grows the zone on demand). */
+	_Atomic unsigned long first_deferred_pfn;
 	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
 	struct za_events stat;
 
@@ -263,6 +270,8 @@ struct za_mm {
 	int nr_meta;
 	za_error_fn error_fn;
 	void *error_ctx;
+	_Atomic unsigned long purge_epoch;      /* page_reporting.c: za_purge's clock */
+	za_lock_t purge_lock;                   /* one purge at a time */
 
 	/* SLUB */
 	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
@@ -327,6 +336,18 @@ static inline int pageblock_mt(const struct za_mm *mm, unsigned long pfn)
 static inline void set_pageblock_mt(struct za_mm *mm, unsigned long pfn, int mt)
 {
 	store_relaxed(&mm->pageblock_mt[pfn >> mm->pageblock_order], (uint8_t)mt);
+}
+
+/* The end of what the buddy lists manage: the zone's end, or where its
+ * deferred (not yet initialised) part begins. */
+static inline unsigned long zone_init_end_pfn(const struct za_zone *z)
+{
+	return load_relaxed(&z->first_deferred_pfn);
+}
+
+static inline unsigned long zone_deferred_pages(const struct za_zone *z)
+{
+	return z->start_pfn + z->nr_pages - zone_init_end_pfn(z);
 }
 
 static inline long node_free_pages(const struct za_mm *mm, int node)
@@ -395,6 +416,8 @@ static inline void zone_unlock_quiet(struct za_zone *z)
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
 				 int mt, struct za_list *out);
+int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
+void buddy_free_purged(struct za_zone *z, struct za_page *page);
 #define BUDDY_COALESCE_MAX 64
 int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned long *merges);
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt);
@@ -411,6 +434,10 @@ static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
 
 /* page_alloc.c */
 void setup_zone_watermarks(struct za_mm *mm);
+
+/* mm_init.c: hands deferred blocks to the buddy lists until the zone is
+ * above its high watermark by the request; false if it has none left. */
+bool deferred_grow_zone(struct za_zone *z, unsigned int order);
 
 
 /* debug.c */

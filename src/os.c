@@ -24,6 +24,12 @@ void za_os_free(void *p, size_t size)
 		munmap(p, size);
 }
 
+/* The pages cost nothing until written again, and then read as zero. */
+void za_os_release(void *p, size_t size)
+{
+	madvise(p, size, MADV_DONTNEED);
+}
+
 void za_futex_wait(_Atomic uint32_t *addr, uint32_t val)
 {
 	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);

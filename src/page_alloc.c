@@ -165,6 +165,17 @@ rmqueue(struct za_zone *z, const struct alloc_context *ac)
 	return rmqueue_buddy(z, ac->order, ac->mt, pcp);
 }
 
+/* The watermark check; a zone with deferred blocks grows before it counts
+ * as below a watermark. */
+static inline __attribute__((always_inline)) bool
+zone_allows(struct za_zone *z, const struct alloc_context *ac, enum za_wmark wm)
+{
+	if (likely(zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone)))
+		return true;
+	return zone_deferred_pages(z) && deferred_grow_zone(z, ac->order) &&
+	       zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone);
+}
+
 /*
  * The zonelist walk.  fair (the fast path with fair_zone=1) skips the local
  * node's zones whose allocation batch is used up, so that each zone gets
@@ -179,7 +190,7 @@ get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
 			continue;
 		if (fair && z->node == ac->node && pcp_batch_exhausted(z, ac->cpu))
 			continue;
-		if (!zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone)) {
+		if (!zone_allows(z, ac, wm)) {
 			ev_add_atomic(&z->stat, EV_WMARK_FAIL, 1);
 			ac->low_failed |= wm == WMARK_LOW;
 			continue;

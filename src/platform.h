@@ -71,9 +71,10 @@ void za_futex_wait(_Atomic uint32_t *addr, uint32_t val);
 void za_futex_wait_timeout(_Atomic uint32_t *addr, uint32_t val, uint64_t ns);
 void za_futex_wake(_Atomic uint32_t *addr, int nr);
 
-/* OS memory (arena.c).  Metadata never comes from malloc: the malloc front
+/* OS memory (os.c).  Metadata never comes from malloc: the malloc front
  * end is built on this library and must not recurse into itself. */
 void *za_os_alloc(size_t size);            /* zeroed, page aligned, or NULL */
 void za_os_free(void *p, size_t size);
+void za_os_release(void *p, size_t size);  /* give the pages back, keep the range */
 
 #endif /* ZA_PLATFORM_H */

@@ -564,7 +564,13 @@ static bool has_cpu_partial(const struct za_kmem_cache *s)
 	return s->cpu_partial_slabs > 0;
 }
 
-static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu)
+/*
+ * Frees a chain of cnt objects of one slab, linked head .. tail, with one
+ * update of the slab's state (the kernel's __slab_free with a detached
+ * freelist).
+ */
+static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *head, void *tail,
+			  unsigned int cnt, int cpu)
 {
 	struct kmem_cache_node *n = NULL;
 	bool on_partial = false, was_frozen;
@@ -578,9 +584,9 @@ static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *o
 		}
 		prior = st_head(old);
 		was_frozen = st_frozen(old);
-		inuse = st_inuse(old) - 1;
-		set_freepointer(s, obj, slab_object(s, slab, prior));
-		new = st_make(old, slab_index(s, slab, obj), inuse, was_frozen);
+		inuse = st_inuse(old) - cnt;
+		set_freepointer(s, tail, slab_object(s, slab, prior));
+		new = st_make(old, slab_index(s, slab, head), inuse, was_frozen);
 		if ((!inuse || prior == SLAB_NONE) && !was_frozen &&
 		    (!has_cpu_partial(s) || prior != SLAB_NONE)) {
 			n = slab_node(s, slab);
@@ -722,7 +728,7 @@ static __attribute__((noinline)) int free_other(struct za_kmem_cache *s, struct 
 		}
 		return 0;
 	}
-	free_slowpath(s, slab, obj, this_cpu(s->mm));
+	free_slowpath(s, slab, obj, obj, 1, this_cpu(s->mm));
 	return 0;
 }
 
@@ -792,30 +798,118 @@ void *slab_alloc_caller(za_cache_t *s, za_gfp_t gfp, void *caller)
 	return cache_alloc(s, gfp, caller);
 }
 
+/* Fills objs from this CPU's slabs, refilling as they run dry, under the
+ * CPU's lock; returns how many it got (fewer only without memory). */
+static size_t cpu_alloc_bulk(struct za_kmem_cache *s, struct kmem_cache_cpu *c, za_gfp_t gfp,
+			     int node, size_t n, void **objs)
+{
+	size_t i = 0, fast = 0;
+	while (i < n) {
+		void *obj = c->freelist;
+		if (likely(obj)) {
+			c->freelist = cpu_next_free(s, c, obj);
+			fast++;
+		} else if (!(obj = alloc_slowpath(s, c, gfp, node))) {
+			break;
+		}
+		objs[i++] = obj;
+	}
+	counter_add(&c->stat[SL_ALLOC_FASTPATH], fast);
+	return i;
+}
+
+/*
+ * The kernel's kmem_cache_alloc_bulk: one CPU-lock hold for the whole
+ * batch.  Debug caches and a busy CPU lock take objects one by one.
+ */
 size_t za_cache_alloc_bulk(za_cache_t *s, za_gfp_t gfp, size_t n, void **objs)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (!(objs[i] = cache_alloc(s, gfp, __builtin_return_address(0)))) {
-			za_cache_free_bulk(s, i, objs);
-			return 0;
-		}
+	struct za_mm *mm = s->mm;
+	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	size_t got = 0;
+	if (likely(!s->debug) && za_trylock(&c->lock)) {
+		got = cpu_alloc_bulk(s, c, gfp, node, n, objs);
+		za_tryunlock(&c->lock);
 	}
+	for (; got < n; got++)
+		if (!(objs[got] = cache_alloc(s, gfp & ~ZA_GFP_ZERO, __builtin_return_address(0))))
+			break;
+	if (got < n) {
+		za_cache_free_bulk(s, got, objs);
+		za_set_last_error("za_cache_alloc_bulk(%s): out of memory", s->name);
+		errno = ENOMEM;
+		return 0;
+	}
+	if (gfp & ZA_GFP_ZERO)
+		for (size_t i = 0; i < n; i++)
+			memset(objs[i], 0, s->object_size);
 	return n;
 }
 
+/* Frees cnt objects of one slab, already linked head .. tail: onto the CPU
+ * freelist if the slab is this CPU's, else with one state update. */
+static void free_chain(struct za_kmem_cache *s, struct za_page *slab, void *head, void *tail,
+		       unsigned int cnt)
+{
+	int cpu = this_cpu(s->mm);
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	if (za_trylock(&c->lock)) {
+		if (slab == c->slab) {
+			set_freepointer(s, tail, c->freelist);
+			c->freelist = head;
+			counter_add(&c->stat[SL_FREE_FASTPATH], cnt);
+			za_tryunlock(&c->lock);
+			return;
+		}
+		za_tryunlock(&c->lock);
+	}
+	free_slowpath(s, slab, head, tail, cnt, cpu);
+}
+
+/*
+ * The kernel's kmem_cache_free_bulk: consecutive objects of one slab are
+ * linked into a detached chain and freed with one update.  Each object is
+ * checked as za_cache_free checks it; debug caches free one by one.
+ */
 void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 {
-	for (size_t i = 0; i < n; i++)
-		za_cache_free(s, objs[i]);
+	size_t i = 0;
+	while (i < n) {
+		void *head = objs[i++];
+		struct za_page *slab;
+		if (!head)
+			continue;
+		if (s->debug || !addr_in_arena(s->mm, head) || !(slab = virt_to_slab(s->mm, head)) ||
+		    slab->slab_cache != s || !object_in_slab(s, slab, head, st_objects(slab_state(slab)))) {
+			za_cache_free(s, head);         /* checks, reports */
+			continue;
+		}
+		void *tail = head;
+		unsigned int cnt = 1;
+		for (; i < n && objs[i] && objs[i] != tail && addr_in_arena(s->mm, objs[i]) &&
+		       virt_to_slab(s->mm, objs[i]) == slab &&
+		       object_in_slab(s, slab, objs[i], st_objects(slab_state(slab))); i++, cnt++) {
+			set_freepointer(s, tail, objs[i]);
+			tail = objs[i];
+		}
+		free_chain(s, slab, head, tail, cnt);
+	}
 }
 
 /* ------------------------------------------------------------------------
  * Shrinking and destroying
  * ------------------------------------------------------------------------ */
-static void flush_cpu_slab(struct za_kmem_cache *s, int cpu)
+/* Returns the CPU's slabs to the node lists.  Without wait, a CPU whose lock
+ * is busy keeps them: reclaim must not wait for a lock its own thread may
+ * hold (it can run inside a slab allocation, under the CPU's lock). */
+static void flush_cpu_slab(struct za_kmem_cache *s, int cpu, bool wait)
 {
 	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
-	za_trylock_wait(&c->lock);
+	if (wait)
+		za_trylock_wait(&c->lock);
+	else if (!za_trylock(&c->lock))
+		return;
 	if (c->slab) {
 		cpu_stat(c, SL_DEACTIVATE);
 		deactivate_slab(s, c->slab, c->freelist);
@@ -830,11 +924,11 @@ static void flush_cpu_slab(struct za_kmem_cache *s, int cpu)
 
 /* Empties every CPU's slabs onto the node lists and frees every empty slab,
  * whatever min_partial says.  Returns the slabs freed. */
-long za_cache_shrink(za_cache_t *s)
+static long shrink_cache(struct za_kmem_cache *s, bool wait)
 {
 	long freed = 0;
 	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
-		flush_cpu_slab(s, cpu);
+		flush_cpu_slab(s, cpu, wait);
 	for (int node = 0; node < s->mm->nr_nodes; node++) {
 		struct kmem_cache_node *n = &s->node[node];
 		struct za_list empty;
@@ -859,14 +953,30 @@ long za_cache_shrink(za_cache_t *s)
 	return freed;
 }
 
-long za_shrink_slabs(za_mm_t *mm)
+long za_cache_shrink(za_cache_t *s)
+{
+	return shrink_cache(s, true);
+}
+
+static long shrink_all(struct za_mm *mm, bool wait)
 {
 	long freed = 0;
 	za_lock(&mm->caches_lock);
 	for (struct za_kmem_cache *s = mm->caches; s; s = s->next)
-		freed += za_cache_shrink(s);
+		freed += shrink_cache(s, wait);
 	za_unlock(&mm->caches_lock);
 	return freed;
+}
+
+long za_shrink_slabs(za_mm_t *mm)
+{
+	return shrink_all(mm, true);
+}
+
+/* The reclaim shrinker's: skips CPUs whose lock is busy. */
+long slab_shrink_reclaim(struct za_mm *mm)
+{
+	return shrink_all(mm, false);
 }
 
 /* Objects allocated: every object of every slab minus the free ones on the

@@ -291,7 +291,7 @@ static unsigned long slab_count(void *mm)
 static unsigned long slab_scan(void *mm, unsigned long nr)
 {
 	(void)nr;
-	return (unsigned long)za_shrink_slabs(mm);
+	return (unsigned long)slab_shrink_reclaim(mm);
 }
 
 static unsigned long pcp_count(void *mm)
@@ -448,6 +448,8 @@ bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone)
 {
 	struct za_mm *mm = z->mm;
 	struct kswapd *k = mm->nodes[z->node].kswapd;
+	if (!k)
+		return false;           /* kswapd=0 */
 	if (!atomic_load(&k->sleeping))
 		return true;
 	bool ok = mm->kswapd_wake_high
@@ -481,7 +483,7 @@ int vmscan_init(struct za_mm *mm)
 	    !za_shrinker_register(mm, pcp_count, pcp_scan, mm) ||
 	    !za_shrinker_register(mm, ql_count, ql_scan, mm))
 		return -1;
-	for (int n = 0; n < mm->nr_nodes; n++) {
+	for (int n = 0; n < mm->nr_nodes && mm->cfg.kswapd; n++) {
 		struct kswapd *k = za_os_alloc(sizeof(*k));
 		if (!k)
 			return -1;

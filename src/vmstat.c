@@ -47,6 +47,7 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_BUDDY_MERGE] = { .name = "buddy_merge" },
 	[EV_PGFALLBACK] = { .name = "pgfallback" },
 	[EV_PAGEBLOCK_CLAIM] = { .name = "pageblock_claim" },
+	[EV_PGPURGE] = { .name = "pgpurge" },
 	[EV_PGSCAN_KSWAPD] = { .name = "pgscan_kswapd" },
 	[EV_PGSCAN_DIRECT] = { .name = "pgscan_direct" },
 	[EV_PGSTEAL_KSWAPD] = { .name = "pgsteal_kswapd" },
@@ -175,12 +176,18 @@ static bool pageblock_is_mixed(const struct za_mm *mm, unsigned long start)
 	return false;
 }
 
+/* What the buddy lists manage: the zone less its deferred part. */
+static long zone_managed_pages(const struct za_zone *z)
+{
+	return (long)(z->nr_pages - zone_deferred_pages(z));
+}
+
 static long mixed_pageblocks(const struct za_zone *z, int mt)
 {
 	const struct za_mm *mm = z->mm;
 	long n = 0;
 	unsigned long step = 1UL << mm->pageblock_order;
-	for (unsigned long pfn = z->start_pfn; pfn < z->start_pfn + z->nr_pages; pfn += step)
+	for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z); pfn += step)
 		if ((mt < 0 || pageblock_mt(mm, pfn) == mt) && pageblock_is_mixed(mm, pfn))
 			n++;
 	return n;
@@ -194,9 +201,9 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 	case G_NR_PCP_PAGES:
 		return pcp_pages(z);
 	case G_NR_MANAGED_PAGES:
-		return (long)z->nr_pages;
+		return zone_managed_pages(z);
 	case G_NR_ALLOCATED_PAGES:
-		return (long)z->nr_pages - load_relaxed(&z->nr_free_pages) - pcp_pages(z);
+		return zone_managed_pages(z) - load_relaxed(&z->nr_free_pages) - pcp_pages(z);
 	case G_NR_MIXED_PAGEBLOCKS:
 		return mixed_pageblocks(z, -1);
 	case G_NR_ACTIVE_FILE:
@@ -367,7 +374,7 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 		fprintf(out, "        high     %lu\n", z->wmark[WMARK_HIGH]);
 		fprintf(out, "        spanned  %lu\n", z->nr_pages);
 		fprintf(out, "        present  %lu\n", z->nr_pages);
-		fprintf(out, "        managed  %lu\n", z->nr_pages);
+		fprintf(out, "        managed  %ld\n", zone_managed_pages(z));
 		fprintf(out, "        protection: (");
 		for (int j = 0; j < mm->nr_zones; j++)
 			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
@@ -443,7 +450,7 @@ static void report_pagetypeinfo(struct za_mm *mm, FILE *out)
 				if (pass)
 					n = mixed_pageblocks(z, mt);
 				else
-					for (unsigned long pfn = z->start_pfn; pfn < z->start_pfn + z->nr_pages;
+					for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z);
 					     pfn += 1UL << mm->pageblock_order)
 						n += pageblock_mt(mm, pfn) == mt;
 				fprintf(out, "%12ld ", n);

@@ -41,6 +41,7 @@ enum za_event {
 	EV_BUDDY_MERGE,
 	EV_PGFALLBACK,
 	EV_PAGEBLOCK_CLAIM,
+	EV_PGPURGE,                     /* free pages given back to the OS */
 	/* per zone, under the zone's lru_lock */
 	EV_PGSCAN_KSWAPD,
 	EV_PGSCAN_DIRECT,

@@ -4,6 +4,9 @@
  */
 #include "test.h"
 
+#include <stdbool.h>
+#include <sys/mman.h>
+
 #include <stdint.h>
 
 struct block {
@@ -317,6 +320,93 @@ static void test_high_order_watermark(void)
 	free(pages);
 }
 
+/* deferred_init: nothing reaches the buddy lists at creation; the zone grows
+ * as allocations need it, until exactly as much is allocatable as in an
+ * eagerly initialised system. */
+static long fill_order0(za_mm_t *mm, void ***out)
+{
+	long n = 0, cap = 1 << 16;
+	void **pages = malloc(sizeof(void *) * (size_t)cap);
+	while ((pages[n] = za_alloc_pages(mm, ZA_GFP_NOWAIT, 0)))
+		n++;
+	*out = pages;
+	return n;
+}
+
+static void test_deferred_init(void)
+{
+	za_mm_t *eager = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0");
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,deferred_init=1");
+	long total = 64L << (20 - 12);
+	CHECK_EQ(za_stat(mm, "nr_managed_pages"), 0);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), 0);
+	void *p = za_alloc_pages(mm, 0, 3);
+	CHECK(p);
+	/* Grown past the high watermark, by whole max-order blocks, not all. */
+	long managed = za_stat(mm, "nr_managed_pages");
+	CHECK(managed > 0 && managed < total && managed % 1024 == 0);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_free_pages(mm, p, 3), 0);
+	za_drain_all_pages(mm);         /* the order-3 block must not sit on a list */
+
+	void **a, **b;
+	long na = fill_order0(eager, &a), nb = fill_order0(mm, &b);
+	CHECK_EQ(nb, na);
+	CHECK_EQ(za_stat(mm, "nr_managed_pages"), total);
+	check_accounting(mm, nb);
+	for (long i = 0; i < nb; i++)
+		CHECK_EQ(za_free_pages(mm, b[i], 0), 0);
+	for (long i = 0; i < na; i++)
+		CHECK_EQ(za_free_pages(eager, a[i], 0), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	CHECK_EQ(za_mm_destroy(eager), 0);
+	free(a);
+	free(b);
+}
+
+static bool resident(const void *p, size_t len)
+{
+	unsigned char vec[64];
+	CHECK(len <= sizeof(vec) << 12);
+	CHECK(mincore((void *)p, len, vec) == 0);
+	for (size_t i = 0; i < len >> 12; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
+/* za_purge gives back free blocks old enough: epochs count calls. */
+static void test_purge(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0");
+	CHECK_EQ(za_purge(mm, 0), 0);                 /* nothing was ever written */
+	char *p = za_alloc_pages(mm, 0, 4);
+	CHECK(p);
+	memset(p, 0xab, 16 << 12);
+	CHECK_EQ(za_free_pages(mm, p, 4), 0);
+	CHECK(resident(p, 16 << 12));
+	CHECK_EQ(za_purge(mm, 2), 0);                 /* freed in this epoch */
+	long purged = za_purge(mm, 2);                /* ... now two calls old */
+	CHECK(purged >= 16);
+	CHECK_EQ(za_stat(mm, "pgpurge"), purged);
+	CHECK(!resident(p, 16 << 12));
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_purge(mm, 0), 0);                 /* all clean now */
+
+	/* A clean block reads as zero; min_epochs=1 takes what was freed
+	 * before the call. */
+	char *q = za_alloc_pages(mm, 0, 4);
+	for (int i = 0; i < 16 << 12; i++)
+		CHECK_EQ(q[i], 0);
+	memset(q, 1, 16 << 12);
+	CHECK_EQ(za_free_pages(mm, q, 4), 0);
+	CHECK(za_purge(mm, 1) >= 16);
+	CHECK(!resident(q, 16 << 12));
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -329,6 +419,8 @@ int main(void)
 	test_zone_limits_and_reserve();
 	test_watermark_formulas();
 	test_high_order_watermark();
+	test_deferred_init();
+	test_purge();
 	printf("test_buddy: ok\n");
 	return 0;
 }

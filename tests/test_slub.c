@@ -344,6 +344,69 @@ static void test_threads(const char *config)
 	free(owned);
 }
 
+/* Bulk: all n or none, every object distinct and of the cache, and the
+ * frees of whole runs of one slab keep the accounting exact. */
+static void test_bulk(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2,kswapd=0");
+	za_cache_t *c = za_cache_create(mm, "bulk", 48, 0, 0, NULL);
+	enum { N = 3000 };
+	void **objs = calloc(N, sizeof(void *));
+	CHECK_EQ(za_cache_alloc_bulk(c, ZA_GFP_ZERO, N, objs), N);
+	for (int i = 0; i < N; i++) {
+		for (int k = 0; k < 48; k++)
+			CHECK_EQ(((unsigned char *)objs[i])[k], 0);
+		memset(objs[i], i & 0xff, 48);
+	}
+	for (int i = 0; i < N; i++)
+		for (int k = 0; k < 48; k++)
+			CHECK_EQ(((unsigned char *)objs[i])[k], i & 0xff);   /* no overlap */
+	/* Interleave halves so that runs of one slab are broken up too. */
+	za_cache_free_bulk(c, N / 2, objs);
+	for (int i = N / 2; i + 1 < N; i += 2) {
+		void *t = objs[i];
+		objs[i] = objs[i + 1];
+		objs[i + 1] = t;
+	}
+	za_cache_free_bulk(c, N - N / 2, objs + N / 2);
+	CHECK_EQ(za_cache_stat(c, "bad_free"), 0);
+	/* A foreign pointer in a batch is reported, the rest freed. */
+	CHECK_EQ(za_cache_alloc_bulk(c, 0, 2, objs), 2);
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	void *batch[3] = { objs[0], (char *)objs[1] + 8, objs[1] };
+	za_cache_free_bulk(c, 3, batch);
+	CHECK_EQ(cap.count, 1);
+	CHECK_STR_HAS(cap.last, "not the start of an object");
+	CHECK_EQ(za_cache_destroy(c), 0);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(objs);
+}
+
+/* Memory runs out inside a slab allocation, under the CPU slab's lock:
+ * reclaim's slab shrinker must not wait for that lock.  ENOMEM, no hang. */
+static void test_exhaustion(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	enum { N = 16 << 14 };
+	void **objs = calloc(N, sizeof(void *));
+	long n = 0;
+	while (n < N && (objs[n] = za_kmalloc(mm, 64, 0)))
+		n++;
+	CHECK(n > 0 && n < N);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK(za_stat(mm, "alloc_fail") > 0);
+	for (long i = 0; i < n; i++)
+		CHECK_EQ(za_kfree(mm, objs[i]), 0);
+	za_shrink_slabs(mm);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(objs);
+}
+
 int main(void)
 {
 	test_order_calculation();
@@ -351,6 +414,8 @@ int main(void)
 	test_constructor();
 	test_shrink_destroy_accounting();
 	test_kmalloc();
+	test_bulk();
+	test_exhaustion();
 	test_threads("memory=128M,zones=Normal");
 	test_threads("memory=128M,zones=Normal,cpus=1,nodes=1");
 	test_threads("memory=128M,nodes=2,zones=Normal,slab_freelist_random=1");
