@@ -322,6 +322,63 @@ void *za_shrinker_register(za_mm_t *mm, unsigned long (*count)(void *ctx),
 void za_shrinker_unregister(za_mm_t *mm, void *handle);
 
 /* ------------------------------------------------------------------------
+ * The malloc front end
+ *
+ * The C allocation functions on one default memory system (the only
+ * global of the library), created on first use with the machine's memory
+ * size as its arena (memory=, grown on demand: deferred_init=1), one zone,
+ * no kswapd; ZA_CONFIG overrides any key.  libzonealloc-malloc.so provides
+ * the same functions as malloc, free, ... and the C++ operators new and
+ * delete, for LD_PRELOAD or linking; here they are za_malloc etc., usable
+ * beside the C library's malloc.
+ *
+ * Sizes up to 16 KiB come from size classes (16-byte steps to 128, then
+ * four per power of two) through per-thread sheaves, a per-class barn and
+ * slab caches malloc-<size>; larger ones from the page allocator, up to its
+ * largest block; larger still from a direct mapping of their own.
+ * Behaviour follows glibc's contract: malloc(0) returns a unique pointer,
+ * realloc(p, 0) frees and returns NULL, calloc checks for overflow, errors
+ * are NULL with errno ENOMEM (EINVAL for a bad alignment), posix_memalign
+ * returns the error.
+ *
+ * Misuse ends the process with one line on stderr ("zonealloc: double free
+ * of 0x... (malloc-64)") and abort(): a pointer zonealloc never returned,
+ * one inside an object, a double free, a sized or aligned free that does
+ * not match the allocation.  With debug=1 also: writes past the requested
+ * size (even by one byte), writes after free, access through a malloc(0)
+ * pointer, use of a freed pointer in realloc or malloc_usable_size.
+ *
+ * Free memory goes back to the OS once it has been free for
+ * purge_delay_ms (default 1000; 0: never), by a background thread started
+ * when first needed; malloc_trim(0) does it at once.  ZA_STATS=1 prints a
+ * summary and the kernel-format reports at exit.
+ * ------------------------------------------------------------------------ */
+struct mallinfo;
+struct mallinfo2;
+void *za_malloc(size_t size);
+void za_free(void *ptr);
+void *za_calloc(size_t count, size_t size);
+void *za_realloc(void *ptr, size_t size);
+void *za_reallocarray(void *ptr, size_t count, size_t size);
+void *za_memalign(size_t align, size_t size);
+void *za_aligned_alloc(size_t align, size_t size);
+int za_posix_memalign(void **out, size_t align, size_t size);
+void *za_valloc(size_t size);
+void *za_pvalloc(size_t size);
+size_t za_malloc_usable_size(void *ptr);
+void za_free_sized(void *ptr, size_t size);
+void za_free_aligned_sized(void *ptr, size_t align, size_t size);
+/* Returns this thread's and the shared caches to the page allocator and
+ * all free memory to the OS; 1 if any was returned. */
+int za_malloc_trim(size_t pad);
+struct mallinfo2 za_mallinfo2(void);
+struct mallinfo za_mallinfo(void);
+/* The ZA_STATS summary, on demand. */
+void za_malloc_stats(FILE *out);
+/* The default memory system (created if need be), for za_stat/za_report. */
+za_mm_t *za_malloc_system(void);
+
+/* ------------------------------------------------------------------------
  * Topology
  * ------------------------------------------------------------------------ */
 int za_nr_nodes(const za_mm_t *mm);

@@ -336,6 +336,59 @@ void za_drain_all_pages(za_mm_t *mm)
 }
 
 /* ------------------------------------------------------------------------
+ * fork: every lock of the allocation paths, taken in the order the code
+ * nests them (reclaim before shrinkers before caches; a cache's CPU locks
+ * before its node locks; per-CPU page lists before zone locks), so that a
+ * thread holding one of them can always finish and let it go.  Open files'
+ * own locks are not included.
+ * ------------------------------------------------------------------------ */
+static void lock_percpu_lists(struct za_mm *mm, bool lock)
+{
+	for (int i = 0; i < mm->nr_cpus * mm->nr_quick; i++)
+		lock ? za_trylock_wait(&mm->quicklists[i].lock) : za_tryunlock(&mm->quicklists[i].lock);
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
+			za_trylock_t *l = &mm->zone_by_id[id]->pcp[cpu].lock;
+			lock ? za_trylock_wait(l) : za_tryunlock(l);
+		}
+}
+
+void mm_lock_all(struct za_mm *mm)
+{
+	pthread_rwlock_wrlock(&mm->reclaim_lock);
+	za_lock(&mm->files_lock);
+	za_lock(&mm->shrinker_lock);
+	za_lock(&mm->purge_lock);
+	za_lock(&mm->caches_lock);
+	slab_lock_all(mm);
+	lock_percpu_lists(mm, true);
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		za_lock(&mm->zone_by_id[id]->lock);
+		za_lock(&mm->zone_by_id[id]->lru_lock);
+	}
+}
+
+/* In the child of a fork, the rwlock cannot be unlocked (it remembers the
+ * parent's thread), only made anew; the za_locks are plain words. */
+void mm_unlock_all(struct za_mm *mm, bool in_child)
+{
+	for (int id = mm->nr_nodes * mm->nr_zones - 1; id >= 0; id--) {
+		za_unlock(&mm->zone_by_id[id]->lru_lock);
+		za_unlock(&mm->zone_by_id[id]->lock);
+	}
+	lock_percpu_lists(mm, false);
+	slab_unlock_all(mm);
+	za_unlock(&mm->caches_lock);
+	za_unlock(&mm->purge_lock);
+	za_unlock(&mm->shrinker_lock);
+	za_unlock(&mm->files_lock);
+	if (in_child)
+		pthread_rwlock_init(&mm->reclaim_lock, NULL);
+	else
+		pthread_rwlock_unlock(&mm->reclaim_lock);
+}
+
+/* ------------------------------------------------------------------------
  * Conversions and topology
  * ------------------------------------------------------------------------ */
 za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr)

@@ -435,6 +435,10 @@ static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
 /* page_alloc.c */
 void setup_zone_watermarks(struct za_mm *mm);
 
+/* mm_init.c: every lock of the allocation paths, for fork. */
+void mm_lock_all(struct za_mm *mm);
+void mm_unlock_all(struct za_mm *mm, bool in_child);
+
 /* mm_init.c: hands deferred blocks to the buddy lists until the zone is
  * above its high watermark by the request; false if it has none left. */
 bool deferred_grow_zone(struct za_zone *z, unsigned int order);

@@ -1,0 +1,174 @@
+/*
+ * The malloc front end's shared types: size classes, per-thread sheaves and
+ * the barn (sheaf.c), direct mappings (vmalloc.c), debug mode
+ * (malloc_debug.c), and the one default instance (malloc.c).
+ *
+ *   malloc(n), n <= 16 KiB  ->  this thread's sheaf of n's class
+ *                                 -> the class's barn of full sheaves
+ *                                   -> SLUB cache malloc-<size> (bulk)
+ *   16 KiB < n <= 4 MiB     ->  the page allocator (per-CPU lists for
+ *                               orders 0..3, the buddy lists above)
+ *   n > 4 KiB << max_order  ->  a direct mapping (vmalloc.c)
+ *
+ * Only the first step is the common path, and it is plain loads and stores
+ * on memory only this thread touches: no atomic instruction, no lock.
+ */
+#ifndef ZA_MALLOC_INTERNAL_H
+#define ZA_MALLOC_INTERNAL_H
+
+#include "mmzone.h"
+
+#include <pthread.h>
+
+/* ------------------------------------------------------------------------
+ * Size classes: 16-byte steps to 128, then four per power of two up to
+ * 16 KiB, so no small request wastes more than a fifth of its object.
+ * Every class is a multiple of 16 (malloc's alignment); a class that is a
+ * multiple of a power of two `a` <= 4096 has every object aligned to `a`,
+ * since slabs are page aligned.
+ * ------------------------------------------------------------------------ */
+#define NR_CLASSES      36
+#define SMALL_MAX       16384
+#define MALLOC_ALIGN    16
+#define SHEAF_MAX_CAPACITY 64
+
+static inline unsigned int class_size(unsigned int c)
+{
+	if (c < 8)
+		return 16 * (c + 1);
+	unsigned int b = 7 + (c - 8) / 4, sub = (c - 8) % 4;
+	return (1u << b) + (sub + 1) * (1u << (b - 2));
+}
+
+/* The class of a request of n <= SMALL_MAX bytes (0 counts as 1). */
+static inline unsigned int size_class(size_t n)
+{
+	if (n <= 128)
+		return n ? (unsigned int)(n - 1) >> 4 : 0;
+	unsigned int x = (unsigned int)n - 1, b = 31 - (unsigned int)__builtin_clz(x);
+	return 8 + (b - 7) * 4 + ((x >> (b - 2)) & 3);
+}
+
+/* ------------------------------------------------------------------------
+ * Sheaves and the barn (sheaf.c)
+ * ------------------------------------------------------------------------ */
+struct sheaf {
+	unsigned int size;              /* objects held */
+	unsigned int capacity;          /* 0 only for the static empty sheaf */
+	struct sheaf *next;             /* on a barn list */
+	void *objects[];
+};
+
+/*
+ * A thread's sheaves: per class a main one, which malloc pops and free
+ * pushes, and a spare that is always either full or empty (Bonwick's
+ * "previous magazine"), so that a thread alternating at a sheaf boundary
+ * swaps instead of going to the barn.  Until a thread allocates, and after
+ * it exits, its pointer leads to a static instance whose sheaves have
+ * capacity 0, so that the fast paths need no test for it.
+ */
+struct thread_cache {
+	za_counter_t alloc_hits, free_hits;     /* served by the main sheaf */
+	struct sheaf *main[NR_CLASSES];
+	struct sheaf *spare[NR_CLASSES];
+	za_counter_t alloc_misses, free_misses; /* went to the spare, barn or SLUB */
+	struct thread_cache *next, *prev;       /* every live thread's, under threads_lock */
+	bool exited;                            /* the static "after exit" instance */
+};
+
+/* Per class: the barn holds full sheaves (objects ready to go) and empty
+ * ones (room for frees), exchanged whole under one lock. */
+struct barn {
+	za_lock_t lock;
+	struct sheaf *full, *empty;
+	unsigned int nr_full, nr_empty;
+	unsigned int max_full;          /* beyond this, full sheaves go back to SLUB */
+	za_counter_t gets, puts;        /* exchanges, under the lock */
+} __attribute__((aligned(ZA_CACHELINE)));
+
+struct malloc_class {
+	unsigned int size;
+	unsigned int capacity;          /* of its sheaves */
+	za_cache_t *_Atomic cache;      /* created on first use */
+};
+
+extern __thread struct thread_cache *tcache __attribute__((tls_model("initial-exec")));
+extern struct thread_cache boot_tcache, exited_tcache;
+
+void *sheaf_alloc_slow(unsigned int c);
+void sheaf_free_slow(unsigned int c, void *obj);
+void thread_cache_exit(void *tc);
+void sheaves_flush_barns(void);
+void sheaves_flush_thread(void);
+void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
+			uint64_t *free_misses);
+void sheaves_after_fork_child(void);
+
+/* ------------------------------------------------------------------------
+ * Direct mappings (vmalloc.c)
+ * ------------------------------------------------------------------------ */
+void *vmalloc_alloc(size_t size, size_t align);
+/* The mapping's usable size if p starts one, else 0. */
+size_t vmalloc_size(const void *p);
+/* Unmaps p if it starts a mapping; false if it does not. */
+bool vmalloc_free(void *p);
+void *vmalloc_realloc(void *p, size_t size);
+void vmalloc_stats(size_t *count, size_t *bytes);
+void vmalloc_lock(void);
+void vmalloc_unlock(void);
+
+/* ------------------------------------------------------------------------
+ * The default instance (malloc.c)
+ * ------------------------------------------------------------------------ */
+struct za_malloc {
+	za_mm_t *mm;
+	uint64_t free_key;              /* signature of a freed small object */
+	bool debug;
+	unsigned int large_max_order;   /* the page allocator's largest block */
+	struct malloc_class classes[NR_CLASSES];
+	struct barn barns[NR_CLASSES];
+	za_cache_t *sheaf_cache, *thread_cache_cache;
+	pthread_key_t thread_key;
+	za_lock_t threads_lock;         /* the thread list, and class creation */
+	struct thread_cache *threads;
+	/* thread exits fold their counters here (atomically: rare) */
+	za_counter_t exited_alloc_hits, exited_alloc_misses, exited_free_hits, exited_free_misses;
+};
+
+extern struct za_malloc zm;
+
+za_cache_t *malloc_class_cache(unsigned int c);
+struct za_page *malloc_block_head(const void *p);
+void malloc_misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
+
+/* The page order of a block of n bytes. */
+static inline unsigned int block_order(size_t n)
+{
+	return n <= PAGE_SIZE ? 0 : 64 - (unsigned int)__builtin_clzl((n - 1) >> PAGE_SHIFT);
+}
+
+/* malloc_stats.c */
+void malloc_stats_at_exit(void);
+
+/* malloc_purge.c */
+void purge_worker_kick(void);
+void purge_worker_after_fork(void);
+
+/* A freed small object carries this in its first word until allocated
+ * again: a second free of it is a double free, whatever happened in
+ * between.  Keyed per process and by address, so user data cannot match it
+ * by accident. */
+static inline uint64_t free_signature(const void *p)
+{
+	return zm.free_key ^ (uint64_t)(uintptr_t)p;
+}
+
+/* ------------------------------------------------------------------------
+ * Debug mode (malloc_debug.c)
+ * ------------------------------------------------------------------------ */
+void malloc_debug_init(void);
+void *debug_malloc(size_t size, size_t align, bool zero);
+void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn);
+size_t debug_usable_size(const void *p, const char *fn);
+
+#endif /* ZA_MALLOC_INTERNAL_H */

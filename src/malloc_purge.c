@@ -1,0 +1,108 @@
+/*
+ * The purge worker: the malloc front end's background policy for giving
+ * memory back to the operating system, so that a process's RSS falls
+ * after a peak.
+ *
+ * One thread, started the first time memory goes back to the page
+ * allocator (a large free, a barn overflow), wakes every purge_delay_ms/2.
+ * Each round it purges the free blocks that have been free for at least
+ * purge_delay_ms (za_purge with three epochs: two whole rounds).  When a
+ * round saw no page allocated or freed, the process is idle: the caches
+ * above the buddy lists -- barns, slabs, per-CPU page lists -- are emptied
+ * into them first, so that what they hold is purged too a delay later.
+ * Once idle with nothing left to purge, the worker sleeps until the next
+ * kick.  Per-thread sheaves are their threads' own and are never touched.
+ */
+#include "malloc_internal.h"
+#include "slab.h"
+
+#include <signal.h>
+
+enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_IDLE, PURGER_FAILED };
+
+static struct {
+	_Atomic int state;
+	_Atomic uint32_t wake;          /* futex word, bumped by a kick */
+} purger;
+
+static long long page_activity(za_mm_t *mm)
+{
+	return za_stat(mm, "pgalloc") + za_stat(mm, "pgfree");
+}
+
+static void sleep_until_kicked(void)
+{
+	for (;;) {
+		uint32_t seq = atomic_load(&purger.wake);
+		if (atomic_load(&purger.state) != PURGER_IDLE)
+			return;
+		za_futex_wait(&purger.wake, seq);
+	}
+}
+
+static void *purge_worker(void *arg)
+{
+	za_mm_t *mm = arg;
+	uint64_t period_ns = (uint64_t)mm->cfg.purge_delay_ms * 500000u;
+	long long seen = page_activity(mm);
+	for (;;) {
+		za_futex_wait_timeout(&purger.wake, atomic_load(&purger.wake), period_ns);
+		long long now = page_activity(mm);
+		bool idle = now == seen;
+		if (idle) {
+			sheaves_flush_barns();
+			slab_shrink_reclaim(mm);
+			za_drain_all_pages(mm);
+		}
+		long purged = za_purge(mm, 3);
+		seen = page_activity(mm);
+		if (idle && !purged && now == seen) {
+			atomic_store(&purger.state, PURGER_IDLE);
+			sleep_until_kicked();
+			seen = page_activity(mm);
+		}
+	}
+	return NULL;
+}
+
+/* A thread that takes no signal meant for the program. */
+static void start_worker(void)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&thread, &attr, purge_worker, zm.mm);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	atomic_store(&purger.state, err ? PURGER_FAILED : PURGER_RUNNING);
+}
+
+/* Memory went back to the page allocator: make sure the worker runs.
+ * Costs one load when it does.  Called with no lock held. */
+void purge_worker_kick(void)
+{
+	int state = load_relaxed(&purger.state);
+	if (likely(state == PURGER_RUNNING || state == PURGER_STARTING || state == PURGER_FAILED))
+		return;
+	if (state == PURGER_IDLE) {
+		if (atomic_compare_exchange_strong(&purger.state, &state, PURGER_RUNNING)) {
+			atomic_fetch_add(&purger.wake, 1);
+			za_futex_wake(&purger.wake, 1);
+		}
+		return;
+	}
+	if (zm.mm->cfg.purge_delay_ms &&
+	    atomic_compare_exchange_strong(&purger.state, &state, PURGER_STARTING))
+		start_worker();
+}
+
+/* The child of a fork has no worker; it starts its own when needed. */
+void purge_worker_after_fork(void)
+{
+	atomic_store(&purger.state, PURGER_OFF);
+}

@@ -1,0 +1,158 @@
+/*
+ * What the malloc front end can say about itself: mallinfo2() and the
+ * ZA_STATS=1 summary printed at exit (also za_malloc_stats()).
+ */
+#include "malloc_internal.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/*
+ * mallinfo2, honestly: arena is the memory the buddy lists manage so far
+ * (the arena grows on demand), uordblks what is taken from them (blocks,
+ * slabs -- free objects cached in slabs and sheaves included), fordblks
+ * what is free in them (per-CPU lists included), ordblks the free blocks;
+ * hblks/hblkhd the direct mappings.  Nothing else applies.
+ */
+struct mallinfo2 za_mallinfo2(void)
+{
+	struct mallinfo2 mi = { 0 };
+	za_mm_t *mm = za_malloc_system();
+	if (!mm)
+		return mi;
+	long long managed = za_stat(mm, "nr_managed_pages");
+	long long free_pages = za_stat(mm, "nr_free_pages") + za_stat(mm, "nr_pcp_pages");
+	char name[32];
+	for (unsigned int o = 0; o <= mm->max_order; o++) {
+		snprintf(name, sizeof(name), "nr_free_blocks_order%u", o);
+		mi.ordblks += (size_t)za_stat(mm, name);
+	}
+	vmalloc_stats(&mi.hblks, &mi.hblkhd);
+	mi.arena = (size_t)managed * PAGE_SIZE;
+	mi.uordblks = (size_t)(managed - free_pages) * PAGE_SIZE;
+	mi.fordblks = (size_t)free_pages * PAGE_SIZE;
+	return mi;
+}
+
+static int clamp_int(size_t v)
+{
+	return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+struct mallinfo za_mallinfo(void)
+{
+	struct mallinfo2 m = za_mallinfo2();
+	return (struct mallinfo){
+		.arena = clamp_int(m.arena), .ordblks = clamp_int(m.ordblks),
+		.hblks = clamp_int(m.hblks), .hblkhd = clamp_int(m.hblkhd),
+		.uordblks = clamp_int(m.uordblks), .fordblks = clamp_int(m.fordblks),
+	};
+}
+
+/* ------------------------------------------------------------------------
+ * The summary
+ * ------------------------------------------------------------------------ */
+static long current_rss_kib(void)
+{
+	char buf[64];
+	long pages = 0, resident = 0;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "%ld %ld", &pages, &resident) != 2)
+		return -1;
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* Blocks allocated now, per zone and order, slabs apart: a walk of the
+ * descriptors of what each zone manages. */
+static void print_allocated_blocks(za_mm_t *mm, FILE *out)
+{
+	fprintf(out, "  blocks allocated now (large / slab), by order:\n");
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		unsigned long large[ZA_MAX_ORDER_LIMIT + 1] = { 0 }, slab[ZA_MAX_ORDER_LIMIT + 1] = { 0 };
+		for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z);) {
+			struct za_page *p = &mm->pages[pfn];
+			uint32_t f = page_flags(p);
+			unsigned int o = f ? page_order(p) : 0;
+			if (f & PG_alloc)
+				(f & PG_slab ? slab : large)[o]++;
+			pfn += 1UL << o;
+		}
+		fprintf(out, "    node %d %-8s", z->node, z->name);
+		for (unsigned int o = 0; o <= mm->max_order; o++)
+			fprintf(out, " %lu/%lu", large[o], slab[o]);
+		fputc('\n', out);
+	}
+}
+
+static void print_cache_hits(za_mm_t *mm, FILE *out)
+{
+	uint64_t ah, am, fh, fm;
+	sheaves_fold_stats(&ah, &am, &fh, &fm);
+	fprintf(out, "  per-thread sheaves: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
+		"(%.1f%%), %llu misses\n", (unsigned long long)ah, pct(ah, ah + am),
+		(unsigned long long)am, (unsigned long long)fh, pct(fh, fh + fm),
+		(unsigned long long)fm);
+	long long fast = za_stat(mm, "slab_alloc_fastpath"), slow = za_stat(mm, "slab_alloc_slowpath");
+	fprintf(out, "  per-CPU slabs: %lld objects from the CPU freelist (%.1f%%), %lld refills\n",
+		fast, pct((uint64_t)fast, (uint64_t)(fast + slow)), slow);
+	fprintf(out, "  per-CPU page lists:");
+	for (int o = 0; o <= PCP_MAX_ORDER; o++) {
+		char a[32], h[32];
+		snprintf(a, sizeof(a), "pcp_alloc_order%d", o);
+		snprintf(h, sizeof(h), "pcp_alloc_hit_order%d", o);
+		long long all = za_stat(mm, a), hit = za_stat(mm, h);
+		fprintf(out, " order %d %lld (%.1f%% hits)", o, all, pct((uint64_t)hit, (uint64_t)all));
+	}
+	fputc('\n', out);
+}
+
+void za_malloc_stats(FILE *out)
+{
+	za_mm_t *mm = za_malloc_system();
+	struct rusage ru;
+	size_t maps, map_bytes;
+	if (!mm)
+		return;
+	getrusage(RUSAGE_SELF, &ru);
+	vmalloc_stats(&maps, &map_bytes);
+	fprintf(out, "zonealloc: malloc statistics (pid %d)\n", (int)getpid());
+	fprintf(out, "  peak RSS %.1f MiB, now %.1f MiB; arena: %lld MiB managed, %lld MiB in use, "
+		"%lld MiB purged to the OS; %zu direct mappings (%.1f MiB)\n",
+		ru.ru_maxrss / 1024.0, current_rss_kib() / 1024.0,
+		za_stat(mm, "nr_managed_pages") >> 8, za_stat(mm, "nr_allocated_pages") >> 8,
+		za_stat(mm, "pgpurge") >> 8, maps, (double)map_bytes / (1 << 20));
+	for (int i = 0; i < mm->nr_zones; i++) {
+		char name[48];
+		snprintf(name, sizeof(name), "pgalloc_%s", za_zone_name(mm, i));
+		fprintf(out, "  pages allocated from %s: %lld\n", za_zone_name(mm, i), za_stat(mm, name));
+	}
+	print_allocated_blocks(mm, out);
+	print_cache_hits(mm, out);
+	fputc('\n', out);
+	za_report(mm, "slabinfo", out);
+	fputc('\n', out);
+	za_report(mm, "buddyinfo", out);
+	fputc('\n', out);
+	za_report(mm, "vmstat", out);
+}
+
+void malloc_stats_at_exit(void)
+{
+	za_malloc_stats(stderr);
+}

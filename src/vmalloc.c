@@ -1,0 +1,213 @@
+/*
+ * Direct mappings: requests beyond the page allocator's largest block get
+ * a mapping of their own, as the kernel's kvmalloc falls back to vmalloc.
+ *
+ * Every mapping is recorded (the kernel keeps a vmap_area per mapping) in
+ * an open-addressing hash table keyed by its start, so that free() tells a
+ * mapping from a foreign pointer by a lookup, never by reading memory in
+ * front of the pointer.  The table lives in memory from the OS, not from
+ * malloc; its lock is a leaf, and no system call is made under it.
+ */
+#include "malloc_internal.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+
+struct vmap_area {
+	uintptr_t addr;                 /* 0: empty slot */
+	size_t size;                    /* mapped bytes, a multiple of the page */
+};
+
+static struct {
+	za_lock_t lock;
+	struct vmap_area *slots;
+	size_t capacity;                /* a power of two, or 0 */
+	size_t count, bytes;
+} vm;
+
+static size_t slot_of(uintptr_t addr, size_t capacity)
+{
+	return (size_t)((addr >> PAGE_SHIFT) * 0x9E3779B97F4A7C15ULL >> 20) & (capacity - 1);
+}
+
+/* Linear probing: the slot holding addr, or the empty slot ending its run. */
+static struct vmap_area *find_slot(struct vmap_area *slots, size_t capacity, uintptr_t addr)
+{
+	size_t i = slot_of(addr, capacity);
+	while (slots[i].addr && slots[i].addr != addr)
+		i = (i + 1) & (capacity - 1);
+	return &slots[i];
+}
+
+/* Grows the table when half full.  Called without the lock: allocating
+ * the new table is a system call.  Returns false without memory. */
+static bool reserve_slot(void)
+{
+	for (;;) {
+		za_lock(&vm.lock);
+		if ((vm.count + 1) * 2 <= vm.capacity)
+			return true;                    /* with the lock held */
+		size_t old_cap = vm.capacity;
+		za_unlock(&vm.lock);
+
+		size_t cap = old_cap ? 2 * old_cap : 256;
+		struct vmap_area *slots = za_os_alloc(cap * sizeof(*slots));
+		if (!slots)
+			return false;
+		za_lock(&vm.lock);
+		struct vmap_area *old = vm.slots;
+		if (vm.capacity == old_cap) {           /* nobody grew it meanwhile */
+			for (size_t i = 0; i < old_cap; i++)
+				if (old[i].addr)
+					*find_slot(slots, cap, old[i].addr) = old[i];
+			vm.slots = slots;
+			vm.capacity = cap;
+			slots = old;
+		}
+		za_unlock(&vm.lock);
+		za_os_free(slots, (slots == old ? old_cap : cap) * sizeof(*slots));
+	}
+}
+
+/* Under the lock, with a free slot reserved. */
+static void insert(void *p, size_t size)
+{
+	*find_slot(vm.slots, vm.capacity, (uintptr_t)p) = (struct vmap_area){ (uintptr_t)p, size };
+	vm.count++;
+	vm.bytes += size;
+}
+
+static bool record(void *p, size_t size)
+{
+	if (!reserve_slot())
+		return false;
+	insert(p, size);
+	za_unlock(&vm.lock);
+	return true;
+}
+
+/* Removes the slot, shifting back the entries of its probe run (no
+ * tombstones).  Under the lock. */
+static void remove_slot(struct vmap_area *hole)
+{
+	size_t mask = vm.capacity - 1, i = (size_t)(hole - vm.slots);
+	vm.count--;
+	vm.bytes -= hole->size;
+	for (size_t j = (i + 1) & mask; vm.slots[j].addr; j = (j + 1) & mask) {
+		size_t home = slot_of(vm.slots[j].addr, vm.capacity);
+		/* Entry j may fill the hole at i if its home is not in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			vm.slots[i] = vm.slots[j];
+			i = j;
+		}
+	}
+	vm.slots[i].addr = 0;
+}
+
+/* Takes p's record out; returns its size, or 0 if p starts no mapping. */
+static size_t unrecord(const void *p)
+{
+	size_t size = 0;
+	za_lock(&vm.lock);
+	if (vm.capacity) {
+		struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
+		if (a->addr) {
+			size = a->size;
+			remove_slot(a);
+		}
+	}
+	za_unlock(&vm.lock);
+	return size;
+}
+
+size_t vmalloc_size(const void *p)
+{
+	size_t size = 0;
+	za_lock(&vm.lock);
+	if (vm.capacity)
+		size = find_slot(vm.slots, vm.capacity, (uintptr_t)p)->size;
+	za_unlock(&vm.lock);
+	return size;
+}
+
+static size_t page_round(size_t size)
+{
+	return (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+}
+
+/* A mapping of size bytes aligned to align (a power of two): map more,
+ * then unmap the misaligned head and the tail. */
+void *vmalloc_alloc(size_t size, size_t align)
+{
+	if (size > SIZE_MAX - PAGE_SIZE || align > SIZE_MAX / 2 - size)
+		goto nomem;
+	size = page_round(size);
+	size_t extra = align > PAGE_SIZE ? align : 0;
+	char *p = mmap(NULL, size + extra, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		goto nomem;
+	if (extra) {
+		char *aligned = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+		if (aligned > p)
+			munmap(p, (size_t)(aligned - p));
+		munmap(aligned + size, (size_t)(p + extra - aligned));
+		p = aligned;
+	}
+	if (!record(p, size)) {
+		munmap(p, size);
+		goto nomem;
+	}
+	return p;
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+bool vmalloc_free(void *p)
+{
+	size_t size = unrecord(p);
+	if (size)
+		munmap(p, size);
+	return size != 0;
+}
+
+/* Grows or shrinks a mapping in place or by moving its pages (mremap):
+ * no copy.  NULL (p untouched) without memory.  The record is replaced, not
+ * added, so the table never needs to grow here. */
+void *vmalloc_realloc(void *p, size_t size)
+{
+	size_t old = vmalloc_size(p);
+	if (size > SIZE_MAX - PAGE_SIZE)
+		goto nomem;
+	size = page_round(size);
+	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED)
+		goto nomem;
+	za_lock(&vm.lock);
+	remove_slot(find_slot(vm.slots, vm.capacity, (uintptr_t)p));
+	insert(q, size);
+	za_unlock(&vm.lock);
+	return q;
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void vmalloc_stats(size_t *count, size_t *bytes)
+{
+	za_lock(&vm.lock);
+	*count = vm.count;
+	*bytes = vm.bytes;
+	za_unlock(&vm.lock);
+}
+
+void vmalloc_lock(void)
+{
+	za_lock(&vm.lock);
+}
+
+void vmalloc_unlock(void)
+{
+	za_unlock(&vm.lock);
+}
