@@ -16,10 +16,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define MAX_METRICS   32
+#define MAX_SIZES     16
+/* The most any experiment declares: sockperf-udp's three per size. */
+#define MAX_METRICS   (3 * MAX_SIZES)
 #define MAX_ITERS     64
 #define MAX_VARIANTS  8
-#define MAX_SIZES     16
 #define CONFIG_LEN    2048
 
 enum direction { HIGHER_IS_BETTER, LOWER_IS_BETTER };
@@ -70,6 +71,9 @@ struct bench {
 	struct bench_opts opts;
 	int nmetrics;
 	struct metric_def metrics[MAX_METRICS];
+	bool too_many_metrics;  /* declare() asked for more: the run is refused */
+	bool warmup;            /* the run() in progress is a variant's warm-up,
+				 * whose results and counters are not kept */
 	int nvariants;
 	struct variant variants[MAX_VARIANTS];
 	void *state;            /* the experiment's, from declare() */
@@ -102,6 +106,8 @@ struct experiment {
 };
 
 /* runner.c */
+/* Declares a metric and returns its index; beyond MAX_METRICS, -1, and
+ * bench_run refuses the run with a usage error. */
 int bench_metric(struct bench *b, const char *name, enum direction dir);
 double now_seconds(void);
 double bench_seconds(const struct bench *b);

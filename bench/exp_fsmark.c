@@ -72,10 +72,16 @@ static void fs_run(struct bench *b, struct variant *v, struct iteration *it)
 		}
 }
 
+/* The control: one run per switch, each must show no regression. */
 static const char *const fs_report[] = {
 	"--ab pcp_high_order",
 	"--ab bulkfree_outside_lock",
 	"--ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224",
+	"--ab fair_zone",
+	"--ab kswapd_wake_high",
+	"--ab quicklists",
+	"--ab slab_freelist_random",
+	"--ab slab_freelist_hardened",
 	NULL,
 };
 

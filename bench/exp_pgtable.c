@@ -150,6 +150,17 @@ static void one_process(struct pt_state *st, uint64_t *rng)
 	teardown(st, pgd, PGD);
 }
 
+/* Adds one iteration's level to the variant's total. */
+static void add_level(struct level_stat *t, const struct level_stat *s)
+{
+	if (!t->count || s->min_ns < t->min_ns)
+		t->min_ns = s->min_ns;
+	if (s->max_ns > t->max_ns)
+		t->max_ns = s->max_ns;
+	t->total_ns += s->total_ns;
+	t->count += s->count;
+}
+
 static void pt_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct pt_state *st = b->state;
@@ -164,22 +175,18 @@ static void pt_run(struct bench *b, struct variant *v, struct iteration *it)
 			one_process(st, &rng);
 	} while (now_seconds() < deadline);
 
-	int vi = (int)(v - b->variants);
 	for (int l = 0; l < LEVELS; l++) {
-		struct level_stat *s = &st->lvl[l], *t = &st->total[vi][l];
+		const struct level_stat *s = &st->lvl[l];
 		it->value[st->m_avg[l]] = s->total_ns / (double)s->count;
 		it->value[st->m_min[l]] = s->min_ns;
 		it->value[st->m_max[l]] = s->max_ns;
 		it->ops += s->count;
-		if (v->niters < 0 || !b->variants[vi].niters)
-			continue;              /* the warm-up does not go into the table */
-		if (!t->count || s->min_ns < t->min_ns)
-			t->min_ns = s->min_ns;
-		if (s->max_ns > t->max_ns)
-			t->max_ns = s->max_ns;
-		t->total_ns += s->total_ns;
-		t->count += s->count;
 	}
+	if (b->warmup)
+		return;                 /* the table, like the counters, leaves it out */
+	int vi = (int)(v - b->variants);
+	for (int l = 0; l < LEVELS; l++)
+		add_level(&st->total[vi][l], &st->lvl[l]);
 	st->hits[vi] += za_stat(v->mm, "quicklist_hit") - h0;
 	st->misses[vi] += za_stat(v->mm, "quicklist_miss") - m0;
 	st->zeroed[vi] += za_stat(v->mm, "bytes_zeroed") - z0;

@@ -27,6 +27,10 @@ double bench_seconds(const struct bench *b)
 
 int bench_metric(struct bench *b, const char *name, enum direction dir)
 {
+	if (b->nmetrics == MAX_METRICS) {
+		b->too_many_metrics = true;
+		return -1;
+	}
 	struct metric_def *m = &b->metrics[b->nmetrics];
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->dir = dir;
@@ -181,10 +185,12 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
+/* At most MAX_SIZES sizes; a list too long to copy is refused, not cut. */
 static bool parse_sizes(const char *s, struct bench_opts *o)
 {
 	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", s);
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", s) >= sizeof(buf))
+		return false;
 	o->nsizes = 0;
 	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
 		if (o->nsizes == MAX_SIZES || !parse_long(tok, 1, 1L << 30, &o->sizes[o->nsizes]))
@@ -270,7 +276,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'z':
 			if (!parse_sizes(optarg, o))
-				return usage_error("bad --sizes '%s'", optarg);
+				return usage_error("bad --sizes '%s' (at most 16 sizes of 1..2^30 bytes)",
+						   optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -390,15 +397,20 @@ int bench_run(struct bench *b)
 	if (!o->iterations)
 		o->iterations = o->quick ? 3 : 5;
 	b->exp->declare(b);
+	if (b->too_many_metrics)
+		return usage_error("%s: more metrics than zabench holds; give fewer --sizes",
+				   b->exp->name);
 	int rc = make_variants(b);
 	if (rc)
 		return rc;
 
+	b->warmup = true;
 	for (int i = 0; i < b->nvariants; i++) {
 		struct iteration warm = { 0 };
 		b->exp->run(b, &b->variants[i], &warm);
 		za_stat_reset_peaks(b->variants[i].mm);
 	}
+	b->warmup = false;
 	for (int k = 0; k < o->iterations; k++)
 		for (int j = 0; j < b->nvariants; j++)
 			measure(b, &b->variants[k % 2 ? b->nvariants - 1 - j : j]);

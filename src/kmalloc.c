@@ -38,6 +38,8 @@ int kmalloc_init(struct za_mm *mm)
 	return 0;
 }
 
+/* Sizes above the caches: a block of the page allocator, marked as
+ * kmalloc's so that kfree takes it and nothing else. */
 static void *kmalloc_large(struct za_mm *mm, size_t size, za_gfp_t gfp)
 {
 	unsigned int order = 0;
@@ -48,7 +50,10 @@ static void *kmalloc_large(struct za_mm *mm, size_t size, za_gfp_t gfp)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return za_alloc_pages(mm, gfp, order);
+	void *p = za_alloc_pages(mm, gfp, order);
+	if (p)
+		set_page_flag(pfn_to_page(mm, virt_to_pfn(mm, p)), PG_large_kmalloc);
+	return p;
 }
 
 static void *kmalloc_caller(struct za_mm *mm, size_t size, za_gfp_t gfp, void *caller)
@@ -68,40 +73,80 @@ void *za_kzalloc(za_mm_t *mm, size_t size, za_gfp_t gfp)
 	return kmalloc_caller(mm, size, gfp | ZA_GFP_ZERO, __builtin_return_address(0));
 }
 
+static const char not_a_block[] = "not the start of a kmalloc'ed block (or freed already)";
+static const char outside[] = "not allocated by kmalloc (outside the arena)";
+
+/*
+ * The head of the large kmalloc block at p (in the arena), or NULL with
+ * *why saying what p is instead: another page-allocator block (page cache,
+ * quicklist, a plain page) is not kmalloc's to free.
+ */
+static struct za_page *large_kmalloc_block(struct za_mm *mm, const void *p, const char **why)
+{
+	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, p));
+	uint32_t flags = page_flags(page);
+	bool head = !((uintptr_t)p & (PAGE_SIZE - 1));
+	if (head && (flags & PG_large_kmalloc))
+		return page;
+	*why = head && (flags & PG_alloc) ? "a page-allocator block not from kmalloc" : not_a_block;
+	return NULL;
+}
+
+/* The usable size of the kmalloc'ed block at p, or 0 with *why. */
+static size_t kmalloc_size(struct za_mm *mm, const void *p, const char **why)
+{
+	struct za_page *slab, *page;
+	if (!addr_in_arena(mm, p)) {
+		*why = outside;
+		return 0;
+	}
+	if ((slab = virt_to_slab(mm, p)))
+		return slab->slab_cache->object_size;
+	page = large_kmalloc_block(mm, p, why);
+	return page ? PAGE_SIZE << page_order(page) : 0;
+}
+
+static void report_bad_pointer(struct za_mm *mm, const char *fn, const void *p, const char *why)
+{
+	za_report_error(mm, "%s(%p): %s", fn, p, why);
+	errno = EINVAL;
+}
+
 static int bad_kfree(struct za_mm *mm, const void *p, const char *why)
 {
-	za_report_error(mm, "za_kfree(%p): %s", p, why);
-	errno = EINVAL;
+	report_bad_pointer(mm, "za_kfree", p, why);
 	return -1;
 }
 
+/* Clearing the mark is what claims a large block: of two racing kfrees of
+ * it, one frees and the other reports.  The page allocator gets it unmarked. */
 int za_kfree(za_mm_t *mm, const void *p)
 {
+	const char *why = not_a_block;
+	struct za_page *slab, *page;
 	if (!p)
 		return 0;
 	if (!addr_in_arena(mm, p))
-		return bad_kfree(mm, p, "not allocated by kmalloc (outside the arena)");
-	struct za_page *slab = virt_to_slab(mm, p);
-	if (slab)
+		return bad_kfree(mm, p, outside);
+	if ((slab = virt_to_slab(mm, p)))
 		return slab_free_object(slab, (void *)p, __builtin_return_address(0));
-	struct za_page *page = za_virt_to_page(mm, p);
-	if (!(page_flags(page) & PG_alloc))
-		return bad_kfree(mm, p, "not the start of a kmalloc'ed block");
+	if (!(page = large_kmalloc_block(mm, p, &why)) ||
+	    !test_and_clear_page_flag(page, PG_large_kmalloc))
+		return bad_kfree(mm, p, why);
 	return za_free_pages(mm, (void *)p, page_order(page));
 }
 
+/* ksize(NULL) is 0 without a report, as in the kernel. */
 size_t za_ksize(za_mm_t *mm, const void *p)
 {
-	struct za_page *slab, *page;
-	if (p && addr_in_arena(mm, p)) {
-		if ((slab = virt_to_slab(mm, p)))
-			return slab->slab_cache->object_size;
-		page = za_virt_to_page(mm, p);
-		if ((page_flags(page) & PG_alloc) && za_page_to_virt(mm, page) == p)
-			return PAGE_SIZE << page_order(page);
+	const char *why;
+	size_t size = p ? kmalloc_size(mm, p, &why) : 0;
+	if (!size) {
+		if (p)
+			report_bad_pointer(mm, "za_ksize", p, why);
+		errno = EINVAL;
 	}
-	errno = EINVAL;
-	return 0;
+	return size;
 }
 
 void *za_krealloc(za_mm_t *mm, void *p, size_t size, za_gfp_t gfp)
@@ -112,9 +157,10 @@ void *za_krealloc(za_mm_t *mm, void *p, size_t size, za_gfp_t gfp)
 		za_kfree(mm, p);
 		return NULL;
 	}
-	size_t have = za_ksize(mm, p);
+	const char *why;
+	size_t have = kmalloc_size(mm, p, &why);
 	if (!have) {
-		za_report_error(mm, "za_krealloc(%p): not a kmalloc'ed block", p);
+		report_bad_pointer(mm, "za_krealloc", p, why);
 		return NULL;
 	}
 	if (size <= have) {

@@ -107,6 +107,9 @@ enum {
 	PG_uptodate   = 1u << 12,   /* holds the file's data */
 	PG_locked     = 1u << 13,   /* I/O in progress, or being reclaimed */
 	PG_io_error   = 1u << 14,   /* the read failed */
+	/* kmalloc.c: a block kmalloc took from the page allocator (the
+	 * kernel's PageLargeKmalloc); cleared before it is freed. */
+	PG_large_kmalloc = 1u << 15,
 };
 
 struct za_page {

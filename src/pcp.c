@@ -75,13 +75,16 @@ void pcp_init(struct za_zone *z, int nr_cpus)
  * Takes `blocks` blocks of one order from the buddy lists in a single
  * zone-lock hold, as whole free blocks (buddy_rmqueue_bulk), and splits
  * them onto the list after releasing the lock: the blocks are ours by then.
+ * Cutting a block into n takes n - 1 splits; they are counted in the CPU's
+ * set (we hold its lock, not the zone's) and buddy_split adds them on read.
  * The list stays in ascending physical order and its head is handed out
  * first.  Returns how many blocks it got.
  */
-static int rmqueue_bulk(struct za_zone *z, unsigned int order, int blocks,
+static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int blocks,
 			struct za_list *list, int mt)
 {
 	struct za_list taken;
+	unsigned long splits = 0;
 	list_init(&taken);
 	uint64_t t0 = zone_lock(z);
 	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken);
@@ -101,7 +104,9 @@ static int rmqueue_bulk(struct za_zone *z, unsigned int order, int blocks,
 			set_page_flags(page, PG_pcp);
 			list_add_tail(&page->lru, list);
 		}
+		splits += n - 1;
 	}
+	pcp_ev_add(&pcp->stat, EV_PCP_SPLIT, splits);
 	return (int)(pages >> order);
 }
 
@@ -116,7 +121,7 @@ static int refill_blocks(const struct za_pcp *pcp, unsigned int order)
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list)
 {
-	int got = rmqueue_bulk(z, order, refill_blocks(pcp, order), list, mt);
+	int got = rmqueue_bulk(z, pcp, order, refill_blocks(pcp, order), list, mt);
 	pcp_add_count(pcp, got << order);
 	if (got)
 		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC_MISS + order, 1);

@@ -80,10 +80,13 @@ void *za_quicklist_alloc(za_mm_t *mm, int nr, za_gfp_t gfp, void (*ctor)(void *)
 	return fresh_page(mm, q, gfp, ctor);
 }
 
+/* Back to the page allocator, without the state tag: the page's next
+ * owner did not get it from a quicklist. */
 static void release_page(struct za_mm *mm, void (*dtor)(void *), void *p)
 {
 	if (dtor)
 		dtor(p);
+	za_virt_to_page(mm, p)->private = 0;
 	za_free_pages(mm, p, 0);
 }
 
@@ -124,7 +127,7 @@ int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *p)
 		if (off >= 0) {
 			za_report_error(mm, "za_quicklist_free(%p): page is not zero at offset %ld; "
 					"it goes back to the page allocator", p, off);
-			za_free_pages(mm, p, 0);
+			release_page(mm, NULL, p);
 			errno = EINVAL;
 			return -1;
 		}

@@ -224,19 +224,46 @@ bool debug_alloc_check(struct za_kmem_cache *s, void *obj, void *caller)
 	return true;
 }
 
+/* Is p the start of one of the slab's objects? */
+static bool slab_has_object(const struct za_kmem_cache *s, const struct za_page *slab,
+			    const void *p, unsigned int objects)
+{
+	unsigned int idx = slab_index(s, slab, p);
+	return idx < objects && slab_object(s, slab, idx) == p;
+}
+
+/*
+ * F: is obj on the slab's free list already?  Each free pointer is checked
+ * to be an object of the slab before it is followed: a write after free may
+ * have replaced it.  A corrupted one is reported and ends the walk (the
+ * rest of the list cannot be reached), so the answer is then "no".
+ */
+static bool on_free_list(struct za_kmem_cache *s, const struct za_page *slab, const void *obj,
+			 void *free_head)
+{
+	unsigned int objects = st_objects(load_relaxed(&slab->slab_state)), limit = objects;
+	for (void *p = free_head; p && limit--;) {
+		if (p == obj)
+			return true;
+		void *next = debug_get_freepointer(s, p);
+		if (next && !slab_has_object(s, slab, next, objects)) {
+			slab_report(s, p, "corrupted free pointer in free object %p (decodes to %p); "
+				    "the double-free check of %p stops there", p, next, obj);
+			return false;
+		}
+		p = next;
+	}
+	return false;
+}
+
 bool debug_free_check(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller,
 		      void *free_head)
 {
 	const unsigned char *bad;
 	const char *where;
-	if (s->debug & SLAB_CONSISTENCY_CHECKS) {
-		unsigned int limit = st_objects(load_relaxed(&slab->slab_state));
-		for (void *p = free_head; p && limit--; p = debug_get_freepointer(s, p)) {
-			if (p == obj) {
-				slab_report(s, obj, "double free of object %p", obj);
-				return false;
-			}
-		}
+	if ((s->debug & SLAB_CONSISTENCY_CHECKS) && on_free_list(s, slab, obj, free_head)) {
+		slab_report(s, obj, "double free of object %p", obj);
+		return false;
 	}
 	if (s->debug & SLAB_RED_ZONE) {
 		if (!first_not((char *)obj + s->object_size, s->inuse - s->object_size, RED_INACTIVE)) {

@@ -38,6 +38,7 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_PCP_BULKFREE_HOLD] = { .name = "pcp_bulkfree_hold_ns", .cycles = true },
 	[EV_PCP_BULKFREE_HOLD_MAX] = { .name = "pcp_bulkfree_hold_max_ns", .is_max = true, .cycles = true },
 	[EV_PCP_DRAIN] = { .name = "pcp_drain" },
+	[EV_PCP_SPLIT] = { .name = "pcp_split" },
 	[EV_PCP_TRYLOCK_FAIL] = { .name = "pcp_trylock_fail" },
 	[EV_ZONE_LOCK_ACQUIRE] = { .name = "zone_lock_acquire" },
 	[EV_ZONE_LOCK_CONTENDED] = { .name = "zone_lock_contended" },
@@ -83,17 +84,30 @@ enum gauge {
 	G_NR_INACTIVE_FILE,
 	G_NR_DIRTY,
 	G_NR_ALLOC_BATCH,
-	G_PCP_ALLOC_HIT,             /* + order 0..3: served without a refill */
+	G_NR_FREE_PAGES_MT,          /* + migratetype: pages on its free lists */
+	G_PCP_ALLOC_HIT = G_NR_FREE_PAGES_MT + MT_TYPES,   /* + order 0..3: served without a refill */
 	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
-	NR_GAUGES = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1
+	/* + node: pages on the quicklists of the node's CPUs.  Names are
+	 * process-wide, so every node a system may have gets one. */
+	G_NR_QUICKLIST_PAGES_NODE = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1,
+	NR_GAUGES = G_NR_QUICKLIST_PAGES_NODE + ZA_MAX_NODES
 };
 
 static const char *const gauge_fixed_names[] = {
 	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
 	"nr_mixed_pageblocks", "nr_slab_pages", "nr_quicklist_pages", "nr_active_file",
-	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "pcp_alloc_hit_order0", "pcp_alloc_hit_order1",
-	"pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
+	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "nr_free_pages_unmovable",
+	"nr_free_pages_movable", "nr_free_pages_reclaimable", "pcp_alloc_hit_order0",
+	"pcp_alloc_hit_order1", "pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
 };
+_Static_assert(ZA_ARRAY_SIZE(gauge_fixed_names) == G_NR_FREE_BLOCKS, "one name per gauge");
+_Static_assert(MT_UNMOVABLE == 0 && MT_MOVABLE == 1 && MT_RECLAIMABLE == 2, "names by type");
+
+#define NODE_NAME(n) "nr_quicklist_pages_node" #n
+#define NODE_NAMES10(tens)                                                            \
+	NODE_NAME(tens##0), NODE_NAME(tens##1), NODE_NAME(tens##2), NODE_NAME(tens##3), \
+	NODE_NAME(tens##4), NODE_NAME(tens##5), NODE_NAME(tens##6), NODE_NAME(tens##7), \
+	NODE_NAME(tens##8), NODE_NAME(tens##9)
 
 static const char *gauge_name(int g)
 {
@@ -104,8 +118,17 @@ static const char *gauge_name(int g)
 		"nr_free_blocks_order9", "nr_free_blocks_order10", "nr_free_blocks_order11",
 		"nr_free_blocks_order12", "nr_free_blocks_order13", "nr_free_blocks_order14",
 	};
+	static const char *const node_names[] = {
+		NODE_NAMES10(), NODE_NAMES10(1), NODE_NAMES10(2), NODE_NAMES10(3), NODE_NAMES10(4),
+		NODE_NAMES10(5), NODE_NAME(60), NODE_NAME(61), NODE_NAME(62), NODE_NAME(63),
+	};
 	_Static_assert(ZA_ARRAY_SIZE(order_names) == ZA_MAX_ORDER_LIMIT + 1, "one name per order");
-	return g < G_NR_FREE_BLOCKS ? gauge_fixed_names[g] : order_names[g - G_NR_FREE_BLOCKS];
+	_Static_assert(ZA_ARRAY_SIZE(node_names) == ZA_MAX_NODES, "one name per node");
+	if (g < G_NR_FREE_BLOCKS)
+		return gauge_fixed_names[g];
+	if (g < G_NR_QUICKLIST_PAGES_NODE)
+		return order_names[g - G_NR_FREE_BLOCKS];
+	return node_names[g - G_NR_QUICKLIST_PAGES_NODE];
 }
 
 /* ------------------------------------------------------------------------
@@ -125,13 +148,16 @@ static uint64_t zone_event_raw(const struct za_zone *z, enum za_event item)
 	return v;
 }
 
-/* The fast paths count blocks by order only; pages follow from them. */
+/* The fast paths count blocks by order only; pages follow from them.  A
+ * refill's splits outside the zone lock are buddy splits too. */
 static uint64_t zone_event(const struct za_zone *z, enum za_event item)
 {
 	uint64_t v = zone_event_raw(z, item);
 	if (item == EV_PGALLOC || item == EV_PGFREE)
 		for (unsigned int o = 0; o <= PCP_MAX_ORDER; o++)
 			v += zone_event_raw(z, (item == EV_PGALLOC ? EV_PCP_ALLOC : EV_PCP_FREE) + o) << o;
+	if (item == EV_BUDDY_SPLIT)
+		v += zone_event_raw(z, EV_PCP_SPLIT);
 	return v;
 }
 
@@ -182,6 +208,27 @@ static long zone_managed_pages(const struct za_zone *z)
 	return (long)(z->nr_pages - zone_deferred_pages(z));
 }
 
+static unsigned long list_length(const struct za_list *head)
+{
+	unsigned long n = 0;
+	for (const struct za_list *l = head->next; l != head; l = l->next)
+		n++;
+	return n;
+}
+
+/* Pages on a migratetype's free lists.  No counter is kept per type, so
+ * the lists are walked, under the zone lock taken quietly (as a report
+ * takes it): the sum over the types is then the zone's nr_free_pages. */
+static long free_pages_of_type(struct za_zone *z, int mt)
+{
+	long n = 0;
+	zone_lock_quiet(z);
+	for (unsigned int o = 0; o <= z->mm->max_order; o++)
+		n += (long)list_length(&z->free_area[o].free_list[mt]) << o;
+	zone_unlock_quiet(z);
+	return n;
+}
+
 static long mixed_pageblocks(const struct za_zone *z, int mt)
 {
 	const struct za_mm *mm = z->mm;
@@ -193,7 +240,7 @@ static long mixed_pageblocks(const struct za_zone *z, int mt)
 	return n;
 }
 
-static long zone_gauge(const struct za_zone *z, enum gauge g)
+static long zone_gauge(struct za_zone *z, enum gauge g)
 {
 	switch (g) {
 	case G_NR_FREE_PAGES:
@@ -219,6 +266,8 @@ static long zone_gauge(const struct za_zone *z, enum gauge g)
 	default:
 		break;
 	}
+	if (g >= G_NR_FREE_PAGES_MT && g < G_PCP_ALLOC_HIT)
+		return free_pages_of_type(z, (int)(g - G_NR_FREE_PAGES_MT));
 	if (g < G_NR_FREE_BLOCKS) {
 		enum za_event o = (enum za_event)(g - G_PCP_ALLOC_HIT);
 		return (long)(zone_event(z, EV_PCP_ALLOC + o) - zone_event(z, EV_PCP_ALLOC_MISS + o));
@@ -233,6 +282,8 @@ static long gauge_value(struct za_mm *mm, enum gauge g, int zone_idx)
 		return slab_pages(mm);         /* not kept per zone */
 	if (g == G_NR_QUICKLIST_PAGES)
 		return quicklist_pages(mm, -1);
+	if (g >= G_NR_QUICKLIST_PAGES_NODE)
+		return quicklist_pages(mm, (int)(g - G_NR_QUICKLIST_PAGES_NODE));
 	long v = 0;
 	for (int id = 0; id < nr_all_zones(mm); id++)
 		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
@@ -298,9 +349,6 @@ long long za_stat(za_mm_t *mm, const char *name)
 	int i = find_stat(name, len);
 	if (i >= 0)
 		return stat_value(mm, i, -1, NULL);
-	int node;
-	if (sscanf(name, "nr_quicklist_pages_node%d", &node) == 1 && node >= 0 && node < mm->nr_nodes)
-		return quicklist_pages(mm, node);
 	/* "<counter>_<Zone>" */
 	for (int zi = 0; zi < mm->nr_zones; zi++) {
 		const char *zn = mm->cfg.zones[zi].name;
@@ -398,23 +446,24 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 	}
 }
 
+/* The per-node counters of nodes this system does not have are listed
+ * (names are process-wide) but left out of its report. */
+static bool stat_applies(const struct za_mm *mm, int i)
+{
+	return i < GAUGE_BASE + G_NR_QUICKLIST_PAGES_NODE ||
+	       i - (GAUGE_BASE + G_NR_QUICKLIST_PAGES_NODE) < mm->nr_nodes;
+}
+
 static void report_vmstat(struct za_mm *mm, FILE *out)
 {
 	uint64_t slab[NR_SLAB_EVENTS];
 	slab_stat_fold(mm, slab);
 	for (int i = 0; i < za_stat_count(); i++)
-		fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1, slab));
+		if (stat_applies(mm, i))
+			fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1, slab));
 	for (int zi = 0; zi < mm->nr_zones; zi++)
 		fprintf(out, "pgalloc_%s %lld\n", mm->cfg.zones[zi].name,
 			stat_value(mm, EV_PGALLOC, zi, NULL));
-}
-
-static unsigned long list_length(const struct za_list *head)
-{
-	unsigned long n = 0;
-	for (const struct za_list *l = head->next; l != head; l = l->next)
-		n++;
-	return n;
 }
 
 static void report_pagetypeinfo(struct za_mm *mm, FILE *out)

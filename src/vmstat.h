@@ -20,6 +20,7 @@ enum za_event {
 	EV_PCP_ALLOC_MISS = EV_PCP_ALLOC + 4,   /* ... of which had to refill first */
 	EV_PCP_FREE = EV_PCP_ALLOC_MISS + 4,
 	EV_PCP_DRAIN = EV_PCP_FREE + 4,
+	EV_PCP_SPLIT,               /* refilled blocks split onto the lists, outside the zone lock */
 	NR_PCP_EVENTS,              /* the per-CPU sets keep only the events above */
 	/* per zone; reading adds the per-CPU lists' share, counted by order above */
 	EV_PGALLOC = NR_PCP_EVENTS, /* pages allocated */
@@ -37,7 +38,7 @@ enum za_event {
 	EV_ZONE_LOCK_CONTENDED,
 	EV_ZONE_LOCK_HOLD,
 	EV_ZONE_LOCK_WAIT,
-	EV_BUDDY_SPLIT,
+	EV_BUDDY_SPLIT,                 /* reading adds EV_PCP_SPLIT */
 	EV_BUDDY_MERGE,
 	EV_PGFALLBACK,
 	EV_PAGEBLOCK_CLAIM,

@@ -1,13 +1,55 @@
 /*
- * zabench's statistics against hand-computed values, and the sign
- * convention of % change (positive = better, whichever way better points).
+ * zabench's statistics against hand-computed values, the sign convention
+ * of % change (positive = better, whichever way better points), and what
+ * `zabench report` runs.
  */
 #include "bench.h"
 #include "test.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 #define CHECK_NEAR(a, b) CHECK(fabs((double)(a) - (double)(b)) < 1e-9 * (fabs((double)(b)) + 1))
+
+/* Does one of e's report runs compare sw (--ab ...,sw[=A:B],...)? */
+static bool report_compares(const struct experiment *e, const char *sw)
+{
+	size_t len = strlen(sw);
+	for (const char *const *run = e->report_runs; *run; run++) {
+		const char *p = strstr(*run, "--ab ");
+		if (!p)
+			continue;
+		for (p += 5;; p++) {            /* each SWITCH of the comma list */
+			if (!strncmp(p, sw, len) && strchr(",= ", p[len]))
+				return true;
+			p += strcspn(p, ", ");
+			if (*p != ',')
+				break;
+		}
+	}
+	return false;
+}
+
+/* fsmark is the control: it must show no regression for any switch.  The
+ * runner wants the tool's list of experiments: here, just fsmark. */
+extern const struct experiment exp_fsmark;
+const struct experiment *const experiments[] = { &exp_fsmark, NULL };
+
+static void test_fsmark_compares_every_switch(void)
+{
+	static const char *const switches[] = {
+		"pcp_high_order", "bulkfree_outside_lock", "slub_max_order", "slub_big_system",
+		"fair_zone", "kswapd_wake_high", "quicklists", "slab_freelist_random",
+		"slab_freelist_hardened",
+	};
+	for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++) {
+		if (!report_compares(&exp_fsmark, switches[i])) {
+			fprintf(stderr, "fsmark's report runs do not compare %s\n", switches[i]);
+			exit(1);
+		}
+	}
+	CHECK(!report_compares(&exp_fsmark, "slub_max"));   /* whole names only */
+}
 
 int main(void)
 {
@@ -47,6 +89,7 @@ int main(void)
 	CHECK_NEAR(pct_change(5, 5, LOWER_IS_BETTER), 0);
 	CHECK(!signbit(pct_change(5, 5, LOWER_IS_BETTER)));
 	CHECK_NEAR(pct_change(0, 5, HIGHER_IS_BETTER), 0);
+	test_fsmark_compares_every_switch();
 	printf("test_bench_stats: ok\n");
 	return 0;
 }

@@ -80,23 +80,36 @@ static void test_fill_and_coalesce(const char *config)
 	free(blocks);
 }
 
-/* A fresh zone is all order-10 blocks: an order-k block from it takes 10-k
- * splits, and freeing it takes 10-k merges. */
+/*
+ * A fresh zone is all order-10 blocks: an order-k block from it takes 10-k
+ * splits, and freeing it takes 10-k merges.  Orders 0..3 come through the
+ * per-CPU lists, whose refill (batch = 3 pages for this 64M zone) takes
+ * whole blocks and splits them onto the list: order 0 takes an order-1
+ * and an order-0 block (9 + 1 splits in the buddy lists, 1 on the list),
+ * orders 1..3 take one order-k+1 block split in two (9-k + 1).  The drain
+ * merges all of it back, so splits == merges exactly.
+ */
 static void test_split_merge_exact(void)
 {
+	static const long long pcp_splits[] = { 11, 9, 8, 7 };
 	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1");
-	for (unsigned int order = 4; order <= 10; order++) {
+	long long pages = 0;
+	for (unsigned int order = 0; order <= 10; order++) {
+		long long expect = order <= 3 ? pcp_splits[order] : 10 - order;
 		long long split0 = za_stat(mm, "buddy_split"), merge0 = za_stat(mm, "buddy_merge");
 		void *p = za_alloc_pages(mm, ZA_GFP_MOVABLE, order);
 		CHECK(p);
-		CHECK_EQ(za_stat(mm, "buddy_split") - split0, 10 - order);
+		CHECK_EQ(za_stat(mm, "buddy_split") - split0, expect);
 		CHECK_EQ(za_stat(mm, "nr_free_blocks_order10"), 15);
 		CHECK_EQ(za_free_pages(mm, p, order), 0);
-		CHECK_EQ(za_stat(mm, "buddy_merge") - merge0, 10 - order);
+		za_drain_all_pages(mm);
+		CHECK_EQ(za_stat(mm, "buddy_merge") - merge0, expect);
+		CHECK_EQ(za_stat(mm, "buddy_split"), za_stat(mm, "buddy_merge"));
 		CHECK_EQ(za_stat(mm, "nr_free_blocks_order10"), 16);
+		pages += 1LL << order;
 	}
 	/* pgalloc/pgfree count pages, per zone too. */
-	CHECK_EQ(za_stat(mm, "pgalloc"), (16 + 32 + 64 + 128 + 256 + 512 + 1024));
+	CHECK_EQ(za_stat(mm, "pgalloc"), pages);
 	CHECK_EQ(za_stat(mm, "pgalloc_Normal"), za_stat(mm, "pgalloc"));
 	CHECK_EQ(za_stat(mm, "pgfree"), za_stat(mm, "pgalloc"));
 	CHECK_EQ(za_mm_destroy(mm), 0);
@@ -161,6 +174,49 @@ static void test_migratetype_fallback(void)
 	CHECK_EQ(za_free_pages(mm, r, 5), 0);
 	CHECK_EQ(za_free_pages(mm, m, 4), 0);
 	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* Free pages of each migratetype in one zone, and that they add up to the
+ * zone's free pages. */
+static void check_free_by_type(za_mm_t *mm, const char *zone, long long unmovable,
+			       long long movable, long long reclaimable)
+{
+	static const char *const types[] = { "unmovable", "movable", "reclaimable" };
+	const long long expect[] = { unmovable, movable, reclaimable };
+	char name[64];
+	for (int t = 0; t < 3; t++) {
+		snprintf(name, sizeof(name), "nr_free_pages_%s_%s", types[t], zone);
+		CHECK_EQ(za_stat(mm, name), expect[t]);
+	}
+	snprintf(name, sizeof(name), "nr_free_pages_%s", zone);
+	CHECK_EQ(za_stat(mm, name), unmovable + movable + reclaimable);
+}
+
+/*
+ * nr_free_pages_<type>: all free pages start movable.  An unmovable and a
+ * reclaimable order-4 request each claim a whole order-10 block of the
+ * Normal zone (1008 of its pages stay free, on the claimer's lists); freed,
+ * each block merges back whole under the type that claimed it.
+ */
+static void test_free_pages_per_type(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=DMA32:16M+Normal,cpus=1,fair_zone=0,kswapd=0");
+	check_free_by_type(mm, "DMA32", 0, 4096, 0);
+	check_free_by_type(mm, "Normal", 0, 12288, 0);
+	void *p = za_alloc_pages(mm, ZA_GFP_KERNEL, 4), *r = za_alloc_pages(mm, ZA_GFP_RECLAIMABLE, 4);
+	CHECK(p && r);
+	check_free_by_type(mm, "Normal", 1008, 12288 - 2048, 1008);
+	CHECK_EQ(za_stat(mm, "nr_free_pages_unmovable") + za_stat(mm, "nr_free_pages_movable") +
+		 za_stat(mm, "nr_free_pages_reclaimable"), za_stat(mm, "nr_free_pages"));
+	CHECK_EQ(za_free_pages(mm, p, 4), 0);
+	CHECK_EQ(za_free_pages(mm, r, 4), 0);
+	check_free_by_type(mm, "Normal", 1024, 12288 - 2048, 1024);
+	check_free_by_type(mm, "DMA32", 0, 4096, 0);
+	bool listed = false;
+	for (int i = 0; i < za_stat_count(); i++)
+		listed |= !strcmp(za_stat_name(i), "nr_free_pages_reclaimable");
+	CHECK(listed);
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
@@ -415,6 +471,7 @@ int main(void)
 	test_fill_and_coalesce("memory=64M,zones=Normal,cpus=1,debug=1");
 	test_split_merge_exact();
 	test_migratetype_fallback();
+	test_free_pages_per_type();
 	test_steal_mixes_pageblock();
 	test_zone_limits_and_reserve();
 	test_watermark_formulas();

@@ -128,6 +128,69 @@ static void test_zero_check(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * A page leaving the quicklists drops its zeroed tag: its next owner, who
+ * gets it from the page allocator (the same page: per-CPU lists are LIFO),
+ * may write it and hand it to a constructed list without a false report.
+ * Both ways out: a shrink, and the zero check sending a dirty page back.
+ */
+static void test_tag_cleared_on_release(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,debug=1,kswapd=0");
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	for (int way = 0; way < 2; way++) {
+		unsigned char *p = za_quicklist_alloc(mm, 1, 0, NULL);
+		CHECK(p);
+		p[100] = (unsigned char)way;      /* dirty only on the second way */
+		CHECK_EQ(za_quicklist_free(mm, 1, NULL, p), way ? -1 : 0);
+		CHECK_EQ(za_quicklist_shrink(mm), way ? 0 : 1);
+		CHECK_EQ(cap.count, way);
+		unsigned char *q = za_alloc_pages(mm, 0, 0);
+		CHECK(q == p);
+		memset(q + 2048, 0x42, 2048);    /* as ctor() constructs */
+		CHECK_EQ(za_quicklist_free(mm, 0, NULL, q), 0);
+		CHECK_EQ(cap.count, way);
+		CHECK_EQ(za_quicklist_shrink(mm), 1);
+	}
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/*
+ * Memory pressure empties the quicklists through reclaim: with kswapd=0 an
+ * allocation that finds no free page reclaims directly (allocstall), and
+ * the quicklist shrinker gives back every page, destructor first, before
+ * the allocation could fail.
+ */
+static void test_shrunk_under_pressure(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	long total = za_stat(mm, "nr_managed_pages"), n = 0;
+	enum { HELD = 512 };
+	void **pages = calloc((size_t)total, sizeof(void *));
+	for (int i = 0; i < HELD; i++)
+		CHECK((pages[i] = za_quicklist_alloc(mm, 0, 0, NULL)));
+	for (int i = 0; i < HELD; i++)
+		CHECK_EQ(za_quicklist_free(mm, 0, dtor, pages[i]), 0);
+	dtors = 0;
+	CHECK_EQ(za_quicklist_total_size(mm), HELD);
+	CHECK_EQ(za_stat(mm, "allocstall"), 0);
+	while (za_quicklist_total_size(mm)) {
+		CHECK(n < total - HELD);          /* the lists went before memory ran out */
+		CHECK((pages[n++] = za_alloc_pages(mm, 0, 0)));
+	}
+	CHECK(za_stat(mm, "allocstall") > 0);
+	CHECK(za_stat(mm, "slabs_scanned") > 0);
+	CHECK_EQ(za_stat(mm, "quicklist_trim"), HELD);
+	CHECK_EQ(dtors, HELD);
+	CHECK_EQ(za_stat(mm, "alloc_fail"), 0);
+	for (long i = 0; i < n; i++)
+		CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	free(pages);
+}
+
 /* quicklists=0: every alloc a zeroed page plus the constructor, every free
  * the destructor plus a page free. */
 static void test_switched_off(void)
@@ -144,6 +207,39 @@ static void test_switched_off(void)
 	CHECK_EQ(za_quicklist_total_size(mm), 0);
 	CHECK_EQ(za_stat(mm, "bytes_zeroed"), 10 * 4096);
 	CHECK_EQ(za_stat(mm, "quicklist_hit"), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* The pages held per node are listed counters: in za_stat_name() for every
+ * node a system may have, in the vmstat report for the nodes it has.  With
+ * one CPU (on node 0), every list is node 0's. */
+static void test_per_node_counters(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,nodes=2,zones=Normal,cpus=1");
+	void *p = za_quicklist_alloc(mm, 0, 0, NULL), *q = za_quicklist_alloc(mm, 1, 0, NULL);
+	CHECK(p && q);
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, p), 0);
+	CHECK_EQ(za_quicklist_free(mm, 1, NULL, q), 0);
+	CHECK_EQ(za_stat(mm, "nr_quicklist_pages_node0"), 2);
+	CHECK_EQ(za_stat(mm, "nr_quicklist_pages_node1"), 0);
+	int listed = 0;
+	for (int i = 0; i < za_stat_count(); i++)
+		listed += !strncmp(za_stat_name(i), "nr_quicklist_pages_node", 23);
+	CHECK_EQ(listed, 64);                 /* ZA_MAX_NODES */
+	CHECK_EQ(za_stat(mm, "nr_quicklist_pages_node63"), 0);
+	errno = 0;
+	CHECK(za_stat(mm, "nr_quicklist_pages_node64") == -1 && errno == EINVAL);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(za_report(mm, "vmstat", f) == 0);
+	fclose(f);
+	CHECK_STR_HAS(text, "\nnr_quicklist_pages_node0 2\n");
+	CHECK_STR_HAS(text, "\nnr_quicklist_pages_node1 0\n");
+	CHECK(!strstr(text, "nr_quicklist_pages_node2"));
+	free(text);
+	CHECK_EQ(za_quicklist_shrink(mm), 2);
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
@@ -223,7 +319,10 @@ int main(void)
 	test_lifo_and_calls();
 	test_trim_bounds();
 	test_zero_check();
+	test_tag_cleared_on_release();
+	test_shrunk_under_pressure();
 	test_switched_off();
+	test_per_node_counters();
 	test_cpus_and_nodes();
 	printf("test_quicklist: ok\n");
 	return 0;

@@ -8,6 +8,7 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -81,10 +82,40 @@ static void test_order_calculation(void)
 	}
 }
 
+/* The pfn of the slab (a block of that order) holding obj. */
+static unsigned long slab_of(za_mm_t *mm, const void *obj, unsigned int order)
+{
+	return za_page_to_pfn(mm, za_virt_to_page(mm, obj)) & ~((1UL << order) - 1);
+}
+
+/*
+ * An object lies in a slab of its cache: in a block of the cache's order
+ * (slabs are page-allocator blocks, aligned to their size), at a multiple
+ * of the stride, below objects-per-slab strides.  Which cache a slab
+ * belongs to is not public: another cache refuses it as "an object of
+ * another cache" (and leaves it allocated), its own cache frees it.
+ */
+static void check_in_own_slab(za_mm_t *mm, za_cache_t *c, za_cache_t *foreign, void *obj,
+			      struct captured *cap)
+{
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	unsigned long head = slab_of(mm, obj, info.order);
+	size_t off = (size_t)((char *)obj - (char *)za_page_to_virt(mm, za_pfn_to_page(mm, head)));
+	CHECK(off % info.size == 0 && off / info.size < info.objects);
+	int reports = cap->count;
+	CHECK_EQ(za_cache_free(foreign, obj), -1);
+	CHECK_EQ(cap->count, reports + 1);
+	CHECK_STR_HAS(cap->last, "an object of another cache");
+}
+
 static void test_alignment_and_placement(void)
 {
 	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2");
 	static const size_t aligns[] = { 0, 8, 16, 64, 256, 4096 };
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	za_cache_t *foreign = za_cache_create(mm, "foreign", 64, 0, 0, NULL);
 	for (size_t a = 0; a < sizeof(aligns) / sizeof(aligns[0]); a++) {
 		for (size_t size = 1; size < 3000; size = size * 3 + 1) {
 			za_cache_t *c = za_cache_create(mm, "aligned", size, aligns[a], 0, NULL);
@@ -99,12 +130,15 @@ static void test_alignment_and_placement(void)
 				for (size_t b = 0; b < size; b++)
 					CHECK(((unsigned char *)objs[i])[b] == 0);
 				memset(objs[i], 0xab, size);
+				check_in_own_slab(mm, c, foreign, objs[i], &cap);
 			}
+			CHECK_EQ(za_cache_stat(c, "order_fallback"), 0);   /* every slab of info.order */
 			for (int i = 0; i < 200; i++)
 				CHECK_EQ(za_cache_free(c, objs[i]), 0);
 			CHECK_EQ(za_cache_destroy(c), 0);
 		}
 	}
+	CHECK_EQ(za_cache_destroy(foreign), 0);
 	/* HWCACHE_ALIGN rounds to cache lines, or to a fraction for small objects. */
 	za_cache_t *c = za_cache_create(mm, "hw", 40, 0, ZA_SLAB_HWCACHE_ALIGN, NULL);
 	struct za_cache_info info;
@@ -167,7 +201,7 @@ static void test_constructor(void)
  * everything is freed and shrunk, every page is back in the buddy lists. */
 static void test_shrink_destroy_accounting(void)
 {
-	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2");
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2,kswapd=0");
 	long total = za_stat(mm, "nr_managed_pages");
 	za_cache_t *c = za_cache_create(mm, "acct", 200, 0, 0, NULL);
 	enum { N = 20000 };
@@ -183,12 +217,26 @@ static void test_shrink_destroy_accounting(void)
 	CHECK_EQ(za_cache_destroy(c), 3);
 	CHECK_EQ(cap.count, 1);
 	CHECK_STR_HAS(cap.last, "3 objects still allocated");
-	/* The cache is still usable. */
+	/* The cache is still usable.  Destroy's shrink left only the slabs of
+	 * the three objects; freed, those stay (fewer than min_partial), all
+	 * empty: the shrink must free exactly them. */
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	long slabs = 0;
+	for (int i = 0; i < 3; i++) {
+		bool seen = false;
+		for (int j = 0; j < i; j++)
+			seen |= slab_of(mm, objs[j], info.order) == slab_of(mm, objs[i], info.order);
+		slabs += !seen;
+	}
+	CHECK_EQ(za_stat(mm, "nr_slab_pages"), slabs << info.order);   /* the only cache with slabs */
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ(za_cache_free(c, objs[i]), 0);
-	long freed = za_cache_shrink(c);
-	CHECK(freed >= 0);
+	CHECK_EQ(za_cache_stat(c, "alloc_slab") - za_cache_stat(c, "free_slab"), slabs);
+	CHECK_EQ(za_cache_shrink(c), slabs);
 	CHECK_EQ(za_cache_stat(c, "alloc_slab") - za_cache_stat(c, "free_slab"), 0);
+	CHECK_EQ(za_stat(mm, "nr_slab_pages"), 0);
+	CHECK_EQ(za_cache_shrink(c), 0);
 	CHECK_EQ(za_cache_destroy(c), 0);
 
 	/* kmalloc caches too: shrink them all and every page is free again. */
@@ -254,6 +302,55 @@ static void test_kmalloc(void)
 		CHECK(r2[i] == i);
 	CHECK(za_krealloc(mm, r2, 0, 0) == NULL);
 	CHECK_EQ(za_kfree(mm, NULL), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/*
+ * kfree, ksize and krealloc take only kmalloc's blocks: a large kmalloc
+ * block is marked as such, other page-allocator blocks (plain, quicklist)
+ * are reported and left alone, and the mark goes with the kfree.
+ */
+static void test_kmalloc_rejects_other_pages(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0");
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	void *page = za_alloc_pages(mm, 0, 2), *ql = za_quicklist_alloc(mm, 0, 0, NULL);
+	CHECK(page && ql);
+	CHECK_EQ(za_kfree(mm, page), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_STR_HAS(cap.last, "za_kfree");
+	CHECK_STR_HAS(cap.last, "not from kmalloc");
+	CHECK_EQ(za_kfree(mm, ql), -1);
+	CHECK_STR_HAS(cap.last, "not from kmalloc");
+	errno = 0;
+	CHECK_EQ(za_ksize(mm, page), 0);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_STR_HAS(cap.last, "za_ksize");
+	CHECK(za_krealloc(mm, page, 100000, 0) == NULL);
+	CHECK_STR_HAS(cap.last, "za_krealloc");
+	CHECK_EQ(cap.count, 4);
+	/* Still theirs: freed by their own allocators. */
+	CHECK_EQ(za_free_pages(mm, page, 2), 0);
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, ql), 0);
+
+	/* A large kmalloc block, freed twice; the page allocator hands the
+	 * same block out again (LIFO per-CPU list), no longer kmalloc's. */
+	char *big = za_kmalloc(mm, 3 * 4096, 0);
+	CHECK(big);
+	CHECK_EQ(za_ksize(mm, big), 16384);
+	CHECK_EQ(za_kfree(mm, big + 4096), -1);
+	CHECK_STR_HAS(cap.last, "not the start of a kmalloc'ed block");
+	CHECK_EQ(za_kfree(mm, big), 0);
+	CHECK_EQ(za_kfree(mm, big), -1);
+	CHECK_STR_HAS(cap.last, "not the start of a kmalloc'ed block");
+	CHECK(za_alloc_pages(mm, 0, 2) == big);
+	CHECK_EQ(za_kfree(mm, big), -1);
+	CHECK_STR_HAS(cap.last, "not from kmalloc");
+	CHECK_EQ(za_free_pages(mm, big, 2), 0);
+	CHECK_EQ(cap.count, 7);
+	CHECK_EQ(za_stat(mm, "bad_free"), 0);     /* nothing reached the page allocator */
+	CHECK_EQ(za_quicklist_shrink(mm), 1);
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
@@ -414,6 +511,7 @@ int main(void)
 	test_constructor();
 	test_shrink_destroy_accounting();
 	test_kmalloc();
+	test_kmalloc_rejects_other_pages();
 	test_bulk();
 	test_exhaustion();
 	test_threads("memory=128M,zones=Normal");

@@ -91,6 +91,25 @@ static void test_consistency_checks(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * F: a write after free over a free pointer, then a free into the same
+ * slab.  The double-free walk meets the corrupted pointer: it reports it,
+ * naming the object that holds it, and stops instead of following it; the
+ * free itself goes ahead.  Hardened or not, the pointer decodes to garbage.
+ */
+static void test_consistency_corrupted_list(const char *config)
+{
+	za_mm_t *mm = make(config);
+	za_cache_t *c = za_cache_create(mm, "walked", 64, 0, 0, NULL);
+	char *a = za_cache_alloc(c, 0), *b = za_cache_alloc(c, 0), *d = za_cache_alloc(c, 0);
+	CHECK_EQ(za_cache_free(c, a), 0);
+	CHECK_EQ(za_cache_free(c, b), 0);     /* the list: b -> a */
+	memset(b, 0x41, 64);                  /* a write after free over b's free pointer */
+	CHECK_EQ(za_cache_free(c, d), 0);
+	expect_report(0, "walked", "corrupted free pointer", b);
+	za_mm_destroy(mm);      /* b's list is broken: the cache is not destroyed */
+}
+
 /* Z: writes just past or before the object, and double frees. */
 static void test_red_zones(void)
 {
@@ -173,6 +192,8 @@ int main(void)
 {
 	test_default_mode();
 	test_consistency_checks();
+	test_consistency_corrupted_list("memory=64M,zones=Normal,slub_debug=F");
+	test_consistency_corrupted_list("memory=64M,zones=Normal,slub_debug=F,slab_freelist_hardened=0");
 	test_red_zones();
 	test_poison_and_owner();
 	test_ctor_with_debug();

@@ -70,16 +70,46 @@ def test_ab_differs_only_in_the_switch():
     assert (before["max_order"], after["max_order"]) == ("9", "10")
 
 
+def test_pgtable_table_counts_measured_iterations():
+    """The seed-style table counts what the measured iterations allocated:
+    as many page-table pages as the runner's ops, the warm-up left out."""
+    for iterations in ("1", "2"):
+        table = run(["pgtable", "--seconds", "0.05", "--iterations", iterations]).stdout
+        lines = table.splitlines()
+        ops = int(next(l for l in lines if l.startswith("ops ")).split()[1])
+        counts = [int(l.split()[1]) for l in lines if l.split()[:1] in
+                  (["pgd_alloc"], ["pud_alloc"], ["pmd_alloc"], ["pte_alloc"])]
+        assert len(counts) == 4 and sum(counts) == ops, (iterations, counts, ops)
+
+
+def sizes(n):
+    return ",".join(str(64 * (i + 1)) for i in range(n))
+
+
+def test_most_sizes():
+    """16 sizes (MAX_SIZES) of sockperf-udp: three metrics each, all kept."""
+    doc = json.loads(run(["sockperf-udp", "--sizes", sizes(16), "--seconds", "0.01",
+                          "--iterations", "1", "--json"]).stdout)
+    check_contract(doc, "sockperf-udp", ["default"])
+    metrics = doc["variants"][0]["metrics"]
+    assert len(metrics) == 48 and "lat99-1024" in metrics, sorted(metrics)
+
+
 def test_usage_errors():
     for args in (["nosuch"], [], ["repeat", "--ab", "nosuchswitch"], ["repeat", "--ab", "max_order=9:"],
                  ["repeat", "--ab", "pcp_high_order=0:7"], ["repeat", "--threads", "0"],
                  ["repeat", "--seconds", "abc"], ["repeat", "--bogus"], ["repeat", "extra"],
-                 ["repeat", "--config", "memory=banana"], ["report", "--bogus"]):
+                 ["repeat", "--config", "memory=banana"], ["report", "--bogus"],
+                 ["sockperf-udp", "--sizes", sizes(17)],
+                 # Longer than the parser's copy: refused, not cut to "64,000...06".
+                 ["netperf-udp", "--sizes", "64," + "0" * 251 + "64"]):
         p = run(args, expect=2)
         assert "usage: zabench" in p.stderr, (args, p.stderr)
 
 
 test_each_experiment()
 test_ab_differs_only_in_the_switch()
+test_pgtable_table_counts_measured_iterations()
+test_most_sizes()
 test_usage_errors()
 print("test_zabench: ok")
