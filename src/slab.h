@@ -151,6 +151,16 @@ static inline unsigned int slab_index(const struct za_kmem_cache *s, const struc
 	return (unsigned int)object_div(s, (size_t)((const char *)obj - slab_base(s, slab)));
 }
 
+/* Is p NULL or an object start of this slab of `objects` objects? */
+static inline bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *slab,
+				  const void *p, unsigned int objects)
+{
+	if (!p)
+		return true;
+	size_t off = (size_t)((const char *)p - slab_base(s, slab));
+	return off < (size_t)objects * s->size && object_div(s, off) * s->size == off;
+}
+
 /* The slab holding addr (inside the arena), or NULL if it is not a slab. */
 static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *addr)
 {

@@ -136,16 +136,6 @@ void *debug_get_freepointer(const struct za_kmem_cache *s, void *obj)
 	return get_freepointer(s, obj);
 }
 
-/* Is p NULL or an object start of this slab? */
-static bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *slab, const void *p,
-			   unsigned int objects)
-{
-	if (!p)
-		return true;
-	size_t off = (size_t)((const char *)p - slab_base(s, slab));
-	return off < (size_t)objects * s->size && object_div(s, off) * s->size == off;
-}
-
 static __attribute__((noinline, cold)) void *corrupt_freepointer(struct za_kmem_cache *s,
 								  void *obj, void *next)
 {

@@ -224,14 +224,6 @@ bool debug_alloc_check(struct za_kmem_cache *s, void *obj, void *caller)
 	return true;
 }
 
-/* Is p the start of one of the slab's objects? */
-static bool slab_has_object(const struct za_kmem_cache *s, const struct za_page *slab,
-			    const void *p, unsigned int objects)
-{
-	unsigned int idx = slab_index(s, slab, p);
-	return idx < objects && slab_object(s, slab, idx) == p;
-}
-
 /*
  * F: is obj on the slab's free list already?  Each free pointer is checked
  * to be an object of the slab before it is followed: a write after free may
@@ -246,7 +238,7 @@ static bool on_free_list(struct za_kmem_cache *s, const struct za_page *slab, co
 		if (p == obj)
 			return true;
 		void *next = debug_get_freepointer(s, p);
-		if (next && !slab_has_object(s, slab, next, objects)) {
+		if (next && !object_in_slab(s, slab, next, objects)) {
 			slab_report(s, p, "corrupted free pointer in free object %p (decodes to %p); "
 				    "the double-free check of %p stops there", p, next, obj);
 			return false;
