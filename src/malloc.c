@@ -29,9 +29,11 @@
 
 struct za_malloc zm;
 
-/* Where free() looks first: set once the system exists, 0 before. */
-static uintptr_t arena_base, arena_len;
-static struct za_page *arena_pages;
+/* Where free() looks first: set once the system exists, 0 before.  Atomic
+ * (relaxed: plain loads) because a thread may free before it ever
+ * allocated, without having synchronised with the bootstrap. */
+static _Atomic uintptr_t arena_base, arena_len;
+static struct za_page *_Atomic arena_pages;
 
 /* ------------------------------------------------------------------------
  * Misuse
@@ -177,9 +179,9 @@ static bool init_front_end(void)
 	const char *stats = getenv("ZA_STATS");
 	if (stats && *stats && *stats != '0')
 		atexit(malloc_stats_at_exit);
-	arena_pages = mm->pages;
-	arena_len = mm->nr_pages << PAGE_SHIFT;
-	arena_base = (uintptr_t)mm->base;
+	store_relaxed(&arena_pages, mm->pages);
+	store_relaxed(&arena_len, mm->nr_pages << PAGE_SHIFT);
+	store_relaxed(&arena_base, (uintptr_t)mm->base);
 	return true;
 }
 
@@ -263,9 +265,10 @@ struct block {
 /* The head of the allocated or free arena block holding p, or NULL. */
 struct za_page *malloc_block_head(const void *p)
 {
-	unsigned long pfn = ((uintptr_t)p - arena_base) >> PAGE_SHIFT;
+	unsigned long pfn = ((uintptr_t)p - load_relaxed(&arena_base)) >> PAGE_SHIFT;
+	struct za_page *pages = load_relaxed(&arena_pages);
 	for (unsigned int o = 0; o <= zm.large_max_order; o++) {
-		struct za_page *head = &arena_pages[pfn & ~((1UL << o) - 1)];
+		struct za_page *head = &pages[pfn & ~((1UL << o) - 1)];
 		uint32_t f = page_flags(head);
 		if ((f & (PG_alloc | PG_pcp | PG_buddy)) && page_order(head) >= o)
 			return head;
@@ -283,7 +286,7 @@ static void describe_arena_page(const void *p, struct block *b)
 		b->freed = true;
 	} else {
 		b->why = "inside a block";
-		b->start = (const void *)(arena_base + ((uintptr_t)(head - arena_pages) << PAGE_SHIFT));
+		b->start = za_page_to_virt(zm.mm, head);
 		b->size = PAGE_SIZE << page_order(head);
 	}
 }
@@ -291,10 +294,10 @@ static void describe_arena_page(const void *p, struct block *b)
 /* Classifies p (not NULL) without touching its memory. */
 static void lookup(const void *p, struct block *b)
 {
-	uintptr_t off = (uintptr_t)p - arena_base;
+	uintptr_t off = (uintptr_t)p - load_relaxed(&arena_base);
 	*b = (struct block){ .kind = B_BAD, .why = "not allocated by zonealloc" };
-	if (off < arena_len) {
-		struct za_page *page = &arena_pages[off >> PAGE_SHIFT];
+	if (off < load_relaxed(&arena_len)) {
+		struct za_page *page = &load_relaxed(&arena_pages)[off >> PAGE_SHIFT];
 		struct za_page *slab = virt_to_slab(zm.mm, p);
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
@@ -312,7 +315,8 @@ static void lookup(const void *p, struct block *b)
 			}
 		} else if ((page_flags(page) & PG_alloc) && !((uintptr_t)p & (PAGE_SIZE - 1))) {
 			*b = (struct block){ .kind = B_LARGE, .order = page_order(page),
-					     .size = PAGE_SIZE << page_order(page) };
+					     .size = PAGE_SIZE << page_order(page),
+					     .freed = block_is_freed(page) };
 		} else {
 			describe_arena_page(p, b);
 		}
@@ -339,10 +343,10 @@ static void lookup_live(const void *p, struct block *b, const char *fn)
 	lookup(p, b);
 	if (b->freed && !strcmp(fn, "free"))
 		malloc_misuse("double free of %p (%s)", p,
-			      b->kind == B_SMALL ? block_name(b, name, sizeof(name)) : b->why);
+			      b->kind == B_BAD ? b->why : block_name(b, name, sizeof(name)));
 	if (b->freed)
 		malloc_misuse("%s(%p): the pointer was freed (%s)", fn, p,
-			      b->kind == B_SMALL ? block_name(b, name, sizeof(name)) : b->why);
+			      b->kind == B_BAD ? b->why : block_name(b, name, sizeof(name)));
 	if (b->kind == B_BAD && b->start)
 		malloc_misuse("%s(%p): %s (the %zu-byte block at %p)", fn, p, b->why, b->size, b->start);
 	if (b->kind == B_BAD)
@@ -403,7 +407,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	case B_SMALL:
 		return class_alloc(b.cls);
 	case B_LARGE:
-		return za_alloc_pages(zm.mm, 0, b.order);
+		return block_alloc(b.order);
 	default:
 		return vmalloc_alloc(n, align);
 	}
@@ -495,8 +499,7 @@ static void free_block(void *p, const struct block *b)
 		sheaf_free_slow(b->cls, p);
 		break;
 	case B_LARGE:
-		za_free_pages(zm.mm, p, b->order);
-		purge_worker_kick();
+		block_free(p, b->order);
 		break;
 	case B_HUGE:
 		vmalloc_free(p);
@@ -534,10 +537,11 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 	}
 	lookup_live(p, &b, fn);
 	if (expect_size != SIZE_MAX && !matches(&b, expect_size, expect_align)) {
-		char name[40];
-		malloc_misuse("%s(%p, %zu%s): the size or alignment does not match the allocation (%s)",
-			      fn, p, expect_size, expect_align > MALLOC_ALIGN ? ", aligned" : "",
-			      block_name(&b, name, sizeof(name)));
+		char name[40], align[40] = "";
+		if (expect_align > MALLOC_ALIGN)
+			snprintf(align, sizeof(align), ", align %zu", expect_align);
+		malloc_misuse("%s(%p, size %zu%s): the size or alignment does not match the allocation (%s)",
+			      fn, p, expect_size, align, block_name(&b, name, sizeof(name)));
 	}
 	if ((uintptr_t)p & (expect_align - 1))
 		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
@@ -551,10 +555,11 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
  */
 static inline __attribute__((always_inline)) bool free_fast(void *p, size_t expect_class)
 {
-	uintptr_t off = (uintptr_t)p - arena_base;
-	if (unlikely(off >= arena_len))
+	uintptr_t base = load_relaxed(&arena_base), off = (uintptr_t)p - base;
+	struct za_page *pages = load_relaxed(&arena_pages);
+	if (unlikely(off >= load_relaxed(&arena_len)))
 		return false;
-	struct za_page *slab = &arena_pages[off >> PAGE_SHIFT];
+	struct za_page *slab = &pages[off >> PAGE_SHIFT];
 	uint32_t f = page_flags(slab);
 	if (f & PG_tail) {
 		slab = (struct za_page *)slab->private;
@@ -563,7 +568,7 @@ static inline __attribute__((always_inline)) bool free_fast(void *p, size_t expe
 	if (unlikely(!(f & PG_slab)))
 		return false;
 	struct za_kmem_cache *s = slab->slab_cache;
-	size_t o = (uintptr_t)p - arena_base - ((uintptr_t)(slab - arena_pages) << PAGE_SHIFT);
+	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT);
 	unsigned int c = size_class(s->object_size);
 	if (unlikely(object_div(s, o) * s->size != o || *(uint64_t *)p == free_signature(p) ||
 		     load_relaxed(&zm.classes[c].cache) != s ||
@@ -627,7 +632,7 @@ void *za_realloc(void *p, size_t n)
 		void *q = debug_malloc(n, MALLOC_ALIGN, false);
 		if (q) {
 			memcpy(q, p, n < have ? n : have);
-			debug_free(p, SIZE_MAX, 0, "realloc");
+			debug_free(p, SIZE_MAX, 1, "realloc");
 		}
 		return q;
 	}
@@ -713,8 +718,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	fork_unlock(true);
-	sheaves_after_fork_child();
-	purge_worker_after_fork();
+	purge_worker_after_fork(sheaves_after_fork_child());
 }
 
 /* ------------------------------------------------------------------------

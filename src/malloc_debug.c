@@ -80,37 +80,42 @@ static void release(uintptr_t start, size_t len, bool mapping)
 		za_free_pages(zm.mm, (void *)start, block_order(len));
 }
 
+/* Takes the oldest slot's block out (under the lock); false if empty. */
+static bool evict_oldest(struct quarantined *out)
+{
+	struct quarantined *q = &quarantine.slot[quarantine.next];
+	uintptr_t start = load_relaxed(&q->start);
+	if (!start)
+		return false;
+	store_relaxed(&out->start, start);
+	store_relaxed(&out->len, load_relaxed(&q->len));
+	out->mapping = q->mapping;
+	store_relaxed(&q->start, 0);
+	quarantine.bytes -= load_relaxed(&q->len);
+	return true;
+}
+
+/* Puts a freed block in the next slot, letting the oldest go when the
+ * slots are full or the bytes over budget. */
 static void quarantine_add(uintptr_t start, size_t len, size_t size, bool mapping)
 {
+	struct quarantined gone[2];
+	int n = 0;
 	mprotect((void *)start, len, PROT_NONE);
 	za_lock(&quarantine.lock);
+	n += evict_oldest(&gone[n]);
 	struct quarantined *q = &quarantine.slot[quarantine.next];
-	uintptr_t old = load_relaxed(&q->start);
-	size_t old_len = load_relaxed(&q->len);
-	bool old_mapping = q->mapping;
-	quarantine.next = (quarantine.next + 1) % QUARANTINE_SLOTS;
-	quarantine.bytes += len - (old ? old_len : 0);
 	store_relaxed(&q->len, len);
 	q->size = size;
 	q->mapping = mapping;
 	store_relaxed(&q->start, start);
+	quarantine.bytes += len;
+	quarantine.next = (quarantine.next + 1) % QUARANTINE_SLOTS;
+	if (quarantine.bytes > QUARANTINE_BYTES)
+		n += evict_oldest(&gone[n]);
 	za_unlock(&quarantine.lock);
-	if (old)
-		release(old, old_len, old_mapping);
-	/* Over budget: let the oldest go early. */
-	while (load_relaxed(&quarantine.bytes) > QUARANTINE_BYTES) {
-		za_lock(&quarantine.lock);
-		struct quarantined *o = &quarantine.slot[quarantine.next];
-		old = load_relaxed(&o->start);
-		old_len = load_relaxed(&o->len);
-		old_mapping = o->mapping;
-		store_relaxed(&o->start, 0);
-		quarantine.next = (quarantine.next + 1) % QUARANTINE_SLOTS;
-		quarantine.bytes -= old ? old_len : 0;
-		za_unlock(&quarantine.lock);
-		if (old)
-			release(old, old_len, old_mapping);
-	}
+	for (int i = 0; i < n; i++)
+		release(load_relaxed(&gone[i].start), load_relaxed(&gone[i].len), gone[i].mapping);
 }
 
 /* The quarantined block holding p, or NULL.  Lock-free: the fault handler uses it. */
@@ -172,8 +177,9 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 {
 	if (!n)
 		return zero_alloc();
-	size_t lead = align > sizeof(struct dbg_header) ? align : sizeof(struct dbg_header);
-	size_t total = n + lead + TAIL_MIN;
+	/* header, then up to align - 1 bytes to reach the alignment (blocks are
+	 * 16-aligned: debug slab objects are no more), the request, the tail */
+	size_t total = sizeof(struct dbg_header) + (align > MALLOC_ALIGN ? align - 1 : 0) + n + TAIL_MIN;
 	if (total < n) {
 		errno = ENOMEM;
 		return NULL;
@@ -193,9 +199,8 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 	}
 	if (!block)
 		return NULL;
-	char *p = (char *)(((uintptr_t)block + lead + align - 1) & ~(uintptr_t)(align - 1));
-	if ((size_t)(p - block) < sizeof(struct dbg_header))
-		p += align;
+	char *p = (char *)(((uintptr_t)block + sizeof(struct dbg_header) + align - 1) &
+			   ~(uintptr_t)(align - 1));
 	*header(p) = (struct dbg_header){ HDR_LIVE, (uint32_t)(p - block), n };
 	size_t tail = (size_t)(end - (p + n));
 	fill_tail(p + n, p + n + (tail < PAGE_SIZE ? tail : PAGE_SIZE));

@@ -59,6 +59,9 @@ struct sheaf {
 	void *objects[];
 };
 
+#define BLOCK_CACHE_SLOTS 8
+#define BLOCK_CACHE_BYTES (2UL << 20)
+
 /*
  * A thread's sheaves: per class a main one, which malloc pops and free
  * pushes, and a spare that is always either full or empty (Bonwick's
@@ -72,6 +75,13 @@ struct thread_cache {
 	struct sheaf *main[NR_CLASSES];
 	struct sheaf *spare[NR_CLASSES];
 	za_counter_t alloc_misses, free_misses; /* went to the spare, barn or SLUB */
+	/* Page blocks this thread freed last, oldest first, marked freed in
+	 * their descriptors (a second free is a double free); malloc takes
+	 * the newest of the order it needs. */
+	void *blocks[BLOCK_CACHE_SLOTS];
+	uint8_t block_order[BLOCK_CACHE_SLOTS];
+	unsigned int nr_blocks;
+	size_t block_bytes;
 	struct thread_cache *next, *prev;       /* every live thread's, under threads_lock */
 	bool exited;                            /* the static "after exit" instance */
 };
@@ -97,12 +107,14 @@ extern struct thread_cache boot_tcache, exited_tcache;
 
 void *sheaf_alloc_slow(unsigned int c);
 void sheaf_free_slow(unsigned int c, void *obj);
+void *block_alloc(unsigned int order);
+void block_free(void *p, unsigned int order);
 void thread_cache_exit(void *tc);
 void sheaves_flush_barns(void);
 void sheaves_flush_thread(void);
 void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
 			uint64_t *free_misses);
-void sheaves_after_fork_child(void);
+bool sheaves_after_fork_child(void);
 
 /* ------------------------------------------------------------------------
  * Direct mappings (vmalloc.c)
@@ -152,7 +164,21 @@ void malloc_stats_at_exit(void);
 
 /* malloc_purge.c */
 void purge_worker_kick(void);
-void purge_worker_after_fork(void);
+void purge_worker_after_fork(bool parent_multithreaded);
+
+/* A page block in a thread's block cache carries this in its descriptor's
+ * private word (malloc owns an allocated block's). */
+#define BLOCK_FREED 0xf4eeb10cUL
+
+static inline bool block_is_freed(const struct za_page *head)
+{
+	return __atomic_load_n(&head->private, __ATOMIC_RELAXED) == BLOCK_FREED;
+}
+
+static inline void set_block_freed(struct za_page *head, bool freed)
+{
+	__atomic_store_n(&head->private, freed ? BLOCK_FREED : 0, __ATOMIC_RELAXED);
+}
 
 /* A freed small object carries this in its first word until allocated
  * again: a second free of it is a double free, whatever happened in

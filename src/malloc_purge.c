@@ -10,15 +10,15 @@
  * round saw no page allocated or freed, the process is idle: the caches
  * above the buddy lists -- barns, slabs, per-CPU page lists -- are emptied
  * into them first, so that what they hold is purged too a delay later.
- * Once idle with nothing left to purge, the worker sleeps until the next
- * kick.  Per-thread sheaves are their threads' own and are never touched.
+ * After three quiet rounds (idle, nothing purged) nothing dirty is left, and
+ * the worker sleeps until the next kick.  Per-thread sheaves are their threads' own and are never touched.
  */
 #include "malloc_internal.h"
 #include "slab.h"
 
 #include <signal.h>
 
-enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_IDLE, PURGER_FAILED };
+enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_IDLE, PURGER_NEVER };
 
 static struct {
 	_Atomic int state;
@@ -40,11 +40,16 @@ static void sleep_until_kicked(void)
 	}
 }
 
+/* Quiet rounds in a row after which nothing dirty is left: a block freed
+ * before the first is purged by the third (za_purge's three epochs). */
+#define QUIET_ROUNDS 3
+
 static void *purge_worker(void *arg)
 {
 	za_mm_t *mm = arg;
 	uint64_t period_ns = (uint64_t)mm->cfg.purge_delay_ms * 500000u;
 	long long seen = page_activity(mm);
+	int quiet = 0;
 	for (;;) {
 		za_futex_wait_timeout(&purger.wake, atomic_load(&purger.wake), period_ns);
 		long long now = page_activity(mm);
@@ -56,10 +61,12 @@ static void *purge_worker(void *arg)
 		}
 		long purged = za_purge(mm, 3);
 		seen = page_activity(mm);
-		if (idle && !purged && now == seen) {
+		quiet = idle && !purged && now == seen ? quiet + 1 : 0;
+		if (quiet == QUIET_ROUNDS) {
 			atomic_store(&purger.state, PURGER_IDLE);
 			sleep_until_kicked();
 			seen = page_activity(mm);
+			quiet = 0;
 		}
 	}
 	return NULL;
@@ -79,7 +86,7 @@ static void start_worker(void)
 	int err = pthread_create(&thread, &attr, purge_worker, zm.mm);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	atomic_store(&purger.state, err ? PURGER_FAILED : PURGER_RUNNING);
+	atomic_store(&purger.state, err ? PURGER_NEVER : PURGER_RUNNING);
 }
 
 /* Memory went back to the page allocator: make sure the worker runs.
@@ -87,7 +94,7 @@ static void start_worker(void)
 void purge_worker_kick(void)
 {
 	int state = load_relaxed(&purger.state);
-	if (likely(state == PURGER_RUNNING || state == PURGER_STARTING || state == PURGER_FAILED))
+	if (likely(state == PURGER_RUNNING || state == PURGER_STARTING || state == PURGER_NEVER))
 		return;
 	if (state == PURGER_IDLE) {
 		if (atomic_compare_exchange_strong(&purger.state, &state, PURGER_RUNNING)) {
@@ -101,8 +108,10 @@ void purge_worker_kick(void)
 		start_worker();
 }
 
-/* The child of a fork has no worker; it starts its own when needed. */
-void purge_worker_after_fork(void)
+/* The child of a fork has no worker.  It starts its own when needed,
+ * unless the parent was multithreaded: such a child may only make calls
+ * that are async-signal-safe (POSIX), and creating a thread is not. */
+void purge_worker_after_fork(bool parent_multithreaded)
 {
-	atomic_store(&purger.state, PURGER_OFF);
+	atomic_store(&purger.state, parent_multithreaded ? PURGER_NEVER : PURGER_OFF);
 }

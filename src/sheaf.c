@@ -163,6 +163,73 @@ static void put_empty(unsigned int c, struct sheaf *s)
 }
 
 /* ------------------------------------------------------------------------
+ * The thread's page blocks
+ * ------------------------------------------------------------------------ */
+static struct thread_cache *this_thread_cache(void);
+
+static void block_release(void *p, unsigned int order)
+{
+	set_block_freed(za_virt_to_page(zm.mm, p), false);
+	za_free_pages(zm.mm, p, order);
+}
+
+/* Takes slot i out, keeping the others in order. */
+static void *take_slot(struct thread_cache *tc, unsigned int i)
+{
+	void *p = tc->blocks[i];
+	tc->block_bytes -= PAGE_SIZE << tc->block_order[i];
+	tc->nr_blocks--;
+	memmove(&tc->blocks[i], &tc->blocks[i + 1], (tc->nr_blocks - i) * sizeof(void *));
+	memmove(&tc->block_order[i], &tc->block_order[i + 1], tc->nr_blocks - i);
+	return p;
+}
+
+/* A page block of this order: the newest this thread freed, else the page
+ * allocator's. */
+void *block_alloc(unsigned int order)
+{
+	struct thread_cache *tc = tcache;
+	for (unsigned int i = tc->nr_blocks; i-- > 0;) {
+		if (tc->block_order[i] == order) {
+			void *p = take_slot(tc, i);
+			set_block_freed(za_virt_to_page(zm.mm, p), false);
+			return p;
+		}
+	}
+	return za_alloc_pages(zm.mm, 0, order);
+}
+
+/* Keeps the block, marked freed; the oldest go to the page allocator when
+ * the slots or the bytes run out. */
+void block_free(void *p, unsigned int order)
+{
+	struct thread_cache *tc = this_thread_cache();
+	size_t bytes = PAGE_SIZE << order;
+	if (!tc || bytes > BLOCK_CACHE_BYTES / 2) {
+		za_free_pages(zm.mm, p, order);
+		purge_worker_kick();
+		return;
+	}
+	while (tc->nr_blocks == BLOCK_CACHE_SLOTS || tc->block_bytes + bytes > BLOCK_CACHE_BYTES) {
+		unsigned int old_order = tc->block_order[0];
+		block_release(take_slot(tc, 0), old_order);
+	}
+	set_block_freed(za_virt_to_page(zm.mm, p), true);
+	tc->blocks[tc->nr_blocks] = p;
+	tc->block_order[tc->nr_blocks++] = (uint8_t)order;
+	tc->block_bytes += bytes;
+	purge_worker_kick();
+}
+
+static void release_blocks(struct thread_cache *tc)
+{
+	while (tc->nr_blocks) {
+		unsigned int order = tc->block_order[0];
+		block_release(take_slot(tc, 0), order);
+	}
+}
+
+/* ------------------------------------------------------------------------
  * Threads
  * ------------------------------------------------------------------------ */
 static struct thread_cache *thread_cache_create(void)
@@ -218,6 +285,7 @@ void thread_cache_exit(void *arg)
 		flush_sheaf_of(c, &tc->main[c]);
 		flush_sheaf_of(c, &tc->spare[c]);
 	}
+	release_blocks(tc);
 	za_lock(&zm.threads_lock);
 	if (tc->prev)
 		tc->prev->next = tc->next;
@@ -234,7 +302,8 @@ void thread_cache_exit(void *arg)
 	za_cache_free(zm.thread_cache_cache, tc);
 }
 
-/* malloc_trim: this thread's sheaves back to the slab caches. */
+/* malloc_trim: this thread's sheaves back to the slab caches, its blocks
+ * to the page allocator. */
 void sheaves_flush_thread(void)
 {
 	struct thread_cache *tc = tcache;
@@ -244,6 +313,7 @@ void sheaves_flush_thread(void)
 		sheaf_flush(c, tc->main[c]);
 		sheaf_flush(c, tc->spare[c]);
 	}
+	release_blocks(tc);
 }
 
 /* Every barn's sheaves back to the slab caches, and the sheaves freed. */
@@ -289,15 +359,18 @@ void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *
  * In a forked child only the forking thread exists.  The other threads'
  * sheaves may have been mid-update when the fork happened, so their
  * objects are not trusted: they are forgotten (a bounded leak in the
- * child), and only this thread's cache stays listed.
+ * child), and only this thread's cache stays listed.  Returns whether
+ * other threads had caches, i.e. the parent was multithreaded.
  */
-void sheaves_after_fork_child(void)
+bool sheaves_after_fork_child(void)
 {
 	struct thread_cache *self = tcache;
 	bool listed = self != &boot_tcache && self != &exited_tcache;
+	bool others = zm.threads && (zm.threads != self || self->next);
 	zm.threads = listed ? self : NULL;
 	if (listed)
 		self->next = self->prev = NULL;
+	return others;
 }
 
 /* ------------------------------------------------------------------------

@@ -143,8 +143,9 @@ void *vmalloc_alloc(size_t size, size_t align)
 		goto nomem;
 	size = page_round(size);
 	size_t extra = align > PAGE_SIZE ? align : 0;
-	char *p = mmap(NULL, size + extra, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* Committed, unlike the arena: the kernel's overcommit heuristic then
+	 * refuses what the machine could never hold, as it does for glibc. */
+	char *p = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		goto nomem;
 	if (extra) {

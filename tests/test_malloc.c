@@ -1,0 +1,410 @@
+/*
+ * The malloc front end through its za_ names (the same code that
+ * libzonealloc-malloc.so exports as malloc etc.): sizes, alignment and
+ * contents across every path (classes, page blocks, mappings), glibc's
+ * error contract, realloc, the aligned functions, sized frees, threads
+ * with cross-thread frees (no block handed out twice), thread exit giving
+ * back its cache, fork while other threads allocate, and memory going back
+ * to the OS (malloc_trim, and the purge worker after purge_delay_ms).
+ */
+#include "test.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static za_mm_t *mm;
+
+static void fill(unsigned char *p, size_t n, unsigned int tag)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(tag + i * 7);
+}
+
+static void check_fill(const unsigned char *p, size_t n, unsigned int tag)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(tag + i * 7)) {
+			fprintf(stderr, "block %p (%zu bytes, tag %u) changed at byte %zu\n",
+				(void *)p, n, tag, i);
+			exit(1);
+		}
+}
+
+/* Every size class edge, page blocks, a mapping: aligned to 16, usable
+ * size at least the request, contents kept while other blocks come and go. */
+static void test_sizes(void)
+{
+	static const size_t sizes[] = {
+		0, 1, 15, 16, 17, 100, 128, 129, 160, 161, 256, 257, 1000, 1024, 1025, 4096,
+		5000, 12288, 16383, 16384, 16385, 32768, 100000, 1 << 20, (4 << 20) - 1, 4 << 20,
+		(4 << 20) + 1, 9 << 20,
+	};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	void *p[N];
+	for (int i = 0; i < N; i++) {
+		CHECK((p[i] = za_malloc(sizes[i])));
+		CHECK_EQ((uintptr_t)p[i] % 16, 0);
+		CHECK(za_malloc_usable_size(p[i]) >= sizes[i]);
+		fill(p[i], sizes[i], (unsigned int)i);
+	}
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < i; j++)
+			CHECK(p[i] != p[j]);
+	for (int i = 0; i < N; i++) {
+		check_fill(p[i], sizes[i], (unsigned int)i);
+		za_free(p[i]);
+	}
+	/* Usable sizes: a class, a whole page block, whole pages of a mapping. */
+	void *a = za_malloc(100), *b = za_malloc(20000), *c = za_malloc(5 << 20);
+	CHECK_EQ(za_malloc_usable_size(a), 112);
+	CHECK_EQ(za_malloc_usable_size(b), 32768);
+	CHECK_EQ(za_malloc_usable_size(c), 5 << 20);
+	CHECK_EQ(za_malloc_usable_size(NULL), 0);
+	za_free(a);
+	za_free(b);
+	za_free(c);
+	za_free(NULL);
+}
+
+/* glibc's contract for the edge cases. */
+static void test_contract(void)
+{
+	void *z1 = za_malloc(0), *z2 = za_malloc(0);
+	CHECK(z1 && z2 && z1 != z2);
+	za_free(z1);
+	za_free(z2);
+
+	errno = 0;
+	CHECK(za_calloc(SIZE_MAX / 2, 3) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(za_malloc((size_t)PTRDIFF_MAX + 1) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(za_malloc(SIZE_MAX) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(za_reallocarray(NULL, SIZE_MAX / 4, 8) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(za_malloc(1ULL << 46) == NULL);           /* more than any machine */
+	CHECK_EQ(errno, ENOMEM);
+
+	unsigned char *c = za_calloc(1000, 33);
+	for (int i = 0; i < 33000; i++)
+		CHECK_EQ(c[i], 0);
+	memset(c, 0xff, 33000);
+	za_free(c);
+	c = za_calloc(1, 33000);                        /* likely the same block, reused */
+	for (int i = 0; i < 33000; i++)
+		CHECK_EQ(c[i], 0);
+	za_free(c);
+	c = za_calloc(4, 8);
+	for (int i = 0; i < 32; i++)
+		CHECK_EQ(c[i], 0);
+	za_free(c);
+}
+
+static void test_realloc(void)
+{
+	unsigned char *p = za_realloc(NULL, 10);
+	CHECK(p);
+	fill(p, 10, 3);
+	/* Grow through a class, page blocks and a mapping, and back. */
+	static const size_t steps[] = { 24, 200, 5000, 17000, 300000, 6 << 20, 12 << 20,
+					100000, 700, 10 };
+	size_t have = 10;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		size_t n = steps[i], keep = n < have ? n : have;
+		p = za_realloc(p, n);
+		CHECK(p);
+		check_fill(p, keep, 3);
+		fill(p, n, 3);
+		have = n;
+	}
+	CHECK(za_realloc(p, 0) == NULL);                /* freed, as glibc does */
+	/* Shrinking a little stays in place; a failing realloc keeps the block. */
+	p = za_malloc(1000);
+	CHECK(za_realloc(p, 900) == p);
+	errno = 0;
+	CHECK(za_realloc(p, SIZE_MAX - 100) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	za_free(p);
+}
+
+static void test_aligned(void)
+{
+	for (size_t align = 1; align <= (16 << 20); align <<= 1) {
+		static const size_t sizes[] = { 1, 40, 100, 3000, 20000, 1 << 20, 5 << 20 };
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			void *p = za_memalign(align, sizes[i]), *q = NULL;
+			CHECK(p);
+			CHECK_EQ((uintptr_t)p % align, 0);
+			CHECK(za_malloc_usable_size(p) >= sizes[i]);
+			memset(p, 1, sizes[i]);
+			CHECK_EQ(za_posix_memalign(&q, align < sizeof(void *) ? sizeof(void *) : align,
+						   sizes[i]), 0);
+			CHECK_EQ((uintptr_t)q % align, 0);
+			za_free_aligned_sized(p, align, sizes[i]);
+			za_free(q);
+		}
+	}
+	void *p = (void *)1;
+	CHECK_EQ(za_posix_memalign(&p, 24, 10), EINVAL);
+	CHECK_EQ(za_posix_memalign(&p, 4, 10), EINVAL);       /* not a multiple of a pointer */
+	CHECK(p == (void *)1);                                  /* untouched on error */
+	CHECK_EQ(za_posix_memalign(&p, 64, SIZE_MAX / 2), ENOMEM);
+	errno = 0;
+	CHECK(za_memalign(48, 10) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(za_aligned_alloc(0, 10) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	void *v = za_valloc(10), *pv = za_pvalloc(5000);
+	CHECK_EQ((uintptr_t)v % 4096, 0);
+	CHECK_EQ((uintptr_t)pv % 4096, 0);
+	CHECK(za_malloc_usable_size(pv) >= 8192);
+	za_free(v);
+	za_free(pv);
+}
+
+/* Sized frees that match are accepted on every path. */
+static void test_sized_free(void)
+{
+	static const size_t sizes[] = { 1, 16, 100, 1000, 16384, 16385, 70000, 5 << 20 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		za_free_sized(za_malloc(sizes[i]), sizes[i]);
+		za_free_aligned_sized(za_aligned_alloc(64, sizes[i]), 64, sizes[i]);
+	}
+	za_free_sized(NULL, 10);
+}
+
+/* ------------------------------------------------------------------------
+ * Threads: pairs pass blocks through a ring; the receiver checks the
+ * sender's pattern and frees (remote frees).  An overlap between two live
+ * blocks would break one of the patterns.
+ * ------------------------------------------------------------------------ */
+#define RING 256
+struct ring {
+	_Atomic(void *) slot[RING];
+	_Atomic size_t head, tail;
+};
+
+struct pair {
+	struct ring ring;
+	int id;
+	long count;
+};
+
+static size_t pick_size(unsigned long long *rnd)
+{
+	unsigned long long r = test_rand(rnd);
+	if (r % 100 < 90)
+		return 1 + r % 512;
+	if (r % 100 < 99)
+		return 1 + r % 20000;
+	return 1 + r % (300 << 10);
+}
+
+static void *producer(void *arg)
+{
+	struct pair *pr = arg;
+	unsigned long long rnd = 0x1234567ULL + (unsigned long long)pr->id;
+	for (long i = 0; i < pr->count; i++) {
+		size_t n = pick_size(&rnd);
+		unsigned char *p = za_malloc(n + sizeof(size_t));
+		CHECK(p);
+		memcpy(p, &n, sizeof(n));
+		fill(p + sizeof(n), n, (unsigned int)(n + (size_t)pr->id));
+		/* Some blocks stay with the sender: local frees interleave. */
+		if (i % 3 == 0) {
+			check_fill(p + sizeof(n), n, (unsigned int)(n + (size_t)pr->id));
+			za_free(p);
+			continue;
+		}
+		size_t t = atomic_load(&pr->ring.tail);
+		while (t - atomic_load(&pr->ring.head) == RING)
+			sched_yield();
+		atomic_store(&pr->ring.slot[t % RING], p);
+		atomic_store(&pr->ring.tail, t + 1);
+	}
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	struct pair *pr = arg;
+	long expect = pr->count - (pr->count + 2) / 3;
+	for (long got = 0; got < expect; got++) {
+		size_t h = atomic_load(&pr->ring.head);
+		while (atomic_load(&pr->ring.tail) == h)
+			sched_yield();
+		unsigned char *p = atomic_load(&pr->ring.slot[h % RING]);
+		atomic_store(&pr->ring.head, h + 1);
+		size_t n;
+		memcpy(&n, p, sizeof(n));
+		check_fill(p + sizeof(n), n, (unsigned int)(n + (size_t)pr->id));
+		za_free(p);
+	}
+	return NULL;
+}
+
+static long long pages_in_use(void)
+{
+	za_malloc_trim(0);
+	return za_stat(mm, "nr_allocated_pages");
+}
+
+static void test_threads(void)
+{
+	enum { PAIRS = 3 };
+	static struct pair pairs[PAIRS];
+	pthread_t t[2 * PAIRS];
+	long long before = pages_in_use();
+	for (int i = 0; i < PAIRS; i++) {
+		pairs[i] = (struct pair){ .id = i, .count = 60000 };
+		CHECK(pthread_create(&t[2 * i], NULL, producer, &pairs[i]) == 0);
+		CHECK(pthread_create(&t[2 * i + 1], NULL, consumer, &pairs[i]) == 0);
+	}
+	for (int i = 0; i < 2 * PAIRS; i++)
+		pthread_join(t[i], NULL);
+	/* Every exited thread gave its sheaves back: nothing stays allocated. */
+	CHECK_EQ(pages_in_use(), before);
+	CHECK(za_verify(mm) == 0);
+}
+
+/* ------------------------------------------------------------------------
+ * fork while other threads allocate: the child must not find a lock held.
+ * ------------------------------------------------------------------------ */
+static atomic_bool stop;
+
+static void *churn(void *arg)
+{
+	unsigned long long rnd = (uintptr_t)arg;
+	void *keep[64] = { 0 };
+	while (!atomic_load(&stop)) {
+		int i = (int)(test_rand(&rnd) % 64);
+		za_free(keep[i]);
+		keep[i] = za_malloc(pick_size(&rnd));
+	}
+	for (int i = 0; i < 64; i++)
+		za_free(keep[i]);
+	return NULL;
+}
+
+static void test_fork(void)
+{
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		CHECK(pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1)) == 0);
+	for (int k = 0; k < 30; k++) {
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			alarm(20);              /* a deadlock ends the child */
+			unsigned long long rnd = 99;
+			for (int i = 0; i < 2000; i++)
+				za_free(za_malloc(pick_size(&rnd)));
+			void *big = za_malloc(1 << 20);
+			za_free(big);
+			_exit(big ? 0 : 1);
+		}
+		int status;
+		CHECK(waitpid(pid, &status, 0) == pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * Memory back to the OS
+ * ------------------------------------------------------------------------ */
+static long resident_pages(void *p, size_t len)
+{
+	unsigned char vec[4096];
+	long n = 0;
+	CHECK(len <= sizeof(vec) * 4096);
+	CHECK(mincore(p, len, vec) == 0);
+	for (size_t i = 0; i < len / 4096; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/* The blocks of a peak: 32 MiB in 64 KiB blocks, all written. */
+static void peak(void **blocks, int n)
+{
+	for (int i = 0; i < n; i++) {
+		CHECK((blocks[i] = za_malloc(64 << 10)));
+		memset(blocks[i], 7, 64 << 10);
+	}
+	for (int i = 0; i < n; i++)
+		za_free(blocks[i]);
+}
+
+static long resident_of(void **blocks, int n)
+{
+	long r = 0;
+	for (int i = 0; i < n; i++)
+		r += resident_pages(blocks[i], 64 << 10);
+	return r;
+}
+
+static void test_trim_and_purge(void)
+{
+	enum { N = 512 };
+	static void *blocks[N];
+	peak(blocks, N);
+	CHECK(resident_of(blocks, N) == N * 16);
+	long long purged = za_stat(mm, "pgpurge");
+	CHECK_EQ(za_malloc_trim(0), 1);
+	CHECK(za_stat(mm, "pgpurge") - purged >= N * 16);
+	CHECK_EQ(resident_of(blocks, N), 0);
+
+	/* The purge worker does the same on its own once they have been free
+	 * for purge_delay_ms (set to 100 in main), all but the last 8 blocks,
+	 * which this thread keeps for its next allocations (2 MiB at most). */
+	peak(blocks, N);
+	CHECK(resident_of(blocks, N) == N * 16);
+	for (int tries = 0; tries < 600 && resident_of(blocks, N) > 8 * 16; tries++)
+		usleep(50000);
+	CHECK_EQ(resident_of(blocks, N), 8 * 16);
+	CHECK_EQ(resident_of(blocks + N - 8, 8), 8 * 16);
+}
+
+/* mallinfo2 says what the arena holds. */
+static void test_mallinfo(void)
+{
+	void *p = za_malloc(1 << 20), *q = za_malloc(6 << 20);
+	struct mallinfo2 mi = za_mallinfo2();
+	CHECK(mi.arena >= mi.uordblks && mi.uordblks >= (1 << 20));
+	CHECK_EQ(mi.arena, mi.uordblks + mi.fordblks);
+	CHECK(mi.hblks >= 1 && mi.hblkhd >= (6 << 20));
+	za_free(p);
+	za_free(q);
+}
+
+int main(void)
+{
+	setenv("ZA_CONFIG", "purge_delay_ms=100", 1);
+	CHECK((mm = za_malloc_system()));
+	CHECK_STR_HAS(za_mm_config_string(mm), "deferred_init=1");
+	test_sizes();
+	test_contract();
+	test_realloc();
+	test_aligned();
+	test_sized_free();
+	test_mallinfo();
+	test_threads();
+	test_fork();
+	test_trim_and_purge();
+	printf("test_malloc: ok\n");
+	return 0;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Misuse is caught, not followed: each case of the `misuse` program runs
+under LD_PRELOAD=libzonealloc-malloc.so and must end in abort() with one
+line naming the address and the kind of misuse.  The default mode catches
+what costs only the lookup free does anyway; debug=1 catches the rest.
+`clean` exercises everything legal and must pass in both modes.
+
+usage: test_malloc_misuse.py <misuse binary> <libzonealloc-malloc.so>
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+MISUSE, LIB = sys.argv[1], sys.argv[2]
+
+# case -> the diagnostic's distinctive words (a regular expression)
+DEFAULT_CASES = {
+    "free-foreign": r"free\(0x[0-9a-f]+\): not allocated by zonealloc",
+    "free-interior": r"free\(0x[0-9a-f]+\): inside an object \(the 64-byte block at 0x",
+    "realloc-foreign": r"realloc\(0x[0-9a-f]+\): not allocated by zonealloc",
+    "usable-size-foreign": r"malloc_usable_size\(0x[0-9a-f]+\): not allocated",
+    "double-free-small": r"double free of 0x[0-9a-f]+ \(malloc-64\)",
+    "double-free-large": r"double free of 0x[0-9a-f]+",
+    "usable-size-freed": r"malloc_usable_size\(0x[0-9a-f]+\): the pointer was freed",
+    "realloc-freed": r"realloc\(0x[0-9a-f]+\): the pointer was freed",
+    "free-sized-mismatch": r"free_sized\(0x[0-9a-f]+, size 300\): the size or alignment does not match the allocation \(malloc-112\)",
+    "free-sized-mismatch-large": r"free_sized\(0x[0-9a-f]+, size 40000\): the size or alignment does not match the allocation \(131072-byte block\)",
+    "free-aligned-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 100, align 4096\): the size or alignment does not match the allocation \(malloc-128\)",
+}
+
+DEBUG_CASES = {
+    "overflow-small": r"heap overflow: the 10-byte block at 0x[0-9a-f]+ was written past its end \(byte 10",
+    "overflow-large": r"heap overflow: the 100000-byte block at 0x[0-9a-f]+ was written past its end \(byte 100000",
+    "write-after-free-small": r"write after free: object 0x[0-9a-f]+ modified",
+    "write-after-free-large": r"use after free: 0x[0-9a-f]+ is inside the freed 100000-byte block",
+    "read-after-free-large": r"use after free: 0x[0-9a-f]+ is inside the freed 100000-byte block",
+    "malloc0-read": r"read or write through a malloc\(0\) pointer \(0x",
+    "malloc0-write": r"read or write through a malloc\(0\) pointer \(0x",
+    "realloc-freed": r"realloc\(0x[0-9a-f]+\): the pointer was freed",
+    "realloc-freed-large": r"realloc\(0x[0-9a-f]+\): the pointer was freed",
+    "usable-size-freed": r"malloc_usable_size\(0x[0-9a-f]+\): the pointer was freed",
+}
+
+
+def run(case, debug):
+    env = dict(os.environ, LD_PRELOAD=LIB)
+    env.pop("ZA_CONFIG", None)
+    if debug:
+        env["ZA_CONFIG"] = "debug=1"
+    return subprocess.run([MISUSE, case], env=env, capture_output=True, text=True, timeout=60)
+
+
+def main():
+    failures = []
+
+    def expect_abort(case, pattern, debug):
+        r = run(case, debug)
+        mode = "debug" if debug else "default"
+        lines = [l for l in r.stderr.splitlines() if l.startswith("zonealloc: ")]
+        if r.returncode != -signal.SIGABRT:
+            failures.append(f"{case} ({mode}): exit {r.returncode}, expected SIGABRT; stderr: {r.stderr.strip()}")
+        elif not lines or not re.search(pattern, lines[-1]):
+            failures.append(f"{case} ({mode}): diagnostic {lines!r} does not match /{pattern}/")
+
+    for debug in (False, True):
+        r = run("clean", debug)
+        if r.returncode != 0 or "zonealloc" in r.stderr:
+            failures.append(f"clean ({'debug' if debug else 'default'}): exit {r.returncode}, stderr {r.stderr.strip()!r}")
+    for case, pattern in DEFAULT_CASES.items():
+        expect_abort(case, pattern, debug=False)
+    # Debug mode catches everything the default mode does, and more.
+    for case, pattern in DEFAULT_CASES.items():
+        if case not in DEBUG_CASES:
+            expect_abort(case, r"0x[0-9a-f]+", debug=True)
+    for case, pattern in DEBUG_CASES.items():
+        expect_abort(case, pattern, debug=True)
+
+    for f in failures:
+        print("FAIL:", f)
+    total = 2 + len(DEFAULT_CASES) * 2 + len(DEBUG_CASES) - len(set(DEFAULT_CASES) & set(DEBUG_CASES))
+    print(f"test_malloc_misuse: {total - len(failures)} of {total} passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
