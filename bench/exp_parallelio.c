@@ -9,7 +9,10 @@
  *
  * Metrics: ops (foreground reads per second), io_duration_s (the stream,
  * including its final write-back).  ops counter = foreground reads.
- * Printed: kswapd and direct reclaim efficiency, per-zone scan velocity.
+ * Printed: kswapd and direct reclaim efficiency, foreground misses per
+ * 1000 foreground reads, per-zone scan velocity, and the per-zone
+ * active/inactive counts at the end (extra counters nr_active_file_<zone>,
+ * nr_inactive_file_<zone>, as streamread's).
  */
 #include "files.h"
 
@@ -141,18 +144,31 @@ static void pio_run(struct bench *b, struct variant *v, struct iteration *it)
 		snprintf(name, sizeof(name), "scan_velocity_%s", za_zone_name(v->mm, z));
 		set_extra_counter(v, name, (long long)((double)(scan[1][z] - scan[0][z]) / wall));
 	}
+	record_zone_lru(v);
+}
+
+static long long counter(const struct variant *v, const char *name)
+{
+	for (int c = 0; c < za_stat_count(); c++)
+		if (!strcmp(za_stat_name(c), name))
+			return v->counters[c];
+	return 0;
 }
 
 static double ratio(const struct variant *v, const char *num, const char *den)
 {
-	int n = -1, d = -1;
-	for (int c = 0; c < za_stat_count(); c++) {
-		if (!strcmp(za_stat_name(c), num))
-			n = c;
-		if (!strcmp(za_stat_name(c), den))
-			d = c;
-	}
-	return v->counters[d] ? 100.0 * (double)v->counters[n] / (double)v->counters[d] : 0;
+	long long d = counter(v, den);
+	return d ? 100.0 * (double)counter(v, num) / (double)d : 0;
+}
+
+/* The seed's view of the LRU lists: grep active_file /proc/zoneinfo. */
+static void print_zone_lru(const struct variant *v, FILE *out)
+{
+	fprintf(out, "\n%s: grep active_file /proc/zoneinfo\n", v->name);
+	for (int e = 0; e + 1 < v->nextra; e++)
+		if (!strncmp(v->extra_name[e], "nr_active_file_", 15))
+			fprintf(out, "%-28s %10lld\n%-28s %10lld\n", v->extra_name[e + 1],
+				v->extra_value[e + 1], v->extra_name[e], v->extra_value[e]);
 }
 
 /* The seed's summary lines. */
@@ -168,9 +184,13 @@ static void pio_print(const struct bench *b, FILE *out)
 	for (int i = 0; i < b->nvariants; i++)
 		fprintf(out, " %14.1f", ratio(&b->variants[i], "pgsteal_direct", "pgscan_direct"));
 	fprintf(out, "\n%-32s", "Foreground misses per 1000 ops");
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, " %14.2f", ratio(&b->variants[i], "pgmajfault", "pgcache_hit") * 10);
+	for (int i = 0; i < b->nvariants; i++) {
+		const struct variant *v = &b->variants[i];
+		fprintf(out, " %14.2f", v->ops ? 1000.0 * (double)counter(v, "pgmajfault") / (double)v->ops : 0);
+	}
 	fputc('\n', out);
+	for (int i = 0; i < b->nvariants; i++)
+		print_zone_lru(&b->variants[i], out);
 }
 
 static const char *const pio_report[] = {

@@ -61,6 +61,7 @@ static void repeat_run(struct bench *b, struct variant *v, struct iteration *it)
 
 static const char *const repeat_report[] = {
 	"--order 0 --ab pcp_high_order",
+	"--order 0 --ab fair_zone",             /* the fast-path cost of the batch charge */
 	"--order 3 --ab pcp_high_order",
 	"--order 0 --threads 2 --ab pcp_high_order",
 	NULL,

@@ -89,6 +89,7 @@ static void str_print(const struct bench *b, FILE *out)
 
 static const char *const str_report[] = {
 	"--ab fair_zone",
+	"--ab kswapd_wake_high",
 	NULL,
 };
 

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
@@ -140,6 +141,14 @@ static ssize_t pages_io(struct za_file *f, bool write, struct za_page **pages, i
 	}
 }
 
+/* Marks a new page's contents valid and lets the readers waiting on it in
+ * (wait_on_page_locked): the release orders the contents before the bit. */
+static void unlock_page(struct za_page *page)
+{
+	set_page_flag(page, PG_uptodate);
+	clear_page_flag(page, PG_locked);
+}
+
 /* Fills new (locked) pages from the file, zeros past its end, and unlocks
  * them. */
 static void read_pages(struct za_file *f, struct za_page **pages, int n)
@@ -153,8 +162,7 @@ static void read_pages(struct za_file *f, struct za_page **pages, int n)
 			set_page_flag(pages[i], PG_io_error);
 		have = have < 0 ? 0 : have > (ssize_t)PAGE_SIZE ? (ssize_t)PAGE_SIZE : have;
 		memset(addr + have, 0, PAGE_SIZE - (size_t)have);
-		set_page_flag(pages[i], PG_uptodate);
-		clear_page_flag(pages[i], PG_locked);
+		unlock_page(pages[i]);
 	}
 }
 
@@ -179,9 +187,11 @@ static bool by_file_and_index(const struct za_page *a, const struct za_page *b)
  * Writes back the dirty ones among pages the caller holds (referenced, or
  * isolated by reclaim): runs that are consecutive in a file go out as one
  * I/O.  Each page's dirty bit is cleared before its I/O, so a write racing
- * with it dirties the page again.  Returns the pages written.
+ * with it dirties the page again; a page found clean was written by
+ * someone else meanwhile.  Adds the pages written to *written; returns -1
+ * if some I/O failed (those pages stay dirty), else 0.
  */
-unsigned long writeback_pages(struct za_page **pages, int n)
+int writeback_pages(struct za_page **pages, int n, unsigned long *written)
 {
 	for (int i = 1; i < n; i++)             /* insertion sort: n is small */
 		for (int j = i; j > 0 && by_file_and_index(pages[j], pages[j - 1]); j--) {
@@ -189,7 +199,7 @@ unsigned long writeback_pages(struct za_page **pages, int n)
 			pages[j] = pages[j - 1];
 			pages[j - 1] = t;
 		}
-	unsigned long written = 0;
+	int rc = 0;
 	for (int i = 0; i < n;) {
 		struct za_page *run[RA_PAGES];
 		int len = 0;
@@ -207,15 +217,16 @@ unsigned long writeback_pages(struct za_page **pages, int n)
 		if (!len)
 			continue;
 		if (pages_io(f, true, run, len) == (ssize_t)len * (ssize_t)PAGE_SIZE) {
-			written += (unsigned long)len;
+			*written += (unsigned long)len;
 			for (int k = 0; k < len; k++)
 				account_dirty(f, run[k], -1);
 		} else {
 			for (int k = 0; k < len; k++)
 				set_page_flag(run[k], PG_dirty);
+			rc = -1;
 		}
 	}
-	return written;
+	return rc;
 }
 
 /* ------------------------------------------------------------------------
@@ -252,9 +263,12 @@ static struct za_page *add_page(struct za_file *f, unsigned long index)
 	return page;
 }
 
+/* The acquire pairs with unlock_page's release: what was put in the page
+ * before it was unlocked is visible after. */
 static void wait_on_page_locked(struct za_page *page)
 {
-	for (int spins = 0; test_page_flag(page, PG_locked); spins++)
+	for (int spins = 0; atomic_load_explicit(&page->flags, memory_order_acquire) & PG_locked;
+	     spins++)
 		if (spins > 64)
 			sched_yield();
 }
@@ -263,7 +277,9 @@ static void wait_on_page_locked(struct za_page *page)
  * A miss: read the page in, and, when the reader is sequential, the pages
  * after it up to the readahead window (all missing, within the file) in
  * the same I/O.  Returns the first, referenced; NULL with errno EEXIST if
- * another thread added it meanwhile.
+ * another thread added it meanwhile.  Without fill the page is returned
+ * locked and not up to date, its contents the previous owner's: the
+ * caller (a write) fills it and unlocks it, while readers wait.
  */
 static struct za_page *read_in(struct za_file *f, unsigned long index, bool fill)
 {
@@ -287,9 +303,6 @@ static struct za_page *read_in(struct za_file *f, unsigned long index, bool fill
 	if (fill) {
 		ev_add_atomic(&f->mm->cpu_stat[this_cpu(f->mm)], EV_PGMAJFAULT, 1);
 		read_pages(f, pages, n);
-	} else {
-		set_page_flag(pages[0], PG_uptodate);
-		clear_page_flag(pages[0], PG_locked);
 	}
 	for (int i = 1; i < n; i++)
 		put_page(pages[i]);             /* kept by the index only */
@@ -297,9 +310,9 @@ static struct za_page *read_in(struct za_file *f, unsigned long index, bool fill
 }
 
 /*
- * The page at index, referenced and up to date.  fill: what a new page
- * needs first -- a read of the file (false only when the caller overwrites
- * all of it).
+ * The page at index, referenced and up to date -- except a new page when
+ * fill is false (the caller writes it without reading the file first):
+ * that one is locked and not up to date (see read_in).
  */
 static struct za_page *get_page(struct za_file *f, unsigned long index, bool fill)
 {
@@ -397,7 +410,15 @@ long za_file_write(za_file_t *f, long offset, const void *buf, size_t len)
 		struct za_page *page = get_page(f, index, fill);
 		if (!page)
 			return done ? (long)done : -1;
-		memcpy((char *)page_address(f, page) + in, (const char *)buf + done, n);
+		char *addr = page_address(f, page);
+		bool fresh = !test_page_flag(page, PG_uptodate);
+		if (fresh) {            /* a hole, or all overwritten: zero the rest */
+			memset(addr, 0, in);
+			memset(addr + in + n, 0, PAGE_SIZE - in - n);
+		}
+		memcpy(addr + in, (const char *)buf + done, n);
+		if (fresh)
+			unlock_page(page);
 		set_page_dirty(f, page);
 		mark_page_accessed(f->mm, page);
 		grow_size(f, pos + (long)n);
@@ -438,6 +459,17 @@ long za_file_size(const za_file_t *f)
 	return atomic_load(&f->size);
 }
 
+/* Write-back goes by whole pages: cut the file back to its size, if it
+ * differs (a file opened read-only cannot be truncated, and need not be). */
+static int set_disk_size(struct za_file *f)
+{
+	struct stat st;
+	long size = atomic_load(&f->size);
+	if (fstat(f->fd, &st))
+		return -1;
+	return st.st_size == size ? 0 : ftruncate(f->fd, size);
+}
+
 /* Writes every dirty page back, in runs of RA_PAGES, holding references. */
 int za_file_sync(za_file_t *f)
 {
@@ -455,13 +487,14 @@ int za_file_sync(za_file_t *f)
 				else if (page)
 					put_page(page);
 			}
-			if (n && writeback_pages(dirty, n) != (unsigned long)n)
+			unsigned long written = 0;
+			if (n && writeback_pages(dirty, n, &written))
 				rc = -1;
 			for (int k = 0; k < n; k++)
 				put_page(dirty[k]);
 		}
 	}
-	if (ftruncate(f->fd, atomic_load(&f->size)))
+	if (set_disk_size(f))
 		rc = -1;
 	if (rc)
 		errno = EIO;

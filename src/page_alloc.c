@@ -177,18 +177,24 @@ zone_allows(struct za_zone *z, const struct alloc_context *ac, enum za_wmark wm)
 }
 
 /*
- * The zonelist walk.  fair (the fast path with fair_zone=1) skips the local
- * node's zones whose allocation batch is used up, so that each zone gets
- * allocations in proportion to its size and ages at the same speed.
+ * The zonelist walk.  fair (the fast path with fair_zone=1) tries only the
+ * local node's zones, which come first in the zonelist, and skips those
+ * whose allocation batch is used up, so that each zone of the node gets
+ * allocations in proportion to its size and ages at the same speed.  It
+ * stops at the first zone of another node: remote zones take no part in
+ * the round robin, and spilling to them is the slow path's decision, made
+ * only once the local batches were reset and the local zones still fail.
  */
 static inline __attribute__((always_inline)) struct za_page *
 get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
 {
 	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
 		struct za_zone *z = *zp;
+		if (fair && z->node != ac->node)
+			break;
 		if (z->idx > ac->highest_zone)
 			continue;
-		if (fair && z->node == ac->node && pcp_batch_exhausted(z, ac->cpu))
+		if (fair && pcp_batch_exhausted(z, ac->cpu))
 			continue;
 		if (!zone_allows(z, ac, wm)) {
 			ev_add_atomic(&z->stat, EV_WMARK_FAIL, 1);
@@ -230,14 +236,25 @@ static void wake_all_kswapds(struct za_mm *mm, const struct alloc_context *ac)
 		ev_add_atomic(&mm->stat, EV_KSWAPD_WAKE_MISSED, 1);
 }
 
-#define MAX_RECLAIM_RETRIES 16
+/*
+ * Rounds of direct reclaim without progress before ENOMEM.  Order-0 pages
+ * freed by reclaim are progress only for orders the per-CPU lists cache
+ * (there is no compaction to assemble larger blocks), so a costly order,
+ * as in the kernel, gives up after one round.
+ */
+static int max_reclaim_retries(unsigned int order)
+{
+	return order > PCP_MAX_ORDER ? 1 : MAX_RECLAIM_RETRIES;
+}
 
 /*
  * The slow path, in the kernel's order: reset the fair batches and wake
  * kswapd; retry at the min watermark, ignoring the batches; then, if the
- * caller may wait, reclaim directly and retry, taking back what the caches
- * hold after the first failure, until reclaim makes no progress 16 times
- * in a row or nothing reclaimable is left.  Then ENOMEM, no OOM killer.
+ * caller may wait, reclaim directly and retry, taking back what the
+ * per-CPU lists and quicklists hold after the first failed round (never
+ * counted as progress), until reclaim makes no progress
+ * max_reclaim_retries() times in a row or nothing reclaimable is left.
+ * Then ENOMEM, no OOM killer.
  */
 static __attribute__((noinline)) struct za_page *
 alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
@@ -261,7 +278,8 @@ alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
 				break;
 		}
 		no_progress = reclaimed && ac->order <= PCP_MAX_ORDER ? 0 : no_progress + 1;
-		if (no_progress >= MAX_RECLAIM_RETRIES || !reclaimable_pages(mm, ac->zonelist))
+		if (no_progress >= max_reclaim_retries(ac->order) ||
+		    !reclaimable_pages(mm, ac->zonelist))
 			break;
 	}
 	if (!page) {
@@ -290,7 +308,7 @@ static bool request_ok(const struct za_mm *mm, int nid, za_gfp_t gfp, unsigned i
 {
 	const za_gfp_t both = ZA_GFP_MOVABLE | ZA_GFP_RECLAIMABLE;
 	return order <= mm->max_order && !(gfp & ~ZA_GFP_VALID_MASK) &&
-	       (gfp & both) != both && nid < mm->nr_nodes;
+	       (gfp & both) != both && nid >= -1 && nid < mm->nr_nodes;
 }
 
 static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int nid,
@@ -298,8 +316,9 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 {
 	if (order > mm->max_order)
 		za_set_last_error("za_alloc_pages: order %u above max_order %u", order, mm->max_order);
-	else if (nid >= mm->nr_nodes)
-		za_set_last_error("za_alloc_pages: no node %d (the system has %d)", nid, mm->nr_nodes);
+	else if (nid < -1 || nid >= mm->nr_nodes)
+		za_set_last_error("za_alloc_pages_node: no node %d (the system has %d; -1 means "
+				  "the current CPU's node)", nid, mm->nr_nodes);
 	else
 		za_set_last_error("za_alloc_pages: invalid gfp flags %#x", gfp);
 	errno = EINVAL;

@@ -4,11 +4,21 @@
  *
  * Aging (the kernel's two-list LRU): a page enters the inactive list; an
  * access sets PG_referenced, a second access while it is referenced and
- * inactive moves it to the active list.  Reclaim scans the inactive tail:
- * a referenced page gets a second chance at the head, a page in use stays,
- * a dirty one is written back, a clean one is freed.  The active list is
- * aged into the inactive one whenever the inactive list is too small for
- * the zone (inactive * sqrt(10 * GiB) < active).
+ * inactive moves it to the active list.  Reclaim scans the inactive tail
+ * and decides as the kernel's page_check_references does for file pages,
+ * a user's reference (za_file_get_page, a read or write in progress)
+ * playing the part of a mapping: a page in use and referenced is
+ * activated, one in use but not referenced is kept and marked referenced,
+ * one only referenced gets a second chance (back to the head, bit
+ * cleared); the rest are written back if dirty and freed.  The active list
+ * is aged into the inactive one whenever the inactive list is too small
+ * for the zone (inactive * sqrt(10 * GiB) < active).
+ *
+ * kswapd counts the balance runs in a row that reclaimed nothing; after
+ * MAX_RECLAIM_RETRIES the node is hopeless: kswapd sleeps and ignores
+ * wakeups until reclaim frees some of the node's pages again.  The per-CPU
+ * page lists are not a shrinker: draining them is not reclaim, and only the
+ * page allocator's slow path does it, after a failed direct reclaim round.
  *
  * Pages are isolated from their lists under lru_lock and processed without
  * it; file close takes reclaim_lock for writing, so it never sees a page of
@@ -28,9 +38,12 @@ struct kswapd {
 	_Atomic uint32_t wake_seq;      /* futex word: bumped by every wakeup */
 	atomic_bool sleeping;
 	atomic_bool stop;
-	_Atomic int order;              /* what the wakers asked for */
-	_Atomic int highest_zone;       /* ... and the highest zone they could use */
-	atomic_int failures;            /* rounds in a row that reclaimed nothing */
+	/* What the wakers asked for since kswapd last went to sleep: the
+	 * largest order (taken by the next balance run) and the highest zone
+	 * any of them could use (reset when kswapd sleeps). */
+	_Atomic int order;
+	_Atomic int highest_zone;
+	atomic_int failures;            /* balance runs in a row that reclaimed nothing */
 };
 
 struct scan_control {
@@ -40,7 +53,6 @@ struct scan_control {
 };
 
 #define KSWAPD_NAP_NS (10 * 1000 * 1000)   /* the kernel's HZ/10 nap, shortened */
-#define MAX_KSWAPD_FAILURES 16
 
 static struct za_zone *page_zone(struct za_mm *mm, struct za_page *page)
 {
@@ -135,26 +147,83 @@ static void shrink_active_list(struct za_zone *z, unsigned long nr)
 	za_unlock(&z->lru_lock);
 }
 
-/* A page with users is kept, like a mapped page in the kernel: the
- * reference by za_file_get_page is this allocator's page-table entry.
- * PG_referenced alone does not protect an unmapped page cache page from
- * reclaim (it is cleared here), again as in the kernel. */
-static bool page_in_use(struct za_page *page)
+/* Has kswapd given up on its node (MAX_RECLAIM_RETRIES runs in a row
+ * without progress)? */
+static bool kswapd_hopeless(const struct kswapd *k)
 {
-	clear_page_flag(page, PG_referenced);
-	return load_relaxed(&page->refcount) > 1 || test_page_flag(page, PG_locked);
+	return atomic_load(&k->failures) >= MAX_RECLAIM_RETRIES;
+}
+
+/* Some reclaim freed pages of the node: kswapd may work for it again. */
+static void node_made_progress(struct za_mm *mm, int node)
+{
+	struct kswapd *k = mm->nodes[node].kswapd;
+	if (k && atomic_load_explicit(&k->failures, memory_order_relaxed))
+		atomic_store(&k->failures, 0);
+}
+
+enum page_references { PAGEREF_RECLAIM, PAGEREF_KEEP, PAGEREF_ACTIVATE };
+
+/*
+ * The fate of an isolated inactive page (see the top of the file).  A
+ * locked page (its read is in flight) is kept untouched.  Activation
+ * leaves PG_referenced clear, as mark_page_accessed does.
+ */
+static enum page_references page_check_references(struct za_page *page)
+{
+	if (test_page_flag(page, PG_locked))
+		return PAGEREF_KEEP;
+	bool referenced = test_and_clear_page_flag(page, PG_referenced);
+	if (load_relaxed(&page->refcount) > 1) {
+		if (referenced)
+			return PAGEREF_ACTIVATE;
+		set_page_flag(page, PG_referenced);
+		return PAGEREF_KEEP;
+	}
+	return referenced ? PAGEREF_KEEP : PAGEREF_RECLAIM;
+}
+
+/* Frees an isolated page if nobody uses it and it is clean. */
+static bool reclaim_page(struct za_mm *mm, struct za_page *page)
+{
+	if (load_relaxed(&page->refcount) > 1 || test_page_flag(page, PG_locked) ||
+	    !remove_from_page_cache(page))
+		return false;
+	za_free_pages(mm, za_page_to_virt(mm, page), 0);
+	return true;
+}
+
+/* Puts the survivors of a scan back: activated ones at the head of the
+ * active list, the others at the head of the inactive list. */
+static void putback_pages(struct za_zone *z, struct za_page **pages,
+			  const enum page_references *refs, int n)
+{
+	long activated = 0;
+	for (int i = 0; i < n; i++) {
+		bool activate = refs[i] == PAGEREF_ACTIVATE;
+		if (activate)
+			set_page_flag(pages[i], PG_active);
+		set_page_flag(pages[i], PG_lru);
+		list_add(&pages[i]->lru, &z->lru[activate ? LRU_ACTIVE : LRU_INACTIVE]);
+		activated += activate;
+	}
+	lru_count(z, LRU_ACTIVE, activated);
+	lru_count(z, LRU_INACTIVE, n - activated);
+	ev_add(&z->stat, EV_PGACTIVATE, (uint64_t)activated);
+	ev_add(&z->stat, EV_PGROTATED, (uint64_t)(n - activated));
 }
 
 /*
  * Scans up to nr (at most SWAP_CLUSTER_MAX) pages from the tail of the
- * inactive list: isolate them under lru_lock; without it, keep those in
- * use, write the dirty ones back (consecutive file pages in one I/O), free
- * the clean ones; put the survivors back at the head.
+ * inactive list: isolate them under lru_lock; without it, decide each
+ * page's fate, write the dirty ones to be reclaimed back (consecutive file
+ * pages in one I/O), free the clean ones; put the survivors back.
  */
 static void shrink_inactive_list(struct za_mm *mm, struct za_zone *z, unsigned long nr,
 				 struct scan_control *sc)
 {
 	struct za_page *pages[SWAP_CLUSTER_MAX], *dirty[SWAP_CLUSTER_MAX];
+	enum page_references refs[SWAP_CLUSTER_MAX];
 	int n = 0, ndirty = 0;
 	unsigned long reclaimed = 0;
 
@@ -169,29 +238,26 @@ static void shrink_inactive_list(struct za_mm *mm, struct za_zone *z, unsigned l
 	ev_add(&z->stat, sc->kswapd ? EV_PGSCAN_KSWAPD : EV_PGSCAN_DIRECT, (uint64_t)n);
 	za_unlock(&z->lru_lock);
 
-	for (int i = 0; i < n; i++)
-		if (!page_in_use(pages[i]) && test_page_flag(pages[i], PG_dirty))
+	for (int i = 0; i < n; i++) {
+		refs[i] = page_check_references(pages[i]);
+		if (refs[i] == PAGEREF_RECLAIM && test_page_flag(pages[i], PG_dirty))
 			dirty[ndirty++] = pages[i];
-	unsigned long written = ndirty ? writeback_pages(dirty, ndirty) : 0;
+	}
+	unsigned long written = 0;
+	if (ndirty)
+		writeback_pages(dirty, ndirty, &written);   /* failed pages stay dirty: kept */
 	int kept = 0;
 	for (int i = 0; i < n; i++) {
-		struct za_page *page = pages[i];
-		if (load_relaxed(&page->refcount) <= 1 && !test_page_flag(page, PG_locked) &&
-		    remove_from_page_cache(page)) {
-			za_free_pages(mm, za_page_to_virt(mm, page), 0);
+		if (refs[i] == PAGEREF_RECLAIM && reclaim_page(mm, pages[i])) {
 			reclaimed++;
 		} else {
-			pages[kept++] = page;
+			refs[kept] = refs[i];
+			pages[kept++] = pages[i];
 		}
 	}
 
 	za_lock(&z->lru_lock);
-	for (int i = 0; i < kept; i++) {
-		set_page_flag(pages[i], PG_lru);
-		list_add(&pages[i]->lru, &z->lru[LRU_INACTIVE]);
-	}
-	lru_count(z, LRU_INACTIVE, kept);
-	ev_add(&z->stat, EV_PGROTATED, (uint64_t)kept);
+	putback_pages(z, pages, refs, kept);
 	ev_add(&z->stat, sc->kswapd ? EV_PGSTEAL_KSWAPD : EV_PGSTEAL_DIRECT, reclaimed);
 	ev_add(&z->stat, EV_PGWRITE_RECLAIM, written);
 	za_unlock(&z->lru_lock);
@@ -201,9 +267,10 @@ static void shrink_inactive_list(struct za_mm *mm, struct za_zone *z, unsigned l
 
 /* One pass over a zone at a priority: lru_size >> priority pages of each
  * list (at least a cluster), deactivating first if the inactive list is
- * low. */
+ * low.  Progress makes the node's kswapd hopeful again. */
 static void shrink_zone(struct za_mm *mm, struct za_zone *z, struct scan_control *sc)
 {
+	unsigned long before = sc->nr_reclaimed;
 	unsigned long active = (unsigned long)load_relaxed(&z->nr_lru[LRU_ACTIVE]);
 	unsigned long inactive = (unsigned long)load_relaxed(&z->nr_lru[LRU_INACTIVE]);
 	if (inactive_is_low(z)) {
@@ -218,6 +285,8 @@ static void shrink_zone(struct za_mm *mm, struct za_zone *z, struct scan_control
 	for (unsigned long done = 0; done < nr; done += SWAP_CLUSTER_MAX)
 		shrink_inactive_list(mm, z, SWAP_CLUSTER_MAX, sc);
 	pthread_rwlock_unlock(&mm->reclaim_lock);
+	if (sc->nr_reclaimed > before)
+		node_made_progress(mm, z->node);
 }
 
 /* ------------------------------------------------------------------------
@@ -282,29 +351,27 @@ static unsigned long shrinker_count(struct za_mm *mm)
 	return n;
 }
 
-/* The built-in shrinkers: slab caches, per-CPU page lists, quicklists. */
+/*
+ * The built-in shrinkers: slab caches and quicklists, both counted and
+ * scanned in pages.  slub.c frees empty slabs only all at once, flushing
+ * every CPU's slabs (slab_shrink_reclaim), so the slab scan runs only when
+ * reclaim asks for as many pages as the caches hold -- at priority 0, or
+ * when they hold less than a cluster -- instead of emptying them for a
+ * request of a few pages.
+ */
 static unsigned long slab_count(void *mm)
 {
-	return (unsigned long)za_stat(mm, "nr_slab_pages");
+	return (unsigned long)slab_pages(mm);
 }
 
 static unsigned long slab_scan(void *mm, unsigned long nr)
 {
-	(void)nr;
-	return (unsigned long)slab_shrink_reclaim(mm);
-}
-
-static unsigned long pcp_count(void *mm)
-{
-	return (unsigned long)za_stat(mm, "nr_pcp_pages");
-}
-
-static unsigned long pcp_scan(void *mm, unsigned long nr)
-{
-	unsigned long had = pcp_count(mm);
-	(void)nr;
-	za_drain_all_pages(mm);
-	return had;
+	long before = slab_pages(mm);
+	if ((long)nr < before)
+		return 0;
+	slab_shrink_reclaim(mm);
+	long after = slab_pages(mm);
+	return before > after ? (unsigned long)(before - after) : 0;
 }
 
 static unsigned long ql_count(void *mm)
@@ -372,14 +439,15 @@ static bool node_balanced(struct za_mm *mm, int node, unsigned int order, int hi
 }
 
 /*
- * Reclaims the node's zones that are below their high watermark until all
- * are balanced, raising the scan priority when a pass frees nothing.
+ * One balance run: reclaims the node's zones up to highest that are below
+ * their high watermark until all are balanced, raising the scan priority
+ * when a pass frees nothing, so a run without progress is DEF_PRIORITY + 1
+ * passes.  Takes the order the wakers asked for.
  */
-static void balance_node(struct kswapd *k)
+static void balance_node(struct kswapd *k, int highest)
 {
 	struct za_mm *mm = k->mm;
 	unsigned int order = (unsigned int)atomic_exchange(&k->order, 0);
-	int highest = atomic_load(&k->highest_zone);
 	struct scan_control sc = { .kswapd = true, .priority = DEF_PRIORITY };
 	while (sc.priority >= 0 && !atomic_load(&k->stop)) {
 		unsigned long before = sc.nr_reclaimed;
@@ -397,23 +465,39 @@ static void balance_node(struct kswapd *k)
 		if (sc.nr_reclaimed == before)
 			sc.priority--;
 	}
-	k->failures = sc.nr_reclaimed ? 0 : k->failures + 1;
+	if (sc.nr_reclaimed)
+		atomic_store(&k->failures, 0);
+	else
+		atomic_fetch_add(&k->failures, 1);
+}
+
+/* Raises *v to at least x. */
+static void atomic_max(_Atomic int *v, int x)
+{
+	int old = atomic_load(v);
+	while (x > old && !atomic_compare_exchange_weak(v, &old, x))
+		;
 }
 
 /*
- * Sleeps until woken.  First a short nap: a wakeup during it means the low
- * watermark was hit again quickly after balancing.  A node that failed 16
- * rounds in a row is left to direct reclaim until someone wakes kswapd.
+ * Sleeps until woken, forgetting the highest zone the wakers asked for
+ * (highest, what kswapd balanced) -- unless one asked for a higher zone
+ * since kswapd looked: then it looks again.  First a short nap: a wakeup
+ * during it means the low watermark was hit again quickly after
+ * balancing; the node unbalanced again at its end, that the high one was.
+ * A hopeless node is left to direct reclaim.
  */
-static void kswapd_sleep(struct kswapd *k, uint32_t seq)
+static void kswapd_sleep(struct kswapd *k, uint32_t seq, int highest)
 {
+	if (!atomic_compare_exchange_strong(&k->highest_zone, &highest, 0))
+		return;
 	atomic_store(&k->sleeping, true);
 	if (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop))
 		za_futex_wait_timeout(&k->wake_seq, seq, KSWAPD_NAP_NS);
 	if (atomic_load(&k->wake_seq) != seq) {
 		ev_add_atomic(&k->mm->stat, EV_KSWAPD_LOW_WMARK_HIT_QUICKLY, 1);
-	} else if (!node_balanced(k->mm, k->node, 0, atomic_load(&k->highest_zone)) &&
-		   k->failures < MAX_KSWAPD_FAILURES) {
+	} else if (!kswapd_hopeless(k) && !node_balanced(k->mm, k->node, 0, highest)) {
+		atomic_max(&k->highest_zone, highest);
 		ev_add_atomic(&k->mm->stat, EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY, 1);
 	} else {
 		while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop))
@@ -427,12 +511,12 @@ static void *kswapd_main(void *arg)
 	struct kswapd *k = arg;
 	while (!atomic_load(&k->stop)) {
 		uint32_t seq = atomic_load(&k->wake_seq);
-		if (node_balanced(k->mm, k->node, (unsigned int)atomic_load(&k->order),
-				  atomic_load(&k->highest_zone)) ||
-		    k->failures >= MAX_KSWAPD_FAILURES)
-			kswapd_sleep(k, seq);
+		int highest = atomic_load(&k->highest_zone);
+		if (kswapd_hopeless(k) ||
+		    node_balanced(k->mm, k->node, (unsigned int)atomic_load(&k->order), highest))
+			kswapd_sleep(k, seq, highest);
 		else
-			balance_node(k);
+			balance_node(k, highest);
 	}
 	return NULL;
 }
@@ -441,28 +525,33 @@ static void *kswapd_main(void *arg)
  * The allocator's wakeup.  kswapd_wake_high=1 (seed 003): wake it unless
  * the zone is balanced at the high watermark, the mark kswapd works to;
  * =0: only when the zone is below its low watermark, so a zone hovering
- * between low and high can miss a whole aging cycle.  Returns whether
- * kswapd is (now) running for the zone's node.
+ * between low and high can miss a whole aging cycle.  The order and the
+ * highest zone only ever grow until kswapd takes them, so that one waker
+ * cannot hide what another asked for; a running kswapd sees them on its
+ * next run.  Only the waker that clears `sleeping` wakes kswapd (and counts
+ * it), as only the first finds it on the kernel's wait queue.  A hopeless
+ * node's kswapd is not woken.  Returns whether kswapd is (now) running for
+ * the zone's node.
  */
 bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone)
 {
 	struct za_mm *mm = z->mm;
 	struct kswapd *k = mm->nodes[z->node].kswapd;
-	if (!k)
-		return false;           /* kswapd=0 */
-	if (!atomic_load(&k->sleeping))
-		return true;
+	if (!k || kswapd_hopeless(k))
+		return false;           /* kswapd=0, or nothing it could do */
+	bool sleeping = atomic_load(&k->sleeping);
 	bool ok = mm->kswapd_wake_high
 			  ? zone_balanced(z, order, highest_zone)
 			  : load_relaxed(&z->nr_free_pages) >
 				    (long)(z->wmark[WMARK_LOW] + z->lowmem_reserve[highest_zone]);
-	if (ok)
+	if (ok && sleeping)
 		return false;
-	int old = atomic_load(&k->order);
-	while ((int)order > old && !atomic_compare_exchange_weak(&k->order, &old, (int)order))
-		;
-	atomic_store(&k->highest_zone, highest_zone);
-	k->failures = 0;
+	if (!ok) {
+		atomic_max(&k->order, (int)order);
+		atomic_max(&k->highest_zone, highest_zone);
+	}
+	if (!sleeping || !atomic_exchange(&k->sleeping, false))
+		return true;            /* running, or another waker woke it */
 	atomic_fetch_add(&k->wake_seq, 1);
 	za_futex_wake(&k->wake_seq, 1);
 	ev_add_atomic(&mm->stat, EV_KSWAPD_WAKEUP, 1);
@@ -480,14 +569,13 @@ int vmscan_init(struct za_mm *mm)
 	pthread_rwlock_init(&mm->reclaim_lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 	if (!za_shrinker_register(mm, slab_count, slab_scan, mm) ||
-	    !za_shrinker_register(mm, pcp_count, pcp_scan, mm) ||
 	    !za_shrinker_register(mm, ql_count, ql_scan, mm))
 		return -1;
 	for (int n = 0; n < mm->nr_nodes && mm->cfg.kswapd; n++) {
 		struct kswapd *k = za_os_alloc(sizeof(*k));
 		if (!k)
 			return -1;
-		*k = (struct kswapd){ .mm = mm, .node = n, .highest_zone = mm->nr_zones - 1 };
+		*k = (struct kswapd){ .mm = mm, .node = n };
 		mm->nodes[n].kswapd = k;
 		if (pthread_create(&k->thread, NULL, kswapd_main, k)) {
 			mm->nodes[n].kswapd = NULL;

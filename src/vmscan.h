@@ -5,6 +5,9 @@
 
 #define SWAP_CLUSTER_MAX 32
 #define DEF_PRIORITY 12
+/* Direct reclaim rounds, and kswapd balance runs, without progress before
+ * they give up (the kernel's MAX_RECLAIM_RETRIES). */
+#define MAX_RECLAIM_RETRIES 16
 
 /* A registered shrinker (za_shrinker_register). */
 struct shrinker {
@@ -31,7 +34,8 @@ void mark_page_accessed(struct za_mm *mm, struct za_page *page);
 /* filemap.c */
 void filemap_close_all(struct za_mm *mm);
 /* for reclaim: */
-unsigned long writeback_pages(struct za_page **pages, int n);   /* returns pages written */
+/* Adds the pages written to *written; -1 if some I/O failed, else 0. */
+int writeback_pages(struct za_page **pages, int n, unsigned long *written);
 bool remove_from_page_cache(struct za_page *page);   /* false if in use or dirty */
 
 #endif

@@ -66,20 +66,16 @@ static inline void capture_error(const char *msg, void *ctx)
 }
 
 /*
- * Every page accounted for: free + per-CPU + what the test holds = total.
- * kswapd may be draining per-CPU lists (its shrinker) while we read, so the
- * two counters are read until two readings agree.
+ * Every page accounted for, exactly: free + per-CPU + what the test holds =
+ * total.  Only at a quiescent point: no thread of the test allocating or
+ * freeing, and nothing kswapd could reclaim (it never touches the per-CPU
+ * lists, and frees only page cache, slab and quicklist pages).
  */
 static inline void check_accounting(za_mm_t *mm, long held_pages)
 {
-	long long free_pages, pcp, total = za_stat(mm, "nr_managed_pages");
-	for (int tries = 0;; tries++) {
-		free_pages = za_stat(mm, "nr_free_pages");
-		pcp = za_stat(mm, "nr_pcp_pages");
-		if ((free_pages == za_stat(mm, "nr_free_pages") && pcp == za_stat(mm, "nr_pcp_pages")) ||
-		    tries == 1000)
-			break;
-	}
+	long long total = za_stat(mm, "nr_managed_pages");
+	long long free_pages = za_stat(mm, "nr_free_pages");
+	long long pcp = za_stat(mm, "nr_pcp_pages");
 	if (free_pages + pcp + held_pages != total) {
 		fprintf(stderr, "accounting: free %lld + pcp %lld + held %ld != total %lld\n",
 			free_pages, pcp, held_pages, total);

@@ -5,6 +5,7 @@
  */
 #include "test.h"
 
+#include <limits.h>
 #include <stdint.h>
 
 static void expect_config_error(const char *config, const char *key_in_message)
@@ -100,6 +101,17 @@ static void test_bad_requests(void)
 	errno = 0;
 	CHECK(za_alloc_pages_node(mm, 1, 0, 0) == NULL);
 	CHECK_EQ(errno, EINVAL);
+	/* -1 is "the current CPU's node"; no other negative node exists. */
+	const int bad_nids[] = { -2, -7, -1000, INT_MIN };
+	for (size_t i = 0; i < sizeof(bad_nids) / sizeof(bad_nids[0]); i++) {
+		errno = 0;
+		CHECK(za_alloc_pages_node(mm, bad_nids[i], 0, 0) == NULL);
+		CHECK_EQ(errno, EINVAL);
+		CHECK_STR_HAS(za_last_error(), "no node -");
+	}
+	void *page = za_alloc_pages_node(mm, -1, 0, 0);
+	CHECK(page);
+	CHECK_EQ(za_free_pages(mm, page, 0), 0);
 	errno = 0;
 	CHECK_EQ(za_stat(mm, "no_such_counter"), -1);
 	CHECK_EQ(errno, EINVAL);
