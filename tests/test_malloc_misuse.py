@@ -5,7 +5,7 @@ line naming the address and the kind of misuse.  The default mode catches
 what costs only the lookup free does anyway; debug=1 catches the rest.
 `clean` exercises everything legal and must pass in both modes.
 
-usage: test_malloc_misuse.py <misuse binary> <libzonealloc-malloc.so>
+usage: test_malloc_misuse.py <misuse binary> <libzonealloc-malloc.so> [<new_delete binary>]
 """
 import os
 import re
@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 MISUSE, LIB = sys.argv[1], sys.argv[2]
+CXX = sys.argv[3] if len(sys.argv) > 3 else None
 
 # case -> the diagnostic's distinctive words (a regular expression)
 DEFAULT_CASES = {
@@ -30,6 +31,11 @@ DEFAULT_CASES = {
     "free-aligned-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 100, align 4096\): the size or alignment does not match the allocation \(malloc-128\)",
 }
 
+CXX_CASES = {
+    "sized-delete-mismatch": r"free_sized\(0x[0-9a-f]+, size 500\): the size or alignment does not match the allocation \(malloc-64\)",
+    "aligned-delete-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 200, align 4096\): the size or alignment does not match",
+}
+
 DEBUG_CASES = {
     "overflow-small": r"heap overflow: the 10-byte block at 0x[0-9a-f]+ was written past its end \(byte 10",
     "overflow-large": r"heap overflow: the 100000-byte block at 0x[0-9a-f]+ was written past its end \(byte 100000",
@@ -44,19 +50,19 @@ DEBUG_CASES = {
 }
 
 
-def run(case, debug):
+def run(case, debug, program=MISUSE):
     env = dict(os.environ, LD_PRELOAD=LIB)
     env.pop("ZA_CONFIG", None)
     if debug:
         env["ZA_CONFIG"] = "debug=1"
-    return subprocess.run([MISUSE, case], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([program, case], env=env, capture_output=True, text=True, timeout=60)
 
 
 def main():
     failures = []
 
-    def expect_abort(case, pattern, debug):
-        r = run(case, debug)
+    def expect_abort(case, pattern, debug, program=MISUSE):
+        r = run(case, debug, program)
         mode = "debug" if debug else "default"
         lines = [l for l in r.stderr.splitlines() if l.startswith("zonealloc: ")]
         if r.returncode != -signal.SIGABRT:
@@ -76,10 +82,24 @@ def main():
             expect_abort(case, r"0x[0-9a-f]+", debug=True)
     for case, pattern in DEBUG_CASES.items():
         expect_abort(case, pattern, debug=True)
+    total_cxx = 0
+    if CXX:
+        for debug in (False, True):
+            r = run("clean", debug, CXX)
+            # Debug mode's usable size is the request: past it is an overflow.
+            usable = "usable 100" if debug else "usable 112"
+            if r.returncode != 0 or usable not in r.stdout or "threw 1" not in r.stdout:
+                failures.append(f"C++ clean ({'debug' if debug else 'default'}): exit {r.returncode}, "
+                                f"out {r.stdout.strip()!r}, stderr {r.stderr.strip()!r}")
+        for case, pattern in CXX_CASES.items():
+            expect_abort(case, pattern, debug=False, program=CXX)
+        total_cxx = 2 + len(CXX_CASES)
+    else:
+        print("SKIP: the C++ operators (no C++ compiler was found)")
 
     for f in failures:
         print("FAIL:", f)
-    total = 2 + len(DEFAULT_CASES) * 2 + len(DEBUG_CASES) - len(set(DEFAULT_CASES) & set(DEBUG_CASES))
+    total = 2 + len(DEFAULT_CASES) * 2 + len(DEBUG_CASES) - len(set(DEFAULT_CASES) & set(DEBUG_CASES)) + total_cxx
     print(f"test_malloc_misuse: {total - len(failures)} of {total} passed")
     return 1 if failures else 0
 
