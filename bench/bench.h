@@ -52,7 +52,7 @@ struct bench_opts {
 struct variant {
 	char name[16];
 	char config[CONFIG_LEN];        /* as given to za_mm_create */
-	za_mm_t *mm;
+	za_mm_t *mm;                    /* NULL for an experiment's own variants */
 	int niters;
 	double values[MAX_METRICS][MAX_ITERS];
 	long long *counters;            /* summed deltas, [za_stat_count()] */
@@ -103,6 +103,12 @@ struct experiment {
 	void (*release)(struct bench *b);
 	/* Optional: a table of its own after the standard ones. */
 	void (*print_extra)(const struct bench *b, FILE *out);
+	/* Optional: variants of its own that are not memory systems (the
+	 * allocators of the malloc comparison): fills b->variants, leaving
+	 * mm NULL and config a description.  Returns 0 or an exit status. */
+	int (*make_variants)(struct bench *b);
+	/* Optional: its own table instead of the standard one. */
+	void (*print)(const struct bench *b, FILE *out);
 };
 
 /* runner.c */
@@ -140,6 +146,9 @@ double pct_change(double before, double after, enum direction dir);
 
 /* report.c */
 void print_table(const struct bench *b, FILE *out);
+const char *variant_config(const struct variant *v);
+long machine_cores(void);
+unsigned long long machine_memory(void);
 void print_json(const struct bench *b, FILE *out);
 int run_report(int argc, char **argv);
 

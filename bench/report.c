@@ -12,12 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static long machine_cores(void)
+long machine_cores(void)
 {
 	return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-static unsigned long long machine_memory(void)
+unsigned long long machine_memory(void)
 {
 	return (unsigned long long)sysconf(_SC_PHYS_PAGES) * (unsigned long long)sysconf(_SC_PAGESIZE);
 }
@@ -31,8 +31,7 @@ static void print_header(const struct bench *b, FILE *out)
 		machine_cores(), (double)machine_memory() / (1 << 30), o->threads, o->iterations,
 		o->seconds);
 	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, "%-7s %s\n", b->variants[i].name,
-			za_mm_config_string(b->variants[i].mm));
+		fprintf(out, "%-7s %s\n", b->variants[i].name, variant_config(&b->variants[i]));
 	fputc('\n', out);
 }
 
@@ -150,6 +149,10 @@ static void print_counters(const struct bench *b, FILE *out)
 
 void print_table(const struct bench *b, FILE *out)
 {
+	if (b->exp->print) {
+		b->exp->print(b, out);
+		return;
+	}
 	print_header(b, out);
 	fprintf(out, "%-32s", "");
 	for (int i = 0; i < b->nvariants; i++)
@@ -165,6 +168,13 @@ void print_table(const struct bench *b, FILE *out)
 /* ------------------------------------------------------------------------
  * JSON
  * ------------------------------------------------------------------------ */
+/* The effective configuration of a memory system, or what an
+ * experiment's own variant is. */
+const char *variant_config(const struct variant *v)
+{
+	return v->mm ? za_mm_config_string(v->mm) : v->config;
+}
+
 static void json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
@@ -225,7 +235,7 @@ void print_json(const struct bench *b, FILE *out)
 		fprintf(out, "%s{\"name\": ", i ? ", " : "");
 		json_string(out, v->name);
 		fprintf(out, ", \"config\": ");
-		json_string(out, za_mm_config_string(v->mm));
+		json_string(out, variant_config(v));
 		fprintf(out, ", \"metrics\": {");
 		for (int m = 0; m < b->nmetrics; m++) {
 			fprintf(out, "%s", m ? ", " : "");
@@ -234,7 +244,7 @@ void print_json(const struct bench *b, FILE *out)
 			json_metric(out, v, m);
 		}
 		fprintf(out, "}, \"counters\": {");
-		for (int c = 0; c < za_stat_count(); c++) {
+		for (int c = 0; v->mm && c < za_stat_count(); c++) {
 			json_string(out, za_stat_name(c));
 			fprintf(out, ": %lld, ", v->counters[c]);
 		}

@@ -324,6 +324,8 @@ static bool ab_part(const char *spec, int which, char *out, size_t len)
 
 static int make_variants(struct bench *b)
 {
+	if (b->exp->make_variants)
+		return b->exp->make_variants(b);
 	const char *user = b->opts.config ? b->opts.config : "";
 	const char *ab = b->opts.ab;
 	b->nvariants = ab ? 2 : 1;
@@ -351,6 +353,8 @@ static void destroy_variants(struct bench *b)
 		struct variant *v = &b->variants[i];
 		if (b->exp->cleanup)
 			b->exp->cleanup(b, v);
+		if (!v->mm)
+			continue;
 		long leaked = za_mm_destroy(v->mm);
 		if (leaked)
 			fprintf(stderr, "zabench: %s: the %s variant leaked %ld pages\n",
@@ -368,10 +372,12 @@ static void measure(struct bench *b, struct variant *v)
 	long long before[n], after[n];
 	struct iteration it = { 0 };
 
-	za_stat_all(v->mm, before, n);
+	if (v->mm)
+		za_stat_all(v->mm, before, n);
 	b->exp->run(b, v, &it);
-	za_stat_all(v->mm, after, n);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; v->mm && i < n; i++) {
+		if (!i)
+			za_stat_all(v->mm, after, n);
 		if (za_stat_kind(i) == ZA_STAT_EVENT)
 			v->counters[i] += after[i] - before[i];
 		else
@@ -408,7 +414,8 @@ int bench_run(struct bench *b)
 	for (int i = 0; i < b->nvariants; i++) {
 		struct iteration warm = { 0 };
 		b->exp->run(b, &b->variants[i], &warm);
-		za_stat_reset_peaks(b->variants[i].mm);
+		if (b->variants[i].mm)
+			za_stat_reset_peaks(b->variants[i].mm);
 	}
 	b->warmup = false;
 	for (int k = 0; k < o->iterations; k++)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 struct za_malloc zm;
+uint8_t class_by_step[1024 / 16 + 1];
 
 /* Where free() looks first: set once the system exists, 0 before.  Atomic
  * (relaxed: plain loads) because a thread may free before it ever
@@ -119,7 +120,7 @@ static za_mm_t *create_system(void)
 	char config[256];
 	for (uint64_t mem = machine_memory(); mem >= (64ULL << 20); mem /= 2) {
 		snprintf(config, sizeof(config),
-			 "memory=%lluM,zones=Normal,kswapd=0,deferred_init=1,quicklists=0",
+			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0",
 			 (unsigned long long)(mem >> 20));
 		za_mm_t *mm = za_mm_create(config);
 		if (mm || errno != ENOMEM)
@@ -136,6 +137,9 @@ static unsigned int sheaf_capacity(unsigned int size)
 
 static void init_classes(void)
 {
+	for (size_t step = 0; step <= 1024 / 16; step++)
+		class_by_step[step] = (uint8_t)(step <= 8 ? (step ? step - 1 : 0)
+							 : size_class_computed(step * 16));
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		struct malloc_class *mc = &zm.classes[c];
 		mc->size = class_size(c);
@@ -231,6 +235,8 @@ za_cache_t *malloc_class_cache(unsigned int c)
 		unsigned int debug = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
 						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : 0;
 		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, debug, NULL);
+		if (cache)
+			cache->owner_tag = c;
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}
 	za_unlock(&zm.threads_lock);
@@ -301,9 +307,9 @@ static void lookup(const void *p, struct block *b)
 		struct za_page *slab = virt_to_slab(zm.mm, p);
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
-			unsigned int c = size_class(s->object_size);
+			unsigned int c = s->owner_tag;
 			size_t o = (size_t)((const char *)p - slab_base(s, slab));
-			if (s->object_size > SMALL_MAX || load_relaxed(&zm.classes[c].cache) != s) {
+			if (load_relaxed(&zm.classes[c].cache) != s) {
 				b->why = "not allocated by malloc (an internal object)";
 			} else if (object_div(s, o) * s->size != o) {
 				b->why = "inside an object";
@@ -559,23 +565,22 @@ static inline __attribute__((always_inline)) bool free_fast(void *p, size_t expe
 	struct za_page *pages = load_relaxed(&arena_pages);
 	if (unlikely(off >= load_relaxed(&arena_len)))
 		return false;
-	struct za_page *slab = &pages[off >> PAGE_SHIFT];
-	uint32_t f = page_flags(slab);
-	if (f & PG_tail) {
-		slab = (struct za_page *)slab->private;
-		f = page_flags(slab);
-	}
-	if (unlikely(!(f & PG_slab)))
+	struct za_page *page = &pages[off >> PAGE_SHIFT];
+	uint32_t f = page_flags(page);
+	if (unlikely(!(f & (PG_slab | PG_tail))))
 		return false;
+	/* A page inside a slab points to its head: selected, not branched on. */
+	struct za_page *head = (struct za_page *)page->private;
+	struct za_page *slab = f & PG_tail ? head : page;
 	struct za_kmem_cache *s = slab->slab_cache;
 	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT);
-	unsigned int c = size_class(s->object_size);
+	unsigned int c = s->owner_tag;
 	if (unlikely(object_div(s, o) * s->size != o || *(uint64_t *)p == free_signature(p) ||
 		     load_relaxed(&zm.classes[c].cache) != s ||
 		     (expect_class != SIZE_MAX && expect_class != c)))
 		return false;
 	struct thread_cache *tc = tcache;
-	struct sheaf *sh = tc->main[c];
+	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
 	if (unlikely(sh->size >= sh->capacity))
 		return false;
 	*(uint64_t *)p = free_signature(p);

@@ -40,13 +40,23 @@ static inline unsigned int class_size(unsigned int c)
 	return (1u << b) + (sub + 1) * (1u << (b - 2));
 }
 
+/* The class of n > 128 bytes: four classes per power of two. */
+static inline unsigned int size_class_computed(size_t n)
+{
+	unsigned int x = (unsigned int)n - 1, b = 31 - (unsigned int)__builtin_clz(x);
+	return 8 + (b - 7) * 4 + ((x >> (b - 2)) & 3);
+}
+
+/* Classes of sizes up to 1 KiB by 16-byte step: a load, no branch to
+ * mispredict when sizes vary (malloc.c fills it). */
+extern uint8_t class_by_step[1024 / 16 + 1];
+
 /* The class of a request of n <= SMALL_MAX bytes (0 counts as 1). */
 static inline unsigned int size_class(size_t n)
 {
-	if (n <= 128)
-		return n ? (unsigned int)(n - 1) >> 4 : 0;
-	unsigned int x = (unsigned int)n - 1, b = 31 - (unsigned int)__builtin_clz(x);
-	return 8 + (b - 7) * 4 + ((x >> (b - 2)) & 3);
+	if (likely(n <= 1024))
+		return class_by_step[(n + 15) >> 4];
+	return size_class_computed(n);
 }
 
 /* ------------------------------------------------------------------------
@@ -74,6 +84,10 @@ struct thread_cache {
 	za_counter_t alloc_hits, free_hits;     /* served by the main sheaf */
 	struct sheaf *main[NR_CLASSES];
 	struct sheaf *spare[NR_CLASSES];
+	/* Objects of slabs another thread filled its sheaves from: not reused
+	 * here (they share cache lines with that thread's objects), but sent
+	 * on whole through the barn. */
+	struct sheaf *remote[NR_CLASSES];
 	za_counter_t alloc_misses, free_misses; /* went to the spare, barn or SLUB */
 	/* Page blocks this thread freed last, oldest first, marked freed in
 	 * their descriptors (a second free is a double free); malloc takes
@@ -165,6 +179,13 @@ void malloc_stats_at_exit(void);
 /* malloc_purge.c */
 void purge_worker_kick(void);
 void purge_worker_after_fork(bool parent_multithreaded);
+
+/* The thread cache that last filled a sheaf from this slab (the head's
+ * private word is the cache creator's: slab.h). */
+static inline uintptr_t slab_owner(const struct za_page *slab)
+{
+	return __atomic_load_n(&slab->private, __ATOMIC_RELAXED);
+}
 
 /* A page block in a thread's block cache carries this in its descriptor's
  * private word (malloc owns an allocated block's). */

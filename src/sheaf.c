@@ -24,16 +24,17 @@
  * taken, and no memory is allocated or freed, while one is held.
  */
 #include "malloc_internal.h"
-#include "percpu.h"
+#include "slab.h"
 
 #include <string.h>
 
 static struct sheaf empty_sheaf;        /* capacity 0: every fast path misses */
 
 #define EMPTY_SHEAVES { [0 ... NR_CLASSES - 1] = &empty_sheaf }
-struct thread_cache boot_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES };
+struct thread_cache boot_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES,
+				    .remote = EMPTY_SHEAVES };
 struct thread_cache exited_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES,
-				      .exited = true };
+				      .remote = EMPTY_SHEAVES, .exited = true };
 __thread struct thread_cache *tcache __attribute__((tls_model("initial-exec"))) = &boot_tcache;
 
 static void swap_sheaves(struct sheaf **a, struct sheaf **b)
@@ -63,19 +64,32 @@ static void sheaf_delete(struct sheaf *s)
 		za_cache_free(zm.sheaf_cache, s);
 }
 
+/* The slabs of a fresh fill are this thread's (runs of objects come from
+ * one slab: one store per slab). */
+static void own_slabs(struct sheaf *s, struct thread_cache *tc)
+{
+	struct za_page *last = NULL;
+	for (unsigned int i = 0; i < s->size; i++) {
+		struct za_page *slab = virt_to_slab(zm.mm, s->objects[i]);
+		if (slab != last)
+			__atomic_store_n(&slab->private, (uintptr_t)tc, __ATOMIC_RELAXED);
+		last = slab;
+	}
+}
+
 /* Fills an empty sheaf; false if not even one object could be had. */
-static bool sheaf_fill(unsigned int c, struct sheaf *s)
+static bool sheaf_fill(unsigned int c, struct sheaf *s, struct thread_cache *tc)
 {
 	za_cache_t *cache = malloc_class_cache(c);
 	if (!cache)
 		return false;
-	if (za_cache_alloc_bulk(cache, 0, s->capacity, s->objects)) {
+	if (za_cache_alloc_bulk(cache, 0, s->capacity, s->objects))
 		s->size = s->capacity;
-		return true;
-	}
-	if (!(s->objects[0] = za_cache_alloc(cache, 0)))   /* short of memory: one will do */
+	else if ((s->objects[0] = za_cache_alloc(cache, 0)))   /* short of memory: one will do */
+		s->size = 1;
+	else
 		return false;
-	s->size = 1;
+	own_slabs(s, tc);
 	return true;
 }
 
@@ -284,6 +298,7 @@ void thread_cache_exit(void *arg)
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		flush_sheaf_of(c, &tc->main[c]);
 		flush_sheaf_of(c, &tc->spare[c]);
+		flush_sheaf_of(c, &tc->remote[c]);
 	}
 	release_blocks(tc);
 	za_lock(&zm.threads_lock);
@@ -312,6 +327,7 @@ void sheaves_flush_thread(void)
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		sheaf_flush(c, tc->main[c]);
 		sheaf_flush(c, tc->spare[c]);
+		sheaf_flush(c, tc->remote[c]);
 	}
 	release_blocks(tc);
 }
@@ -395,55 +411,74 @@ void *sheaf_alloc_slow(unsigned int c)
 				return za_cache_alloc(malloc_class_cache(c), 0);
 			*main = s;
 		}
-		if (!sheaf_fill(c, *main))
+		if (!sheaf_fill(c, *main, tc))
 			return NULL;
 	}
 	return (*main)->objects[--(*main)->size];
 }
 
-/* The main sheaf is full: it becomes the spare if that is empty, else goes
- * to the barn for an empty one (over the barn's limit, its objects go back
- * to the slab cache instead).  Without memory for a sheaf, main stays full. */
-static void make_room(unsigned int c, struct sheaf **main, struct sheaf **spare)
+/* The full sheaf *sp goes to the barn for an empty one (over the barn's
+ * limit, its objects go back to the slab cache instead).  Returns whether
+ * memory went back to the page allocator's side. */
+static bool trade_full(unsigned int c, struct sheaf **sp)
 {
-	if (!(*spare)->size) {
-		if (*spare == &empty_sheaf && !(*spare = get_empty(c)))
-			*spare = &empty_sheaf;
-		else
-			swap_sheaves(main, spare);
-		return;
-	}
-	struct sheaf *overflow = barn_put_full(&zm.barns[c], main);
+	struct sheaf *overflow = barn_put_full(&zm.barns[c], sp);
 	if (overflow) {
 		sheaf_flush(c, overflow);
-		purge_worker_kick();
-	} else if (!*main && !(*main = get_empty(c))) {
-		*main = &empty_sheaf;
+		return true;
 	}
+	if (!*sp && !(*sp = get_empty(c)))
+		*sp = &empty_sheaf;
+	return false;
 }
 
-/* A free that did not take the fast path: the main sheaf may be full, or
- * the thread may have none yet, or the object may come from free's slow
- * path with room in the sheaf. */
+/* The main sheaf is full: it becomes the spare if that is empty, else is
+ * traded at the barn.  Without memory for a sheaf, main stays full. */
+static bool make_room(unsigned int c, struct sheaf **main, struct sheaf **spare)
+{
+	if ((*spare)->size)
+		return trade_full(c, main);
+	if (*spare == &empty_sheaf) {
+		struct sheaf *fresh = get_empty(c);
+		if (!fresh)
+			return false;
+		*spare = fresh;
+	}
+	swap_sheaves(main, spare);
+	return false;
+}
+
+/*
+ * A free that did not take the fast path: the sheaf it belongs in (the
+ * main one, or the remote one for another thread's slab) may be full, or
+ * missing, or the object may come from free's slow path with room there.
+ */
 void sheaf_free_slow(unsigned int c, void *obj)
 {
 	struct thread_cache *tc = this_thread_cache();
+	bool kick = false;
 	if (tc) {
-		struct sheaf **main = &tc->main[c];
-		if ((*main)->size == (*main)->capacity) {
+		bool remote = slab_owner(virt_to_slab(zm.mm, obj)) != (uintptr_t)tc;
+		struct sheaf **sp = remote ? &tc->remote[c] : &tc->main[c];
+		if (*sp == &empty_sheaf) {              /* the first of its kind */
 			counter_add(&tc->free_misses, 1);
-			if (*main != &empty_sheaf)
-				make_room(c, main, &tc->spare[c]);
-			else if (!(*main = get_empty(c)))
-				*main = &empty_sheaf;
+			struct sheaf *fresh = get_empty(c);
+			if (fresh)
+				*sp = fresh;
+		} else if ((*sp)->size == (*sp)->capacity) {
+			counter_add(&tc->free_misses, 1);
+			kick = remote ? trade_full(c, sp) : make_room(c, sp, &tc->spare[c]);
 		} else {
 			counter_add(&tc->free_hits, 1);
 		}
-		struct sheaf *s = *main;
+		struct sheaf *s = *sp;
 		if (s->size < s->capacity) {
 			s->objects[s->size++] = obj;
-			return;
+			obj = NULL;
 		}
 	}
-	za_cache_free(malloc_class_cache(c), obj);
+	if (obj)
+		za_cache_free(malloc_class_cache(c), obj);
+	if (kick)
+		purge_worker_kick();
 }

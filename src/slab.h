@@ -14,7 +14,8 @@
  *   bits 48..63  a tag bumped by every change
  *
  * Only the CPU that froze a slab allocates from it; anyone may push frees
- * onto its list.  Objects per slab are limited to 32767 (as in the kernel),
+ * onto its list.  The head descriptor's private word belongs to the
+ * cache's creator (0 in a new slab).  Objects per slab are limited to 32767 (as in the kernel),
  * so an index fits.
  */
 #ifndef ZA_SLAB_H
@@ -117,6 +118,7 @@ struct za_kmem_cache {
 	unsigned int min_partial;
 	unsigned int align;
 	unsigned int flags;             /* ZA_SLAB_* */
+	unsigned int owner_tag;         /* for the cache's creator: malloc's class; 0 by default */
 	void (*ctor)(void *);
 	uint16_t *random_seq;           /* slab_freelist_random: a permutation */
 

@@ -268,6 +268,7 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 		set_page_flags(&slab[i], PG_tail);
 	}
 	slab->slab_cache = s;
+	slab->private = 0;
 
 	/* Link the objects; they are constructed once, here, for their whole
 	 * life in the slab, as the kernel does.  A shuffled slab walks the

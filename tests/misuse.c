@@ -84,9 +84,9 @@ static int clean(void)
 	call_free_sized(p, 100);
 	p = calloc(10, 10);
 	sink = realloc(p, 0);
-	p = malloc(9 << 20);                            /* a direct mapping */
-	memset(p, 4, 9 << 20);
-	p = realloc(p, 20 << 20);
+	p = malloc(20 << 20);                           /* a direct mapping */
+	memset(p, 4, 20 << 20);
+	p = realloc(p, 40 << 20);
 	free(p);
 	free(malloc(0));
 	printf("usable %zu\n", malloc_usable_size(opaque(malloc(33))));

@@ -43,7 +43,7 @@ static void test_sizes(void)
 	static const size_t sizes[] = {
 		0, 1, 15, 16, 17, 100, 128, 129, 160, 161, 256, 257, 1000, 1024, 1025, 4096,
 		5000, 12288, 16383, 16384, 16385, 32768, 100000, 1 << 20, (4 << 20) - 1, 4 << 20,
-		(4 << 20) + 1, 9 << 20,
+		(16 << 20) - 1, 16 << 20, (16 << 20) + 1, 40 << 20,
 	};
 	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
 	void *p[N];
@@ -60,11 +60,12 @@ static void test_sizes(void)
 		check_fill(p[i], sizes[i], (unsigned int)i);
 		za_free(p[i]);
 	}
-	/* Usable sizes: a class, a whole page block, whole pages of a mapping. */
-	void *a = za_malloc(100), *b = za_malloc(20000), *c = za_malloc(5 << 20);
+	/* Usable sizes: a class, a whole page block, whole pages of a mapping
+	 * (beyond the largest block, 16 MiB with the default max_order=12). */
+	void *a = za_malloc(100), *b = za_malloc(20000), *c = za_malloc((20 << 20) + 5);
 	CHECK_EQ(za_malloc_usable_size(a), 112);
 	CHECK_EQ(za_malloc_usable_size(b), 32768);
-	CHECK_EQ(za_malloc_usable_size(c), 5 << 20);
+	CHECK_EQ(za_malloc_usable_size(c), (20 << 20) + 4096);
 	CHECK_EQ(za_malloc_usable_size(NULL), 0);
 	za_free(a);
 	za_free(b);
@@ -117,8 +118,8 @@ static void test_realloc(void)
 	CHECK(p);
 	fill(p, 10, 3);
 	/* Grow through a class, page blocks and a mapping, and back. */
-	static const size_t steps[] = { 24, 200, 5000, 17000, 300000, 6 << 20, 12 << 20,
-					100000, 700, 10 };
+	static const size_t steps[] = { 24, 200, 5000, 17000, 300000, 6 << 20, 20 << 20,
+					40 << 20, 100000, 700, 10 };
 	size_t have = 10;
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		size_t n = steps[i], keep = n < have ? n : have;
@@ -140,8 +141,8 @@ static void test_realloc(void)
 
 static void test_aligned(void)
 {
-	for (size_t align = 1; align <= (16 << 20); align <<= 1) {
-		static const size_t sizes[] = { 1, 40, 100, 3000, 20000, 1 << 20, 5 << 20 };
+	for (size_t align = 1; align <= (32 << 20); align <<= 1) {
+		static const size_t sizes[] = { 1, 40, 100, 3000, 20000, 1 << 20, 5 << 20, 20 << 20 };
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			void *p = za_memalign(align, sizes[i]), *q = NULL;
 			CHECK(p);
@@ -177,7 +178,7 @@ static void test_aligned(void)
 /* Sized frees that match are accepted on every path. */
 static void test_sized_free(void)
 {
-	static const size_t sizes[] = { 1, 16, 100, 1000, 16384, 16385, 70000, 5 << 20 };
+	static const size_t sizes[] = { 1, 16, 100, 1000, 16384, 16385, 70000, 5 << 20, 20 << 20 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		za_free_sized(za_malloc(sizes[i]), sizes[i]);
 		za_free_aligned_sized(za_aligned_alloc(64, sizes[i]), 64, sizes[i]);
@@ -276,6 +277,44 @@ static void test_threads(void)
 		pthread_join(t[i], NULL);
 	/* Every exited thread gave its sheaves back: nothing stays allocated. */
 	CHECK_EQ(pages_in_use(), before);
+	CHECK(za_verify(mm) == 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Cache-scratch: a thread's first free of a class is of another thread's
+ * object (a remote free into a sheaf it does not have yet); then it
+ * allocates and frees its own.  Every block keeps its contents.
+ * ------------------------------------------------------------------------ */
+static void *scratcher(void *arg)
+{
+	unsigned char **given = arg;
+	for (int i = 0; i < 64; i++)
+		za_free(given[i]);
+	unsigned char *mine[200];
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < 200; i++) {
+			CHECK((mine[i] = za_malloc(24)));
+			fill(mine[i], 24, (unsigned int)i);
+		}
+		for (int i = 0; i < 200; i++) {
+			check_fill(mine[i], 24, (unsigned int)i);
+			za_free(mine[i]);
+		}
+	}
+	return NULL;
+}
+
+static void test_remote_first(void)
+{
+	static unsigned char *given[4][64];
+	pthread_t t[4];
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 64; i++)
+			CHECK((given[k][i] = za_malloc(24)));
+	for (int k = 0; k < 4; k++)
+		CHECK(pthread_create(&t[k], NULL, scratcher, given[k]) == 0);
+	for (int k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
 	CHECK(za_verify(mm) == 0);
 }
 
@@ -382,11 +421,11 @@ static void test_trim_and_purge(void)
 /* mallinfo2 says what the arena holds. */
 static void test_mallinfo(void)
 {
-	void *p = za_malloc(1 << 20), *q = za_malloc(6 << 20);
+	void *p = za_malloc(1 << 20), *q = za_malloc(20 << 20);
 	struct mallinfo2 mi = za_mallinfo2();
 	CHECK(mi.arena >= mi.uordblks && mi.uordblks >= (1 << 20));
 	CHECK_EQ(mi.arena, mi.uordblks + mi.fordblks);
-	CHECK(mi.hblks >= 1 && mi.hblkhd >= (6 << 20));
+	CHECK(mi.hblks >= 1 && mi.hblkhd >= (20 << 20));
 	za_free(p);
 	za_free(q);
 }
@@ -403,6 +442,7 @@ int main(void)
 	test_sized_free();
 	test_mallinfo();
 	test_threads();
+	test_remote_first();
 	test_fork();
 	test_trim_and_purge();
 	printf("test_malloc: ok\n");

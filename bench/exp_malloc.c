@@ -1,0 +1,247 @@
+/*
+ * malloc: zonealloc's malloc against glibc's, jemalloc, tcmalloc and
+ * mimalloc, on the suite in malloc_suite.c.
+ *
+ * The variants are allocators, not memory systems: each iteration runs
+ * every benchmark once per allocator, in its own process under LD_PRELOAD
+ * (none for glibc), interleaved A B C D E / E D C B A by the runner; a
+ * benchmark's time is what the process reports for its workload, its
+ * memory the process's peak RSS.  Allocators that are not installed are
+ * left out (and named).
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *const benchmarks[] = {
+	"churn", "sizes", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
+};
+enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
+
+static const struct {
+	const char *name, *library, *package;
+} allocators[] = {
+	{ "glibc", NULL, NULL },
+	{ "jemalloc", "libjemalloc.so.2", "libjemalloc2" },
+	{ "tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4" },
+	{ "mimalloc", "libmimalloc.so.2", "libmimalloc2.0" },
+	{ "zonealloc", "libzonealloc-malloc.so", NULL },
+};
+
+struct malloc_state {
+	char dir[512];                  /* where zabench, malloc-suite and our library are */
+	double scale;
+	int m_time[NR_BENCH], m_rss[NR_BENCH], m_geo_time, m_geo_rss;
+	char missing[256];
+};
+
+static void malloc_declare(struct bench *b)
+{
+	struct malloc_state *st = calloc(1, sizeof(*st));
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	char *slash = strrchr(exe, '/');
+	snprintf(st->dir, sizeof(st->dir), "%.*s", slash ? (int)(slash - exe) : 1, slash ? exe : ".");
+	st->scale = b->opts.quick ? 0.5 : 1.0;
+	for (int i = 0; i < NR_BENCH; i++) {
+		char name[48];
+		snprintf(name, sizeof(name), "%s_s", benchmarks[i]);
+		st->m_time[i] = bench_metric(b, name, LOWER_IS_BETTER);
+		snprintf(name, sizeof(name), "%s_rss_mib", benchmarks[i]);
+		st->m_rss[i] = bench_metric(b, name, LOWER_IS_BETTER);
+	}
+	st->m_geo_time = bench_metric(b, "geomean_s", LOWER_IS_BETTER);
+	st->m_geo_rss = bench_metric(b, "geomean_rss_mib", LOWER_IS_BETTER);
+	b->state = st;
+}
+
+/* The peers come from the system's library directories, zonealloc from
+ * beside zabench. */
+static bool find_library(const struct malloc_state *st, const char *lib, bool ours, char *out,
+			 size_t len)
+{
+	static const char *const dirs[] = {
+		"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+		"/usr/local/lib",
+	};
+	if (ours) {
+		snprintf(out, len, "%s/%s", st->dir, lib);
+		return !access(out, R_OK);
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(out, len, "%s/%s", dirs[i], lib);
+		if (!access(out, R_OK))
+			return true;
+	}
+	return false;
+}
+
+static int malloc_variants(struct bench *b)
+{
+	struct malloc_state *st = b->state;
+	char suite[600];
+	snprintf(suite, sizeof(suite), "%s/malloc-suite", st->dir);
+	if (access(suite, X_OK)) {
+		fprintf(stderr, "zabench malloc: %s is missing (make builds it)\n", suite);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(allocators) / sizeof(allocators[0]); i++) {
+		struct variant *v = &b->variants[b->nvariants];
+		bool ours = !allocators[i].package && allocators[i].library;
+		if (allocators[i].library &&
+		    !find_library(st, allocators[i].library, ours, v->config, sizeof(v->config))) {
+			size_t used = strlen(st->missing);
+			snprintf(st->missing + used, sizeof(st->missing) - used, "%s%s (%s)",
+				 used ? ", " : "", allocators[i].name,
+				 ours ? "make builds it" : allocators[i].package);
+			continue;
+		}
+		if (!allocators[i].library)
+			snprintf(v->config, sizeof(v->config), "the C library's malloc");
+		snprintf(v->name, sizeof(v->name), "%s", allocators[i].name);
+		b->nvariants++;
+	}
+	if (*st->missing)
+		fprintf(stderr, "zabench malloc: not installed, left out: %s "
+			"(scripts/install-deps bench installs them)\n", st->missing);
+	return 0;
+}
+
+/* Runs one benchmark under one allocator; returns its seconds, and its
+ * peak RSS in MiB in *rss_mib, or a negative time if it failed. */
+static double run_one(const struct malloc_state *st, const struct variant *v, const char *bench,
+		      int threads, double scale, double *rss_mib)
+{
+	int out[2];
+	if (pipe(out))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char suite[600], t[16], s[32];
+		snprintf(suite, sizeof(suite), "%s/malloc-suite", st->dir);
+		snprintf(t, sizeof(t), "%d", threads);
+		snprintf(s, sizeof(s), "%g", scale);
+		dup2(out[1], STDOUT_FILENO);
+		close(out[0]);
+		if (!strcmp(v->name, "glibc"))
+			unsetenv("LD_PRELOAD");
+		else
+			setenv("LD_PRELOAD", v->config, 1);
+		unsetenv("ZA_STATS");
+		execl(suite, suite, bench, t, s, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char buf[64] = "";
+	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
+	close(out[0]);
+	buf[n > 0 ? n : 0] = 0;
+	int status;
+	struct rusage ru;
+	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		fprintf(stderr, "zabench malloc: %s failed under %s\n", bench, v->name);
+		return -1;
+	}
+	*rss_mib = (double)ru.ru_maxrss / 1024.0;
+	return atof(buf);
+}
+
+static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
+{
+	struct malloc_state *st = b->state;
+	double log_t = 0, log_r = 0;
+	/* The warm-up only loads the programs and libraries: a short one. */
+	double scale = b->warmup ? st->scale / 10 : st->scale;
+	for (int i = 0; i < NR_BENCH; i++) {
+		double rss = 0, t = run_one(st, v, benchmarks[i], b->opts.threads, scale, &rss);
+		if (t <= 0) {
+			fprintf(stderr, "zabench malloc: giving up\n");
+			exit(1);
+		}
+		it->value[st->m_time[i]] = t;
+		it->value[st->m_rss[i]] = rss;
+		log_t += log(t);
+		log_r += log(rss);
+	}
+	it->value[st->m_geo_time] = exp(log_t / NR_BENCH);
+	it->value[st->m_geo_rss] = exp(log_r / NR_BENCH);
+	it->ops = NR_BENCH;
+}
+
+static double median_of(const struct variant *v, int m)
+{
+	struct summary s;
+	summarize(v->values[m], v->niters, &s);
+	return s.median;
+}
+
+/* One row: each allocator's median and its ratio to the best. */
+static void print_row(const struct bench *b, const char *label, int m, FILE *out)
+{
+	double best = 0;
+	for (int i = 0; i < b->nvariants; i++) {
+		double x = median_of(&b->variants[i], m);
+		if (!i || x < best)
+			best = x;
+	}
+	fprintf(out, "%-12s", label);
+	for (int i = 0; i < b->nvariants; i++) {
+		double x = median_of(&b->variants[i], m);
+		fprintf(out, " %9.3f (%4.2f)", x, best > 0 ? x / best : 0);
+	}
+	fputc('\n', out);
+}
+
+static void print_header_row(const struct bench *b, const char *what, FILE *out)
+{
+	fprintf(out, "%-12s", what);
+	for (int i = 0; i < b->nvariants; i++)
+		fprintf(out, " %16s", b->variants[i].name);
+	fputc('\n', out);
+}
+
+static void malloc_print(const struct bench *b, FILE *out)
+{
+	const struct malloc_state *st = b->state;
+	fprintf(out, "zabench malloc: %s\n", b->exp->summary);
+	fprintf(out, "machine: %ld cores, %.1f GiB; %d threads, scale %g; median of %d runs per "
+		"allocator, interleaved (after one short warm-up); (ratio to the best)\n",
+		machine_cores(), (double)machine_memory() / (1 << 30), b->opts.threads, st->scale,
+		b->opts.iterations);
+	for (int i = 0; i < b->nvariants; i++)
+		fprintf(out, "%-10s %s\n", b->variants[i].name, b->variants[i].config);
+	if (*st->missing)
+		fprintf(out, "not installed: %s\n", st->missing);
+	fputc('\n', out);
+	print_header_row(b, "time (s)", out);
+	for (int i = 0; i < NR_BENCH; i++)
+		print_row(b, benchmarks[i], st->m_time[i], out);
+	print_row(b, "geomean", st->m_geo_time, out);
+	fputc('\n', out);
+	print_header_row(b, "peak RSS MiB", out);
+	for (int i = 0; i < NR_BENCH; i++)
+		print_row(b, benchmarks[i], st->m_rss[i], out);
+	print_row(b, "geomean", st->m_geo_rss, out);
+}
+
+static const char *const malloc_report[] = { "", NULL };
+
+const struct experiment exp_malloc = {
+	.name = "malloc",
+	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
+		   "churn, sizes, realloc, larson, prodcons, falseshare, threads, large",
+	.config = "",
+	.threads = 2,
+	.declare = malloc_declare,
+	.run = malloc_run,
+	.make_variants = malloc_variants,
+	.print = malloc_print,
+	.report_runs = malloc_report,
+};

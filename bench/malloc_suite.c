@@ -1,0 +1,402 @@
+/*
+ * malloc-suite: the allocation benchmarks `zabench malloc` runs under each
+ * allocator (LD_PRELOAD), one per process so that each gets a fresh heap
+ * and its own peak RSS.  Plain C on malloc/free: it does not know which
+ * allocator it runs on.
+ *
+ *   malloc-suite <benchmark> <threads> <scale>
+ *
+ * prints the seconds the workload took.  Each benchmark does a fixed
+ * amount of work (times scale) and checks what it wrote, so a broken
+ * allocator fails instead of looking fast.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int threads;
+static double scale;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static long work(long n)
+{
+	return (long)((double)n * scale);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		fprintf(stderr, "malloc-suite: malloc(%zu) failed\n", n);
+		exit(1);
+	}
+	return p;
+}
+
+/* Writes the first and last byte of a block; check() verifies them. */
+static void mark(unsigned char *p, size_t n, unsigned char tag)
+{
+	p[0] = tag;
+	p[n - 1] = tag;
+}
+
+static void check(const unsigned char *p, size_t n, unsigned char tag)
+{
+	if (p[0] != tag || p[n - 1] != tag) {
+		fprintf(stderr, "malloc-suite: block %p (%zu bytes) was overwritten\n", (void *)p, n);
+		exit(1);
+	}
+}
+
+static void run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size)
+{
+	pthread_t t[256];
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * arg_size)) {
+			perror("malloc-suite: pthread_create");
+			exit(1);
+		}
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * churn: one thread replaces random blocks of 16..256 bytes in a working
+ * set of 20000, the way an interpreter's or a compiler's heap churns.
+ * ------------------------------------------------------------------------ */
+static void churn(void)
+{
+	enum { SLOTS = 20000 };
+	static unsigned char *slot[SLOTS];
+	static size_t len[SLOTS];
+	uint64_t s = 1;
+	for (long i = 0; i < work(20000000); i++) {
+		unsigned int k = (unsigned int)(rnd(&s) % SLOTS);
+		if (slot[k]) {
+			check(slot[k], len[k], (unsigned char)k);
+			free(slot[k]);
+		}
+		len[k] = 16 + rnd(&s) % 241;
+		slot[k] = xmalloc(len[k]);
+		mark(slot[k], len[k], (unsigned char)k);
+	}
+	for (int k = 0; k < SLOTS; k++)
+		free(slot[k]);
+}
+
+/* ------------------------------------------------------------------------
+ * sizes: every size from 8 bytes to 32 KiB in 48 geometric steps, a batch
+ * of blocks of each, freed in the order allocated.
+ * ------------------------------------------------------------------------ */
+static void sizes(void)
+{
+	enum { BATCH = 256 };
+	static unsigned char *b[BATCH];
+	for (long round = 0; round < work(400); round++) {
+		for (double sz = 8; sz <= 32768; sz *= 1.2) {
+			size_t n = (size_t)sz;
+			for (int i = 0; i < BATCH; i++) {
+				b[i] = xmalloc(n);
+				mark(b[i], n, (unsigned char)i);
+			}
+			for (int i = 0; i < BATCH; i++) {
+				check(b[i], n, (unsigned char)i);
+				free(b[i]);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * realloc: strings and arrays growing a few bytes at a time to 4 KiB ..
+ * 1 MiB, as builders and parsers grow their buffers.
+ * ------------------------------------------------------------------------ */
+static void realloc_growth(void)
+{
+	enum { BUFS = 64 };
+	uint64_t s = 2;
+	for (long round = 0; round < work(60); round++) {
+		unsigned char *buf[BUFS] = { 0 };
+		size_t len[BUFS] = { 0 }, limit[BUFS];
+		for (int i = 0; i < BUFS; i++)
+			limit[i] = (size_t)4096 << (rnd(&s) % 9);
+		for (bool growing = true; growing;) {
+			growing = false;
+			for (int i = 0; i < BUFS; i++) {
+				if (len[i] >= limit[i])
+					continue;
+				size_t n = len[i] + 8 + rnd(&s) % 120;
+				unsigned char *p = realloc(buf[i], n);
+				if (!p)
+					exit(1);
+				if (len[i])
+					check(p, len[i], (unsigned char)i);
+				mark(p, n, (unsigned char)i);
+				buf[i] = p;
+				len[i] = n;
+				growing = true;
+			}
+		}
+		for (int i = 0; i < BUFS; i++)
+			free(buf[i]);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * larson: a server's threads each work a table of blocks (random sizes
+ * 16..1024), replacing one at a time; every round the tables move on to
+ * the next thread, which frees blocks another thread allocated.
+ * ------------------------------------------------------------------------ */
+enum { LARSON_SLOTS = 1000 };
+struct larson_table {
+	unsigned char *slot[LARSON_SLOTS];
+	size_t len[LARSON_SLOTS];
+};
+static struct larson_table *tables;
+static pthread_barrier_t barrier;
+
+struct worker {
+	int id;
+	long n;
+	uint64_t seed;
+	_Alignas(64) char pad[64];
+};
+
+static void *larson_worker(void *arg)
+{
+	struct worker *w = arg;
+	for (int round = 0; round < 20; round++) {
+		struct larson_table *t = &tables[(w->id + round) % threads];
+		for (long i = 0; i < w->n / 20; i++) {
+			unsigned int k = (unsigned int)(rnd(&w->seed) % LARSON_SLOTS);
+			if (t->slot[k]) {
+				check(t->slot[k], t->len[k], (unsigned char)k);
+				free(t->slot[k]);
+			}
+			t->len[k] = 16 + rnd(&w->seed) % 1009;
+			t->slot[k] = xmalloc(t->len[k]);
+			mark(t->slot[k], t->len[k], (unsigned char)k);
+		}
+		pthread_barrier_wait(&barrier);
+	}
+	return NULL;
+}
+
+static void larson(void)
+{
+	struct worker w[256];
+	tables = calloc((size_t)threads, sizeof(*tables));
+	pthread_barrier_init(&barrier, NULL, (unsigned int)threads);
+	for (int i = 0; i < threads; i++)
+		w[i] = (struct worker){ .id = i, .n = work(8000000) / threads, .seed = (uint64_t)i + 7 };
+	run_threads(threads, larson_worker, w, sizeof(w[0]));
+	for (int i = 0; i < threads; i++)
+		for (int k = 0; k < LARSON_SLOTS; k++)
+			free(tables[i].slot[k]);
+	free(tables);
+}
+
+/* ------------------------------------------------------------------------
+ * prodcons: pairs of threads, the producer allocates messages (64..512
+ * bytes), the consumer reads and frees them: every free is remote.
+ * ------------------------------------------------------------------------ */
+enum { RING = 1024 };
+struct ring {
+	_Alignas(64) _Atomic size_t head;
+	_Alignas(64) _Atomic size_t tail;
+	_Alignas(64) void *slot[RING];
+	long n;
+};
+
+/* Worker i of prodcons: even ones produce into, odd ones consume from,
+ * ring i / 2. */
+static struct ring *prodcons_ring[256];
+
+static void *prodcons_worker(void *arg)
+{
+	struct ring **self = arg;
+	struct ring *r = *self;
+	bool producer = (self - prodcons_ring) % 2 == 0;
+	uint64_t s = 3;
+	for (long i = 0; i < r->n; i++) {
+		if (producer) {
+			size_t len = 64 + rnd(&s) % 449;
+			unsigned char *m = xmalloc(len);
+			mark(m, len, (unsigned char)len);
+			m[1] = (unsigned char)(len >> 8);
+			size_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+			while (t - atomic_load_explicit(&r->head, memory_order_acquire) == RING)
+				sched_yield();
+			r->slot[t % RING] = m;
+			atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+		} else {
+			size_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+			while (atomic_load_explicit(&r->tail, memory_order_acquire) == h)
+				sched_yield();
+			unsigned char *m = r->slot[h % RING];
+			atomic_store_explicit(&r->head, h + 1, memory_order_release);
+			size_t len = m[0] | (size_t)m[1] << 8;
+			check(m, len, (unsigned char)len);
+			free(m);
+		}
+	}
+	return NULL;
+}
+
+static void prodcons(void)
+{
+	int pairs = threads / 2 > 0 ? threads / 2 : 1;
+	struct ring *rings = aligned_alloc(64, sizeof(struct ring) * (size_t)pairs);
+	for (int p = 0; p < pairs; p++) {
+		memset(&rings[p], 0, sizeof(rings[p]));
+		rings[p].n = work(3000000) / pairs;
+		prodcons_ring[2 * p] = prodcons_ring[2 * p + 1] = &rings[p];
+	}
+	run_threads(2 * pairs, prodcons_worker, prodcons_ring, sizeof(prodcons_ring[0]));
+	free(rings);
+}
+
+/* ------------------------------------------------------------------------
+ * falseshare: Hoard's cache-scratch.  One thread allocates a small object
+ * per thread, all at once; each thread frees its object and then, over
+ * and over, allocates one of the same size and writes it.  An allocator
+ * that hands a thread memory on the same cache line as another thread's
+ * makes them fight for it.
+ * ------------------------------------------------------------------------ */
+static void *scratch_worker(void *arg)
+{
+	struct worker *w = arg;
+	free(*(void **)w->pad);
+	for (long i = 0; i < w->n; i++) {
+		volatile unsigned char *p = xmalloc(24);
+		for (int k = 0; k < 200; k++)
+			p[k % 24] = (unsigned char)(p[k % 24] + 1);
+		free((void *)p);
+	}
+	return NULL;
+}
+
+static void falseshare(void)
+{
+	struct worker w[256];
+	for (int i = 0; i < threads; i++) {
+		w[i] = (struct worker){ .id = i, .n = work(300000) / threads };
+		*(void **)w[i].pad = xmalloc(24);
+	}
+	run_threads(threads, scratch_worker, w, sizeof(w[0]));
+}
+
+/* ------------------------------------------------------------------------
+ * threads: many threads (4 per --threads) with short-lived objects:
+ * bursts of 8 allocations of 16..512 bytes freed at once.
+ * ------------------------------------------------------------------------ */
+static void *burst_worker(void *arg)
+{
+	struct worker *w = arg;
+	unsigned char *b[8];
+	for (long i = 0; i < w->n; i++) {
+		for (int k = 0; k < 8; k++) {
+			size_t n = 16 + rnd(&w->seed) % 497;
+			b[k] = xmalloc(n);
+			b[k][0] = (unsigned char)k;
+		}
+		for (int k = 0; k < 8; k++)
+			free(b[k]);
+	}
+	return NULL;
+}
+
+static void many_threads(void)
+{
+	int n = 4 * threads;
+	struct worker w[256];
+	for (int i = 0; i < n; i++)
+		w[i] = (struct worker){ .id = i, .n = work(2000000) / n, .seed = (uint64_t)i + 11 };
+	run_threads(n, burst_worker, w, sizeof(w[0]));
+}
+
+/* ------------------------------------------------------------------------
+ * large: blocks of 64 KiB .. 8 MiB, every page written, a window of 16
+ * kept: the cost of getting large memory and of faulting it in.
+ * ------------------------------------------------------------------------ */
+static void large(void)
+{
+	enum { WINDOW = 16 };
+	unsigned char *b[WINDOW] = { 0 };
+	size_t len[WINDOW] = { 0 };
+	uint64_t s = 5;
+	for (long i = 0; i < work(6000); i++) {
+		int k = (int)(i % WINDOW);
+		if (b[k]) {
+			check(b[k], len[k], (unsigned char)k);
+			free(b[k]);
+		}
+		len[k] = (size_t)(64 << 10) << (rnd(&s) % 8);
+		len[k] += rnd(&s) % len[k];
+		b[k] = xmalloc(len[k]);
+		for (size_t off = 0; off < len[k]; off += 4096)
+			b[k][off] = 1;
+		mark(b[k], len[k], (unsigned char)k);
+	}
+	for (int k = 0; k < WINDOW; k++)
+		free(b[k]);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} benchmarks[] = {
+	{ "churn", churn },
+	{ "sizes", sizes },
+	{ "realloc", realloc_growth },
+	{ "larson", larson },
+	{ "prodcons", prodcons },
+	{ "falseshare", falseshare },
+	{ "threads", many_threads },
+	{ "large", large },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: malloc-suite <benchmark> <threads> <scale>\n");
+		return 2;
+	}
+	threads = atoi(argv[2]);
+	scale = atof(argv[3]);
+	if (threads < 1 || threads > 64 || scale <= 0) {
+		fprintf(stderr, "malloc-suite: threads must be 1..64, scale > 0\n");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(benchmarks) / sizeof(benchmarks[0]); i++) {
+		if (strcmp(argv[1], benchmarks[i].name))
+			continue;
+		double t0 = now();
+		benchmarks[i].fn();
+		printf("%.6f\n", now() - t0);
+		return 0;
+	}
+	fprintf(stderr, "malloc-suite: unknown benchmark '%s'\n", argv[1]);
+	return 2;
+}
