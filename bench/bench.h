@@ -45,6 +45,9 @@ struct bench_opts {
 	long size;              /* --size: object size (slab-repeat) */
 	int io_size;            /* --io-size: percent of memory (parallelio) */
 	const char *dir;        /* --dir: where file experiments put their files */
+	const char *allocators; /* --allocators: malloc's subset of allocators */
+	const char *benchmarks; /* --benchmarks: malloc's subset of its suite */
+	double scale;           /* --scale: malloc's amount of work (0: default) */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */
 };

@@ -36,9 +36,21 @@ static const struct {
 struct malloc_state {
 	char dir[512];                  /* where zabench, malloc-suite and our library are */
 	double scale;
+	bool run[NR_BENCH];             /* --benchmarks */
+	int nrun;
 	int m_time[NR_BENCH], m_rss[NR_BENCH], m_geo_time, m_geo_rss;
 	char missing[256];
 };
+
+/* Is name in the comma-separated list (NULL: everything is)? */
+static bool listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return !list;
+}
 
 static void malloc_declare(struct bench *b)
 {
@@ -48,9 +60,12 @@ static void malloc_declare(struct bench *b)
 	exe[n > 0 ? n : 0] = 0;
 	char *slash = strrchr(exe, '/');
 	snprintf(st->dir, sizeof(st->dir), "%.*s", slash ? (int)(slash - exe) : 1, slash ? exe : ".");
-	st->scale = b->opts.quick ? 0.5 : 1.0;
+	st->scale = b->opts.scale ? b->opts.scale : b->opts.quick ? 0.5 : 1.0;
 	for (int i = 0; i < NR_BENCH; i++) {
 		char name[48];
+		st->nrun += st->run[i] = listed(b->opts.benchmarks, benchmarks[i]);
+		if (!st->run[i])
+			continue;
 		snprintf(name, sizeof(name), "%s_s", benchmarks[i]);
 		st->m_time[i] = bench_metric(b, name, LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_rss_mib", benchmarks[i]);
@@ -91,8 +106,12 @@ static int malloc_variants(struct bench *b)
 		fprintf(stderr, "zabench malloc: %s is missing (make builds it)\n", suite);
 		return 1;
 	}
+	if (!st->nrun)
+		return usage_error("malloc: no benchmark in --benchmarks '%s'", b->opts.benchmarks);
 	for (size_t i = 0; i < sizeof(allocators) / sizeof(allocators[0]); i++) {
 		struct variant *v = &b->variants[b->nvariants];
+		if (!listed(b->opts.allocators, allocators[i].name))
+			continue;
 		bool ours = !allocators[i].package && allocators[i].library;
 		if (allocators[i].library &&
 		    !find_library(st, allocators[i].library, ours, v->config, sizeof(v->config))) {
@@ -110,6 +129,9 @@ static int malloc_variants(struct bench *b)
 	if (*st->missing)
 		fprintf(stderr, "zabench malloc: not installed, left out: %s "
 			"(scripts/install-deps bench installs them)\n", st->missing);
+	if (!b->nvariants)
+		return usage_error("malloc: no allocator to run (--allocators '%s')",
+				   b->opts.allocators ? b->opts.allocators : "");
 	return 0;
 }
 
@@ -160,6 +182,8 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 	/* The warm-up only loads the programs and libraries: a short one. */
 	double scale = b->warmup ? st->scale / 10 : st->scale;
 	for (int i = 0; i < NR_BENCH; i++) {
+		if (!st->run[i])
+			continue;
 		double rss = 0, t = run_one(st, v, benchmarks[i], b->opts.threads, scale, &rss);
 		if (t <= 0) {
 			fprintf(stderr, "zabench malloc: giving up\n");
@@ -170,9 +194,9 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 		log_t += log(t);
 		log_r += log(rss);
 	}
-	it->value[st->m_geo_time] = exp(log_t / NR_BENCH);
-	it->value[st->m_geo_rss] = exp(log_r / NR_BENCH);
-	it->ops = NR_BENCH;
+	it->value[st->m_geo_time] = exp(log_t / st->nrun);
+	it->value[st->m_geo_rss] = exp(log_r / st->nrun);
+	it->ops = st->nrun;
 }
 
 static double median_of(const struct variant *v, int m)
@@ -222,12 +246,14 @@ static void malloc_print(const struct bench *b, FILE *out)
 	fputc('\n', out);
 	print_header_row(b, "time (s)", out);
 	for (int i = 0; i < NR_BENCH; i++)
-		print_row(b, benchmarks[i], st->m_time[i], out);
+		if (st->run[i])
+			print_row(b, benchmarks[i], st->m_time[i], out);
 	print_row(b, "geomean", st->m_geo_time, out);
 	fputc('\n', out);
 	print_header_row(b, "peak RSS MiB", out);
 	for (int i = 0; i < NR_BENCH; i++)
-		print_row(b, benchmarks[i], st->m_rss[i], out);
+		if (st->run[i])
+			print_row(b, benchmarks[i], st->m_rss[i], out);
 	print_row(b, "geomean", st->m_geo_rss, out);
 }
 

@@ -145,6 +145,7 @@ static void usage(FILE *out)
 		"               [--config STR] [--ab SWITCH[=A:B][,SWITCH...]] [--json]\n"
 		"               [--order K] [--pages N] [--size N] [--sizes N,N,...]\n"
 		"               [--io-size PCT] [--dir DIR]\n"
+		"               [--allocators A,B,...] [--benchmarks B,...] [--scale X]  (malloc)\n"
 		"       zabench report [--quick] [--out DIR]\n"
 		"       zabench list\n\n"
 		"  --seconds S     length of one measured iteration (default 1)\n"
@@ -216,6 +217,9 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 		{ "size", required_argument, NULL, 'S' },
 		{ "io-size", required_argument, NULL, 'I' },
 		{ "dir", required_argument, NULL, 'D' },
+		{ "allocators", required_argument, NULL, 'A' },
+		{ "benchmarks", required_argument, NULL, 'B' },
+		{ "scale", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -274,6 +278,19 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'D':
 			o->dir = optarg;
 			break;
+		case 'A':
+			o->allocators = optarg;
+			break;
+		case 'B':
+			o->benchmarks = optarg;
+			break;
+		case 'X': {
+			char *end;
+			o->scale = strtod(optarg, &end);
+			if (*end || !(o->scale > 0 && o->scale <= 100))
+				return usage_error("bad --scale '%s' (0..100)", optarg);
+			break;
+		}
 		case 'z':
 			if (!parse_sizes(optarg, o))
 				return usage_error("bad --sizes '%s' (at most 16 sizes of 1..2^30 bytes)",

@@ -140,6 +140,16 @@ void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order
  */
 int za_free_pages(za_mm_t *mm, void *addr, unsigned int order);
 
+/*
+ * Resizes an allocated block in place, as krealloc would for pages.
+ * Shrinking frees the block's upper halves.  Growing takes the free blocks
+ * above it; it works only if the block is the lower half at every step and
+ * each of those buddies is free in the buddy lists (not on a per-CPU list):
+ * otherwise -1 with errno ENOMEM, nothing changed.  A bad block is reported
+ * (EINVAL).  The malloc front end's realloc grows page blocks this way.
+ */
+int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int new_order);
+
 /* Descriptor of the page containing addr, or NULL if addr is outside the arena. */
 za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr);
 void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page);
@@ -188,6 +198,10 @@ typedef struct za_kmem_cache za_cache_t;
 
 #define ZA_SLAB_HWCACHE_ALIGN     (1u << 0)   /* align objects to cache lines */
 #define ZA_SLAB_RECLAIM_ACCOUNT   (1u << 1)   /* slabs are reclaimable memory */
+/* The free pointer in the object's second word instead of mid-object (the
+ * kernel's freeptr_offset): a free object, and a new slab, touch no page
+ * of the object but its first.  Objects of at least 16 bytes. */
+#define ZA_SLAB_FREEPTR_EARLY     (1u << 2)
 #define ZA_SLAB_CONSISTENCY_CHECKS (1u << 4)  /* debug F, for this cache */
 #define ZA_SLAB_RED_ZONE          (1u << 5)   /* debug Z */
 #define ZA_SLAB_POISON            (1u << 6)   /* debug P */

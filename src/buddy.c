@@ -414,6 +414,43 @@ int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned lo
 }
 
 /* ------------------------------------------------------------------------
+ * Resizing an allocated block in place (za_resize_pages)
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Grows the allocated block of `order` at pfn to new_order by taking the
+ * free blocks above it: at every step the block must be the lower half,
+ * and its buddy a free block of exactly that order in the lists.  Changes
+ * nothing and returns false otherwise.
+ */
+bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order)
+{
+	struct za_mm *mm = z->mm;
+	if (pfn & ((1UL << new_order) - 1))
+		return false;                   /* an upper half somewhere on the way */
+	for (unsigned int o = order; o < new_order; o++) {
+		const struct za_page *buddy = pfn_to_page(mm, pfn + (1UL << o));
+		if (!(page_flags(buddy) & PG_buddy) || page_order(buddy) != o)
+			return false;
+	}
+	for (unsigned int o = order; o < new_order; o++)
+		del_from_free_list(z, pfn_to_page(mm, pfn + (1UL << o)), o);
+	add_free_pages(z, -((1L << new_order) - (1L << order)));
+	return true;
+}
+
+/* Shrinks the allocated block of `order` at pfn to new_order, freeing its
+ * upper halves (which cannot merge: their buddies are the block). */
+void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order)
+{
+	struct za_mm *mm = z->mm;
+	for (unsigned int o = order; o-- > new_order;) {
+		unsigned long half = pfn + (1UL << o);
+		buddy_free(z, pfn_to_page(mm, half), o, pageblock_mt(mm, half));
+	}
+}
+
+/* ------------------------------------------------------------------------
  * Purging (page_reporting.c): dirty free blocks go back to the OS
  * ------------------------------------------------------------------------ */
 

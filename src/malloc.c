@@ -131,7 +131,7 @@ static za_mm_t *create_system(void)
 
 static unsigned int sheaf_capacity(unsigned int size)
 {
-	unsigned int cap = 8192 / size;
+	unsigned int cap = 32768 / size;
 	return cap < 2 ? 2 : cap > SHEAF_MAX_CAPACITY ? SHEAF_MAX_CAPACITY : cap;
 }
 
@@ -232,9 +232,9 @@ za_cache_t *malloc_class_cache(unsigned int c)
 	if (!(cache = load_relaxed(&mc->cache))) {
 		char name[32];
 		snprintf(name, sizeof(name), "malloc-%u", mc->size);
-		unsigned int debug = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
-						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : 0;
-		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, debug, NULL);
+		unsigned int flags = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
+						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : ZA_SLAB_FREEPTR_EARLY;
+		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
 		if (cache)
 			cache->owner_tag = c;
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
@@ -557,18 +557,23 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 /*
  * The fast path: p is an object start of a malloc slab (the slab's own
  * descriptor says so, and the offset is a multiple of the object size), it
- * does not carry the freed signature, and the main sheaf has room.
+ * does not carry the freed signature, and its sheaf -- main, or remote for
+ * another thread's slab -- has room.  Returns the class (< NR_CLASSES)
+ * when only the room was missing, so that the slow path need not look
+ * again; NR_CLASSES + 1 when done; NR_CLASSES when p needs the full checks.
  */
-static inline __attribute__((always_inline)) bool free_fast(void *p, size_t expect_class)
+enum { FREE_CHECK = NR_CLASSES, FREE_DONE };
+
+static inline __attribute__((always_inline)) unsigned int free_fast(void *p, size_t expect_class)
 {
 	uintptr_t base = load_relaxed(&arena_base), off = (uintptr_t)p - base;
 	struct za_page *pages = load_relaxed(&arena_pages);
 	if (unlikely(off >= load_relaxed(&arena_len)))
-		return false;
+		return FREE_CHECK;
 	struct za_page *page = &pages[off >> PAGE_SHIFT];
 	uint32_t f = page_flags(page);
 	if (unlikely(!(f & (PG_slab | PG_tail))))
-		return false;
+		return FREE_CHECK;
 	/* A page inside a slab points to its head: selected, not branched on. */
 	struct za_page *head = (struct za_page *)page->private;
 	struct za_page *slab = f & PG_tail ? head : page;
@@ -578,28 +583,32 @@ static inline __attribute__((always_inline)) bool free_fast(void *p, size_t expe
 	if (unlikely(object_div(s, o) * s->size != o || *(uint64_t *)p == free_signature(p) ||
 		     load_relaxed(&zm.classes[c].cache) != s ||
 		     (expect_class != SIZE_MAX && expect_class != c)))
-		return false;
+		return FREE_CHECK;
 	struct thread_cache *tc = tcache;
 	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
-	if (unlikely(sh->size >= sh->capacity))
-		return false;
 	*(uint64_t *)p = free_signature(p);
+	if (unlikely(sh->size >= sh->capacity))
+		return c;
 	sh->objects[sh->size++] = p;
 	counter_add(&tc->free_hits, 1);
-	return true;
+	return FREE_DONE;
 }
 
 void za_free(void *p)
 {
-	if (!free_fast(p, SIZE_MAX))
+	unsigned int r = free_fast(p, SIZE_MAX);
+	if (unlikely(r < NR_CLASSES))
+		sheaf_free_slow(r, p);
+	else if (unlikely(r == FREE_CHECK))
 		free_slow(p, SIZE_MAX, 1, "free");
 }
 
 void za_free_sized(void *p, size_t n)
 {
-	if (!p)
-		return;
-	if (n > SMALL_MAX || !free_fast(p, size_class(n)))
+	unsigned int r = n <= SMALL_MAX ? free_fast(p, size_class(n)) : FREE_CHECK;
+	if (unlikely(r < NR_CLASSES))
+		sheaf_free_slow(r, p);
+	else if (unlikely(r == FREE_CHECK) && p)
 		free_slow(p, n, MALLOC_ALIGN, "free_sized");
 }
 
@@ -644,6 +653,12 @@ void *za_realloc(void *p, size_t n)
 	struct block b;
 	lookup_live(p, &b, "realloc");
 	if (n <= b.size && n >= b.size / 2)
+		return p;
+	/* A page block grows into the free blocks above it, or gives up its
+	 * upper halves, without a copy. */
+	unsigned int order = block_order(n);
+	if (b.kind == B_LARGE && order > 0 && order <= zm.large_max_order &&
+	    !za_resize_pages(zm.mm, p, b.order, order))
 		return p;
 	if (b.kind == B_HUGE && block_order(n) > zm.large_max_order)
 		return vmalloc_realloc(p, n);

@@ -31,6 +31,7 @@
 #define SMALL_MAX       16384
 #define MALLOC_ALIGN    16
 #define SHEAF_MAX_CAPACITY 64
+#define SHEAF_FIRST_FILL 8
 
 static inline unsigned int class_size(unsigned int c)
 {
@@ -88,6 +89,10 @@ struct thread_cache {
 	 * here (they share cache lines with that thread's objects), but sent
 	 * on whole through the barn. */
 	struct sheaf *remote[NR_CLASSES];
+	/* How many objects the next fill from the slab cache takes: a few at
+	 * first, doubling with each fill up to the capacity, so that a thread
+	 * using a class lightly holds little of it. */
+	uint8_t fill[NR_CLASSES];
 	za_counter_t alloc_misses, free_misses; /* went to the spare, barn or SLUB */
 	/* Page blocks this thread freed last, oldest first, marked freed in
 	 * their descriptors (a second free is a double free); malloc takes

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -100,6 +101,36 @@ static void print_allocated_blocks(za_mm_t *mm, FILE *out)
 	}
 }
 
+/* Resident pages of the arena by what holds them (mincore, a window at a
+ * time): what RSS is made of. */
+static void print_resident(za_mm_t *mm, FILE *out)
+{
+	enum { WINDOW = 4096 };
+	unsigned char vec[WINDOW];
+	unsigned long counts[4] = { 0 };        /* slab, large block, per-CPU list, free */
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		unsigned long base = z->start_pfn, end = zone_init_end_pfn(z);
+		for (unsigned long pfn = base; pfn < end;) {
+			struct za_page *p = &mm->pages[pfn];
+			uint32_t f = page_flags(p);
+			unsigned long span = f ? 1UL << page_order(p) : 1;
+			int kind = f & PG_slab ? 0 : f & PG_alloc ? 1 : f & PG_pcp ? 2 : 3;
+			for (unsigned long at = pfn; at < pfn + span; at += WINDOW) {
+				unsigned long n = pfn + span - at < WINDOW ? pfn + span - at : WINDOW;
+				if (mincore(pfn_to_virt(mm, at), n << PAGE_SHIFT, vec))
+					continue;
+				for (unsigned long i = 0; i < n; i++)
+					counts[kind] += vec[i] & 1;
+			}
+			pfn += span;
+		}
+	}
+	fprintf(out, "  resident arena: %.1f MiB in slabs, %.1f MiB in large blocks, %.1f MiB on "
+		"per-CPU lists, %.1f MiB free (not yet purged)\n", counts[0] / 256.0,
+		counts[1] / 256.0, counts[2] / 256.0, counts[3] / 256.0);
+}
+
 static void print_cache_hits(za_mm_t *mm, FILE *out)
 {
 	uint64_t ah, am, fh, fm;
@@ -143,6 +174,7 @@ void za_malloc_stats(FILE *out)
 		fprintf(out, "  pages allocated from %s: %lld\n", za_zone_name(mm, i), za_stat(mm, name));
 	}
 	print_allocated_blocks(mm, out);
+	print_resident(mm, out);
 	print_cache_hits(mm, out);
 	fputc('\n', out);
 	za_report(mm, "slabinfo", out);

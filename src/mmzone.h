@@ -421,6 +421,8 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 				 int mt, struct za_list *out);
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
 void buddy_free_purged(struct za_zone *z, struct za_page *page);
+bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);
+void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);
 #define BUDDY_COALESCE_MAX 64
 int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned long *merges);
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt);

@@ -363,13 +363,18 @@ void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order)
 /* ------------------------------------------------------------------------
  * Freeing
  * ------------------------------------------------------------------------ */
-static __attribute__((noinline, cold)) int bad_free(struct za_mm *mm, const void *addr,
-						    unsigned int order, const char *why)
+static __attribute__((noinline, cold)) int bad_block(struct za_mm *mm, const char *fn,
+						     const void *addr, unsigned int order, const char *why)
 {
 	ev_add_atomic(&mm->stat, EV_BAD_FREE, 1);
-	za_report_error(mm, "za_free_pages(%p, order %u): %s", addr, order, why);
+	za_report_error(mm, "%s(%p, order %u): %s", fn, addr, order, why);
 	errno = EINVAL;
 	return -1;
+}
+
+static int bad_free(struct za_mm *mm, const void *addr, unsigned int order, const char *why)
+{
+	return bad_block(mm, "za_free_pages", addr, order, why);
 }
 
 /* debug=1: no page inside the block may head a block of its own. */
@@ -465,4 +470,38 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 		     page_order(page) != order || mm->debug))
 		return free_checked(mm, page, addr, order);
 	return free_block(mm, page, order);
+}
+
+/* ------------------------------------------------------------------------
+ * Resizing in place
+ * ------------------------------------------------------------------------ */
+int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int new_order)
+{
+	static const char fn[] = "za_resize_pages";
+	if (!addr_in_arena(mm, addr) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
+		return bad_block(mm, fn, addr, order, "not the start of an allocated block");
+	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
+	if ((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc || page_order(page) != order)
+		return bad_block(mm, fn, addr, order, "not an allocated block of this order");
+	if (new_order > mm->max_order)
+		return bad_block(mm, fn, addr, order, "new order above max_order");
+	struct za_zone *z = mm->zone_by_id[page->zone];
+	unsigned long pfn = page_to_pfn(mm, page);
+	bool done = true;
+	uint64_t t0 = zone_lock(z);
+	if (new_order < order) {
+		buddy_shrink(z, pfn, order, new_order);
+		ev_add(&z->stat, EV_PGFREE, (1UL << order) - (1UL << new_order));
+	} else if (new_order > order && (done = buddy_grow(z, pfn, order, new_order))) {
+		ev_add(&z->stat, EV_PGALLOC, (1UL << new_order) - (1UL << order));
+	}
+	if (done)
+		set_page_order(page, new_order);
+	zone_unlock(z, t0, NO_CAUSE);
+	if (!done) {
+		za_set_last_error("%s(%p): the pages above the block are not free", fn, addr);
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
 }

@@ -64,14 +64,15 @@ static void sheaf_delete(struct sheaf *s)
 		za_cache_free(zm.sheaf_cache, s);
 }
 
-/* The slabs of a fresh fill are this thread's (runs of objects come from
- * one slab: one store per slab). */
+/* The slabs of a fresh fill are this thread's.  Runs of objects come from
+ * one slab, and the descriptor is written only if the owner changes: other
+ * CPUs read it on every free. */
 static void own_slabs(struct sheaf *s, struct thread_cache *tc)
 {
 	struct za_page *last = NULL;
 	for (unsigned int i = 0; i < s->size; i++) {
 		struct za_page *slab = virt_to_slab(zm.mm, s->objects[i]);
-		if (slab != last)
+		if (slab != last && slab_owner(slab) != (uintptr_t)tc)
 			__atomic_store_n(&slab->private, (uintptr_t)tc, __ATOMIC_RELAXED);
 		last = slab;
 	}
@@ -83,8 +84,12 @@ static bool sheaf_fill(unsigned int c, struct sheaf *s, struct thread_cache *tc)
 	za_cache_t *cache = malloc_class_cache(c);
 	if (!cache)
 		return false;
-	if (za_cache_alloc_bulk(cache, 0, s->capacity, s->objects))
-		s->size = s->capacity;
+	unsigned int n = tc->fill[c] ? tc->fill[c] : SHEAF_FIRST_FILL;
+	if (n > s->capacity)
+		n = s->capacity;
+	tc->fill[c] = (uint8_t)(2 * n < s->capacity ? 2 * n : s->capacity);
+	if (za_cache_alloc_bulk(cache, 0, n, s->objects))
+		s->size = n;
 	else if ((s->objects[0] = za_cache_alloc(cache, 0)))   /* short of memory: one will do */
 		s->size = 1;
 	else

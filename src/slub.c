@@ -1170,6 +1170,8 @@ static void calculate_sizes(struct za_kmem_cache *s)
 	    ((s->debug & SLAB_RED_ZONE) && s->object_size < sizeof(void *))) {
 		s->offset = (unsigned int)size;
 		size += sizeof(void *);
+	} else if ((s->flags & ZA_SLAB_FREEPTR_EARLY) && s->object_size >= 2 * sizeof(void *)) {
+		s->offset = sizeof(void *);
 	} else {
 		s->offset = (unsigned int)((s->object_size / 2) & ~(sizeof(void *) - 1));
 	}
@@ -1212,7 +1214,7 @@ static za_cache_t *create_error(const char *name, const char *why)
 }
 
 #define ZA_SLAB_DEBUG_SHIFT 4
-#define ZA_SLAB_VALID_FLAGS (ZA_SLAB_HWCACHE_ALIGN | ZA_SLAB_RECLAIM_ACCOUNT | \
+#define ZA_SLAB_VALID_FLAGS (ZA_SLAB_HWCACHE_ALIGN | ZA_SLAB_RECLAIM_ACCOUNT | ZA_SLAB_FREEPTR_EARLY | \
 			     (SLAB_DEBUG_FLAGS << ZA_SLAB_DEBUG_SHIFT))
 
 za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t align,

@@ -463,6 +463,51 @@ static void test_purge(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* za_resize_pages: shrink frees the upper halves, grow takes free buddies
+ * above the block and fails (changing nothing) when one is in use or the
+ * block is an upper half. */
+static void test_resize_in_place(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,pcp_high_order=0");
+	long total = za_stat(mm, "nr_managed_pages");
+	char *p = za_alloc_pages(mm, 0, 6);             /* 64 pages, lower half of its buddy */
+	CHECK(p);
+	CHECK_EQ(za_page_to_pfn(mm, za_virt_to_page(mm, p)) % 128, 0);
+	memset(p, 5, 64 << 12);
+	CHECK_EQ(za_resize_pages(mm, p, 6, 2), 0);      /* keep 4 pages */
+	check_accounting(mm, 4);
+	CHECK_EQ(za_resize_pages(mm, p, 2, 6), 0);      /* and take the 60 back */
+	check_accounting(mm, 64);
+	for (int i = 0; i < 64 << 12; i += 4096)
+		CHECK_EQ(p[i], i < (4 << 12) ? 5 : p[i]);   /* the kept part is intact */
+	CHECK_EQ(za_resize_pages(mm, p, 6, 7), 0);      /* the upper 64 were free */
+	check_accounting(mm, 128);
+
+	/* A block in the way: growing fails and changes nothing. */
+	CHECK_EQ(za_resize_pages(mm, p, 7, 2), 0);
+	char *q = za_alloc_pages(mm, 0, 0);
+	CHECK(q == p + (4 << 12));                      /* the freed half comes back first */
+	errno = 0;
+	CHECK_EQ(za_resize_pages(mm, p, 2, 3), -1);
+	CHECK_EQ(errno, ENOMEM);
+	check_accounting(mm, 5);
+	/* An upper half cannot grow down. */
+	CHECK_EQ(za_resize_pages(mm, q, 0, 1), -1);
+	/* Bad input is reported. */
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	CHECK_EQ(za_resize_pages(mm, p, 3, 4), -1);     /* wrong order */
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(za_resize_pages(mm, p, 2, 15), -1);
+	CHECK_EQ(cap.count, 2);
+	CHECK_STR_HAS(cap.last, "za_resize_pages");
+	CHECK_EQ(za_free_pages(mm, q, 0), 0);
+	CHECK_EQ(za_free_pages(mm, p, 2), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), total);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -478,6 +523,7 @@ int main(void)
 	test_high_order_watermark();
 	test_deferred_init();
 	test_purge();
+	test_resize_in_place();
 	printf("test_buddy: ok\n");
 	return 0;
 }

@@ -47,11 +47,34 @@ def experiments():
 def test_each_experiment():
     extra = {"bulk": ["--pages", "256"], "rand": ["--pages", "256"], "repeat": ["--order", "1"]}
     for exp in experiments():
+        if exp == "malloc":
+            continue                    # its own contract: test_malloc_comparison
         args = [exp] + TINY + extra.get(exp, [])
         table = run(args).stdout
         assert f"zabench {exp}:" in table and "Counters per op" in table, table
         assert "Hmean" in table or "Amean" in table, table
         check_contract(json.loads(run(args + ["--json"]).stdout), exp, ["default"])
+
+
+def test_malloc_comparison():
+    """One variant per allocator, named after it; per benchmark a time and a
+    peak RSS; their geometric means; the table with ratios to the best."""
+    args = ["malloc", "--scale", "0.2", "--iterations", "2", "--allocators", "glibc,zonealloc",
+            "--benchmarks", "churn,threads"]
+    table = run(args).stdout
+    assert "time (s)" in table and "peak RSS MiB" in table and "geomean" in table, table
+    doc = json.loads(run(args + ["--json"]).stdout)
+    assert doc["experiment"] == "malloc"
+    assert [v["name"] for v in doc["variants"]] == ["glibc", "zonealloc"], doc["variants"]
+    for v in doc["variants"]:
+        assert set(v["metrics"]) == {"churn_s", "churn_rss_mib", "threads_s", "threads_rss_mib",
+                                     "geomean_s", "geomean_rss_mib"}, v["metrics"].keys()
+        for m in v["metrics"].values():
+            assert len(m["values"]) == 2 and all(x > 0 for x in m["values"]), m
+        assert v["counters"] == {"ops": 4}, v["counters"]
+    assert doc["variants"][1]["config"].endswith("libzonealloc-malloc.so")
+    run(["malloc", "--allocators", "nosuch"], expect=2)
+    run(["malloc", "--benchmarks", "nosuch"], expect=2)
 
 
 def test_ab_differs_only_in_the_switch():
@@ -108,6 +131,7 @@ def test_usage_errors():
 
 
 test_each_experiment()
+test_malloc_comparison()
 test_ab_differs_only_in_the_switch()
 test_pgtable_table_counts_measured_iterations()
 test_most_sizes()
