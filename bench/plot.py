@@ -51,9 +51,42 @@ def counter_panel(ax, variants):
     ax.legend(fontsize=7)
 
 
+def ratio_panel(ax, variants, suffix, title):
+    """Each allocator's median per benchmark, as a ratio to the best."""
+    names = [m[:-len(suffix)] for m in variants[0]["metrics"] if m.endswith(suffix)]
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        ratios = []
+        for n in names:
+            best = min(w["metrics"][n + suffix]["median"] for w in variants)
+            ratios.append(v["metrics"][n + suffix]["median"] / best if best > 0 else 0)
+        ax.bar([k + i * width for k in range(len(names))], ratios, width, label=v["name"],
+               color=COLOURS[i % len(COLOURS)], alpha=0.85)
+    ax.set_xticks([k + width * (len(variants) - 1) / 2 for k in range(len(names))])
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_yscale("log")
+    ax.axhline(1, color="black", linewidth=0.6)
+    ax.set_ylabel("ratio to the best (log)", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=len(variants))
+
+
+def plot_malloc(path, run):
+    fig, axes = plt.subplots(2, 1, figsize=(11, 7))
+    ratio_panel(axes[0], run["variants"], "_s", "time, median (lower is better)")
+    ratio_panel(axes[1], run["variants"], "_rss_mib", "peak RSS, median (lower is better)")
+    fig.suptitle(os.path.basename(path)[:-5] + ": malloc, allocators compared", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path[:-5] + ".png", dpi=90)
+    plt.close(fig)
+
+
 def plot(path):
     with open(path) as f:
         run = json.load(f)
+    if run["experiment"] == "malloc":
+        plot_malloc(path, run)
+        return
     variants = run["variants"]
     metrics = list(variants[0]["metrics"].keys())
     panels = len(metrics) + 1
