@@ -6,7 +6,7 @@
  *
  *   malloc-suite <benchmark> <threads> <scale>
  *
- * prints the seconds the workload took.  Each benchmark does a fixed
+ * prints the seconds the workload took and the process's peak RSS in KiB.  Each benchmark does a fixed
  * amount of work (times scale) and checks what it wrote, so a broken
  * allocator fails instead of looking fast.
  */
@@ -377,6 +377,22 @@ static const struct {
 	{ "large", large },
 };
 
+/* The peak RSS of this process, in KiB: VmHWM belongs to the address space
+ * exec made (a parent's getrusage would also count the pages of its own
+ * image the child had between fork and exec). */
+static long peak_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
@@ -394,7 +410,8 @@ int main(int argc, char **argv)
 			continue;
 		double t0 = now();
 		benchmarks[i].fn();
-		printf("%.6f\n", now() - t0);
+		double t = now() - t0;
+		printf("%.6f %ld\n", t, peak_rss_kib());
 		return 0;
 	}
 	fprintf(stderr, "malloc-suite: unknown benchmark '%s'\n", argv[1]);

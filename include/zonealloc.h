@@ -128,7 +128,8 @@ typedef unsigned int za_gfp_t;
  */
 void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order);
 
-/* As za_alloc_pages(), preferring node nid (-1: the current CPU's node). */
+/* As za_alloc_pages(), preferring node nid: a node, or -1 for the current
+ * CPU's node; any other value fails with EINVAL. */
 void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order);
 
 /*
@@ -255,9 +256,12 @@ void *za_kmalloc(za_mm_t *mm, size_t size, za_gfp_t gfp);
 void *za_kzalloc(za_mm_t *mm, size_t size, za_gfp_t gfp);
 /* Like realloc: NULL p allocates, size 0 frees (and returns NULL). */
 void *za_krealloc(za_mm_t *mm, void *p, size_t size, za_gfp_t gfp);
-/* 0 (also for NULL), or -1 with errno EINVAL after reporting a bad pointer. */
+/* 0 (also for NULL), or -1 with errno EINVAL after reporting a pointer
+ * kmalloc did not return -- including page-allocator blocks from
+ * za_alloc_pages, quicklists or the page cache. */
 int za_kfree(za_mm_t *mm, const void *p);
-/* The usable size of a kmalloc'ed block, or 0 with errno EINVAL. */
+/* The usable size of a kmalloc'ed block, or 0 with errno EINVAL (reported,
+ * except for NULL). */
 size_t za_ksize(za_mm_t *mm, const void *p);
 
 /* ------------------------------------------------------------------------
@@ -303,6 +307,11 @@ unsigned long za_quicklist_total_size(za_mm_t *mm);
  * their size, so all zones age alike), kswapd_wake_high=1 (wake kswapd
  * whenever a zone is below its high watermark, not only its low one),
  * kswapd=1 (0: no background threads; allocations reclaim directly).
+ * kswapd gives up on a node after 16 balance runs that free nothing, and is
+ * not woken again until reclaim frees some of the node's pages.
+ * Allocations of order > 3 fail after one direct reclaim round that frees
+ * nothing.  The slab caches and quicklists register shrinkers; the per-CPU
+ * page lists are drained by the allocation slow path, not by reclaim.
  * ------------------------------------------------------------------------ */
 typedef struct za_file za_file_t;
 
@@ -327,9 +336,10 @@ int za_file_close(za_file_t *f);
 long za_file_size(const za_file_t *f);
 
 /*
- * Shrinkers: count() says how much a cache could give back, scan(nr) gives
- * back about nr of it and returns how much it did.  Reclaim calls them in
- * proportion to its own scanning.  Returns a handle for unregistering.
+ * Shrinkers: count() says how many pages a cache could give back, scan(nr)
+ * gives back about nr of them and returns how many it did.  Each reclaim
+ * pass asks every shrinker for count() >> priority (all of it at priority
+ * 0).  Returns a handle for unregistering.
  */
 void *za_shrinker_register(za_mm_t *mm, unsigned long (*count)(void *ctx),
 			   unsigned long (*scan)(void *ctx, unsigned long nr), void *ctx);

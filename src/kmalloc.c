@@ -26,16 +26,28 @@ static unsigned int kmalloc_index(size_t size)
 	return (unsigned int)(64 - __builtin_clzl(size - 1)) - 1;   /* 256 -> 7 */
 }
 
-int kmalloc_init(struct za_mm *mm)
+/* The cache of class i, created on first use (a system that never calls
+ * kmalloc, like the malloc front end's, pays nothing for thirteen caches).
+ * Two creators may race: one cache wins the slot, the other is destroyed. */
+static __attribute__((noinline)) struct za_kmem_cache *kmalloc_cache_create(struct za_mm *mm,
+									   unsigned int i)
 {
-	for (size_t i = 0; i < ZA_ARRAY_SIZE(kmalloc_sizes); i++) {
-		char name[32];
-		snprintf(name, sizeof(name), kmalloc_sizes[i] >= 1024 ? "kmalloc-%uk" : "kmalloc-%u",
-			 kmalloc_sizes[i] >= 1024 ? kmalloc_sizes[i] / 1024 : kmalloc_sizes[i]);
-		if (!(mm->kmalloc_caches[i] = za_cache_create(mm, name, kmalloc_sizes[i], 0, 0, NULL)))
-			return -1;
+	char name[32];
+	unsigned int size = kmalloc_sizes[i];
+	snprintf(name, sizeof(name), size >= 1024 ? "kmalloc-%uk" : "kmalloc-%u",
+		 size >= 1024 ? size / 1024 : size);
+	struct za_kmem_cache *s = za_cache_create(mm, name, size, 0, 0, NULL), *none = NULL;
+	if (s && !atomic_compare_exchange_strong(&mm->kmalloc_caches[i], &none, s)) {
+		za_cache_destroy(s);
+		s = none;
 	}
-	return 0;
+	return s;
+}
+
+static inline struct za_kmem_cache *kmalloc_cache(struct za_mm *mm, unsigned int i)
+{
+	struct za_kmem_cache *s = atomic_load_explicit(&mm->kmalloc_caches[i], memory_order_acquire);
+	return likely(s) ? s : kmalloc_cache_create(mm, i);
 }
 
 /* Sizes above the caches: a block of the page allocator, marked as
@@ -60,7 +72,12 @@ static void *kmalloc_caller(struct za_mm *mm, size_t size, za_gfp_t gfp, void *c
 {
 	if (size > KMALLOC_MAX_CACHE)
 		return kmalloc_large(mm, size, gfp);
-	return slab_alloc_caller(mm->kmalloc_caches[kmalloc_index(size ? size : 1)], gfp, caller);
+	struct za_kmem_cache *s = kmalloc_cache(mm, kmalloc_index(size ? size : 1));
+	if (unlikely(!s)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return slab_alloc_caller(s, gfp, caller);
 }
 
 void *za_kmalloc(za_mm_t *mm, size_t size, za_gfp_t gfp)

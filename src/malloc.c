@@ -144,9 +144,9 @@ static void init_classes(void)
 		struct malloc_class *mc = &zm.classes[c];
 		mc->size = class_size(c);
 		mc->capacity = sheaf_capacity(mc->size);
-		/* About 256 KiB of full sheaves per class in the barn, 2..16. */
-		unsigned int full = (256u << 10) / (mc->capacity * mc->size);
-		zm.barns[c].max_full = full < 2 ? 2 : full > 16 ? 16 : full;
+		/* About 64 KiB of full sheaves per class in the barn, 2..8. */
+		unsigned int full = (64u << 10) / (mc->capacity * mc->size);
+		zm.barns[c].max_full = full < 2 ? 2 : full > 8 ? 8 : full;
 	}
 }
 

@@ -277,7 +277,7 @@ za_mm_t *za_mm_create(const char *config)
 		return NULL;
 	}
 	za_config_format(&mm->cfg, mm->config_string, len);
-	if (kmalloc_init(mm) || vmscan_init(mm)) {
+	if (vmscan_init(mm)) {
 		int err = errno;
 		vmscan_exit(mm);
 		slub_destroy_all(mm);

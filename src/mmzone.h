@@ -279,7 +279,7 @@ struct za_mm {
 	/* SLUB */
 	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
 	za_lock_t caches_lock;
-	struct za_kmem_cache *kmalloc_caches[16];
+	struct za_kmem_cache *_Atomic kmalloc_caches[16];   /* kmalloc.c, made on first use */
 
 	/* reclaim (vmscan.c) */
 	struct shrinker *shrinkers;     /* under shrinker_lock */

@@ -200,7 +200,5 @@ void *debug_get_freepointer(const struct za_kmem_cache *s, void *obj);
 void slab_report(struct za_kmem_cache *s, const void *obj, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* kmalloc.c */
-int kmalloc_init(struct za_mm *mm);
 
 #endif /* ZA_SLAB_H */

@@ -50,7 +50,7 @@ enum za_event {
 	EV_PGSTEAL_DIRECT,
 	EV_PGACTIVATE,
 	EV_PGDEACTIVATE,
-	EV_PGROTATED,                   /* referenced: a second chance */
+	EV_PGROTATED,                   /* put back on the inactive list: a second chance, or in use */
 	EV_PGWRITE_RECLAIM,             /* dirty pages written by reclaim */
 	/* per CPU of the memory system, atomic on a CPU-local line */
 	EV_PGCACHE_HIT,
