@@ -231,6 +231,18 @@ static void print_header_row(const struct bench *b, const char *what, FILE *out)
 	fputc('\n', out);
 }
 
+/* One table: a row per benchmark run, then the geometric means. */
+static void print_section(const struct bench *b, const char *what, const int *metric, int geomean,
+			  FILE *out)
+{
+	const struct malloc_state *st = b->state;
+	print_header_row(b, what, out);
+	for (int i = 0; i < NR_BENCH; i++)
+		if (st->run[i])
+			print_row(b, benchmarks[i], metric[i], out);
+	print_row(b, "geomean", geomean, out);
+}
+
 static void malloc_print(const struct bench *b, FILE *out)
 {
 	const struct malloc_state *st = b->state;
@@ -244,17 +256,9 @@ static void malloc_print(const struct bench *b, FILE *out)
 	if (*st->missing)
 		fprintf(out, "not installed: %s\n", st->missing);
 	fputc('\n', out);
-	print_header_row(b, "time (s)", out);
-	for (int i = 0; i < NR_BENCH; i++)
-		if (st->run[i])
-			print_row(b, benchmarks[i], st->m_time[i], out);
-	print_row(b, "geomean", st->m_geo_time, out);
+	print_section(b, "time (s)", st->m_time, st->m_geo_time, out);
 	fputc('\n', out);
-	print_header_row(b, "peak RSS MiB", out);
-	for (int i = 0; i < NR_BENCH; i++)
-		if (st->run[i])
-			print_row(b, benchmarks[i], st->m_rss[i], out);
-	print_row(b, "geomean", st->m_geo_rss, out);
+	print_section(b, "peak RSS MiB", st->m_rss, st->m_geo_rss, out);
 }
 
 static const char *const malloc_report[] = { "", NULL };

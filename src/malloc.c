@@ -574,8 +574,10 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 	uint32_t f = page_flags(page);
 	if (unlikely(!(f & (PG_slab | PG_tail))))
 		return FREE_CHECK;
-	/* A page inside a slab points to its head: selected, not branched on. */
-	struct za_page *head = (struct za_page *)page->private;
+	/* A page inside a slab points to its head: selected, not branched on.
+	 * A head's private word is its owner, which other threads write:
+	 * the load is atomic (and as cheap). */
+	struct za_page *head = (struct za_page *)__atomic_load_n(&page->private, __ATOMIC_RELAXED);
 	struct za_page *slab = f & PG_tail ? head : page;
 	struct za_kmem_cache *s = slab->slab_cache;
 	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT);

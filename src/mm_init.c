@@ -360,7 +360,7 @@ void mm_lock_all(struct za_mm *mm)
 	za_lock(&mm->shrinker_lock);
 	za_lock(&mm->purge_lock);
 	za_lock(&mm->caches_lock);
-	slab_lock_all(mm);
+	slab_lock_all(mm, true);
 	lock_percpu_lists(mm, true);
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		za_lock(&mm->zone_by_id[id]->lock);
@@ -377,7 +377,7 @@ void mm_unlock_all(struct za_mm *mm, bool in_child)
 		za_unlock(&mm->zone_by_id[id]->lock);
 	}
 	lock_percpu_lists(mm, false);
-	slab_unlock_all(mm);
+	slab_lock_all(mm, false);
 	za_unlock(&mm->caches_lock);
 	za_unlock(&mm->purge_lock);
 	za_unlock(&mm->shrinker_lock);

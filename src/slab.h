@@ -184,8 +184,7 @@ void slabinfo_report(struct za_mm *mm, FILE *out);
 const char *slab_event_name(int i);
 void slub_destroy_all(struct za_mm *mm);
 long slab_shrink_reclaim(struct za_mm *mm);
-void slab_lock_all(struct za_mm *mm);
-void slab_unlock_all(struct za_mm *mm);
+void slab_lock_all(struct za_mm *mm, bool lock);
 
 /* slub_debug.c: checks and reports of debug caches. */
 const char *slub_debug_check(const char *spec);     /* NULL if valid, else why not */

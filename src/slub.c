@@ -1030,24 +1030,15 @@ void slub_destroy_all(struct za_mm *mm)
 }
 
 /* fork (mm_lock_all): every cache's CPU locks, then its node locks, in the
- * order the allocation paths nest them.  Under caches_lock. */
-void slab_lock_all(struct za_mm *mm)
+ * order the allocation paths nest them; or all of them released.  Under
+ * caches_lock. */
+void slab_lock_all(struct za_mm *mm, bool lock)
 {
 	for (struct za_kmem_cache *s = mm->caches; s; s = s->next) {
 		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
-			za_trylock_wait(&s->cpu_slab[cpu].lock);
+			lock ? za_trylock_wait(&s->cpu_slab[cpu].lock) : za_tryunlock(&s->cpu_slab[cpu].lock);
 		for (int n = 0; n < mm->nr_nodes; n++)
-			za_lock(&s->node[n].list_lock);
-	}
-}
-
-void slab_unlock_all(struct za_mm *mm)
-{
-	for (struct za_kmem_cache *s = mm->caches; s; s = s->next) {
-		for (int n = 0; n < mm->nr_nodes; n++)
-			za_unlock(&s->node[n].list_lock);
-		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
-			za_tryunlock(&s->cpu_slab[cpu].lock);
+			lock ? za_lock(&s->node[n].list_lock) : za_unlock(&s->node[n].list_lock);
 	}
 }
 
