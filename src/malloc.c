@@ -163,7 +163,10 @@ static bool init_front_end(void)
 	}
 	za_mm_set_error_handler(mm, report_and_abort, NULL);
 	zm.mm = mm;
-	zm.debug = mm->debug;
+	/* slub_debug asks for checked slab caches: the sheaves, the free
+	 * signature and the alignment of classes assume plain ones, so it
+	 * means debug mode. */
+	zm.debug = mm->debug || mm->cfg.slub_debug[0];
 	zm.large_max_order = mm->max_order;
 	if (getrandom(&zm.free_key, sizeof(zm.free_key), GRND_NONBLOCK) != sizeof(zm.free_key))
 		zm.free_key = za_cycles() * 0x9E3779B97F4A7C15ULL;
@@ -311,6 +314,8 @@ static void lookup(const void *p, struct block *b)
 			size_t o = (size_t)((const char *)p - slab_base(s, slab));
 			if (load_relaxed(&zm.classes[c].cache) != s) {
 				b->why = "not allocated by malloc (an internal object)";
+			} else if (object_div(s, o) >= st_objects(load_relaxed(&slab->slab_state))) {
+				b->why = "not allocated by malloc (past a slab's last object)";
 			} else if (object_div(s, o) * s->size != o) {
 				b->why = "inside an object";
 				b->start = slab_base(s, slab) + object_div(s, o) * s->size;
@@ -582,7 +587,9 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 	struct za_kmem_cache *s = slab->slab_cache;
 	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT);
 	unsigned int c = s->owner_tag;
-	if (unlikely(object_div(s, o) * s->size != o || *(uint64_t *)p == free_signature(p) ||
+	size_t idx = object_div(s, o);
+	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
+		     *(uint64_t *)p == free_signature(p) ||
 		     load_relaxed(&zm.classes[c].cache) != s ||
 		     (expect_class != SIZE_MAX && expect_class != c)))
 		return FREE_CHECK;
@@ -652,18 +659,28 @@ void *za_realloc(void *p, size_t n)
 		}
 		return q;
 	}
-	struct block b;
+	/*
+	 * The block stays only if it is what malloc(n) would give -- the same
+	 * class, a page block resized in place (grown into the free blocks
+	 * above it, or its upper halves given up), a mapping remapped -- so
+	 * that free_sized(p, n) holds, as C23 asks.  Otherwise: copy.
+	 */
+	struct block b, want;
 	lookup_live(p, &b, "realloc");
-	if (n <= b.size && n >= b.size / 2)
-		return p;
-	/* A page block grows into the free blocks above it, or gives up its
-	 * upper halves, without a copy. */
-	unsigned int order = block_order(n);
-	if (b.kind == B_LARGE && order > 0 && order <= zm.large_max_order &&
-	    !za_resize_pages(zm.mm, p, b.order, order))
-		return p;
-	if (b.kind == B_HUGE && block_order(n) > zm.large_max_order)
-		return vmalloc_realloc(p, n);
+	plan(n, MALLOC_ALIGN, &want);
+	if (want.kind == b.kind) {
+		if (b.kind == B_SMALL && want.cls == b.cls)
+			return p;
+		if (b.kind == B_LARGE && want.order == b.order)
+			return p;
+		if (b.kind == B_LARGE && !za_resize_pages(zm.mm, p, b.order, want.order)) {
+			if (want.order < b.order)
+				purge_worker_kick();
+			return p;
+		}
+		if (b.kind == B_HUGE)
+			return vmalloc_realloc(p, n);
+	}
 	void *q = za_malloc(n);
 	if (q) {
 		memcpy(q, p, n < b.size ? n : b.size);
@@ -719,6 +736,7 @@ static void fork_prepare(void)
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
 		za_lock(&zm.barns[c].lock);
 	za_lock(&zm.threads_lock);
+	malloc_debug_lock(true);
 	vmalloc_lock();
 	mm_lock_all(zm.mm);
 }
@@ -727,6 +745,7 @@ static void fork_unlock(bool in_child)
 {
 	mm_unlock_all(zm.mm, in_child);
 	vmalloc_unlock();
+	malloc_debug_lock(false);
 	za_unlock(&zm.threads_lock);
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
 		za_unlock(&zm.barns[c].lock);

@@ -34,7 +34,8 @@ struct dbg_header {                     /* the 16 bytes before the user's pointe
 };
 
 /* ------------------------------------------------------------------------
- * malloc(0): distinct addresses that fault on any access
+ * malloc(0): distinct addresses that fault on any access.  Once the region
+ * is used up, a 1-byte block stands in (writes are caught at free).
  * ------------------------------------------------------------------------ */
 #define ZERO_REGION (64UL << 20)
 static char *zero_region;
@@ -47,18 +48,20 @@ static bool in_zero_region(const void *p)
 
 static void *zero_alloc(void)
 {
-	size_t at = atomic_fetch_add(&zero_next, MALLOC_ALIGN) % ZERO_REGION;
-	return zero_region + at;
+	size_t at = atomic_fetch_add(&zero_next, MALLOC_ALIGN);
+	return at < ZERO_REGION ? zero_region + at : debug_malloc(1, MALLOC_ALIGN, false);
 }
 
 /* ------------------------------------------------------------------------
  * The quarantine: freed large blocks, without access, oldest out first
+ * when the slots or the bytes run out.  The slots are read without the
+ * lock by the fault handler.
  * ------------------------------------------------------------------------ */
 #define QUARANTINE_SLOTS 1024
 #define QUARANTINE_BYTES (256UL << 20)
 
 struct quarantined {
-	_Atomic uintptr_t start;        /* 0: empty; read by the fault handler */
+	_Atomic uintptr_t start;        /* 0: empty */
 	_Atomic size_t len;
 	size_t size;                    /* what the user asked for */
 	bool mapping;                   /* a direct mapping, not arena pages */
@@ -67,7 +70,7 @@ struct quarantined {
 static struct {
 	za_lock_t lock;
 	struct quarantined slot[QUARANTINE_SLOTS];
-	unsigned int next;
+	unsigned int oldest, count;
 	size_t bytes;
 } quarantine;
 
@@ -80,42 +83,46 @@ static void release(uintptr_t start, size_t len, bool mapping)
 		za_free_pages(zm.mm, (void *)start, block_order(len));
 }
 
-/* Takes the oldest slot's block out (under the lock); false if empty. */
-static bool evict_oldest(struct quarantined *out)
+/* Takes the oldest block out, under the lock. */
+static struct quarantined evict_oldest(void)
 {
-	struct quarantined *q = &quarantine.slot[quarantine.next];
-	uintptr_t start = load_relaxed(&q->start);
-	if (!start)
-		return false;
-	store_relaxed(&out->start, start);
-	store_relaxed(&out->len, load_relaxed(&q->len));
-	out->mapping = q->mapping;
+	struct quarantined *q = &quarantine.slot[quarantine.oldest], out;
+	store_relaxed(&out.start, load_relaxed(&q->start));
+	store_relaxed(&out.len, load_relaxed(&q->len));
+	out.mapping = q->mapping;
 	store_relaxed(&q->start, 0);
-	quarantine.bytes -= load_relaxed(&q->len);
-	return true;
+	quarantine.oldest = (quarantine.oldest + 1) % QUARANTINE_SLOTS;
+	quarantine.count--;
+	quarantine.bytes -= load_relaxed(&out.len);
+	return out;
 }
 
-/* Puts a freed block in the next slot, letting the oldest go when the
- * slots are full or the bytes over budget. */
 static void quarantine_add(uintptr_t start, size_t len, size_t size, bool mapping)
 {
-	struct quarantined gone[2];
-	int n = 0;
 	mprotect((void *)start, len, PROT_NONE);
-	za_lock(&quarantine.lock);
-	n += evict_oldest(&gone[n]);
-	struct quarantined *q = &quarantine.slot[quarantine.next];
+	for (;;) {
+		za_lock(&quarantine.lock);
+		if (quarantine.count < QUARANTINE_SLOTS &&
+		    (quarantine.bytes + len <= QUARANTINE_BYTES || !quarantine.count))
+			break;
+		struct quarantined gone = evict_oldest();
+		za_unlock(&quarantine.lock);
+		release(load_relaxed(&gone.start), load_relaxed(&gone.len), gone.mapping);
+	}
+	struct quarantined *q = &quarantine.slot[(quarantine.oldest + quarantine.count) % QUARANTINE_SLOTS];
 	store_relaxed(&q->len, len);
 	q->size = size;
 	q->mapping = mapping;
 	store_relaxed(&q->start, start);
+	quarantine.count++;
 	quarantine.bytes += len;
-	quarantine.next = (quarantine.next + 1) % QUARANTINE_SLOTS;
-	if (quarantine.bytes > QUARANTINE_BYTES)
-		n += evict_oldest(&gone[n]);
 	za_unlock(&quarantine.lock);
-	for (int i = 0; i < n; i++)
-		release(load_relaxed(&gone[i].start), load_relaxed(&gone[i].len), gone[i].mapping);
+}
+
+/* fork: no thread may hold the quarantine's lock in the child. */
+void malloc_debug_lock(bool lock)
+{
+	lock ? za_lock(&quarantine.lock) : za_unlock(&quarantine.lock);
 }
 
 /* The quarantined block holding p, or NULL.  Lock-free: the fault handler uses it. */
@@ -135,18 +142,27 @@ static const struct quarantined *quarantined(const void *p)
  * ------------------------------------------------------------------------ */
 static struct sigaction previous_segv;
 
+/*
+ * A fault in the malloc(0) region or a quarantined block is reported; any
+ * other goes to the handler that was there before (called directly, so
+ * that this one stays for the faults after it), or, if there was none,
+ * happens again under the default action.
+ */
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	const void *addr = si->si_addr;
 	const struct quarantined *q;
-	(void)uc;
 	if (in_zero_region(addr))
 		malloc_misuse("read or write through a malloc(0) pointer (%p)", addr);
 	if ((q = quarantined(addr)))
 		malloc_misuse("use after free: %p is inside the freed %zu-byte block at %p", addr,
 			      q->size, (void *)load_relaxed(&q->start));
-	/* Not ours: fault again under the previous handler. */
-	sigaction(sig, &previous_segv, NULL);
+	if (previous_segv.sa_flags & SA_SIGINFO)
+		previous_segv.sa_sigaction(sig, si, uc);
+	else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN)
+		previous_segv.sa_handler(sig);
+	else
+		signal(sig, SIG_DFL);
 }
 
 void malloc_debug_init(void)

@@ -219,6 +219,7 @@ static inline uint64_t free_signature(const void *p)
  * Debug mode (malloc_debug.c)
  * ------------------------------------------------------------------------ */
 void malloc_debug_init(void);
+void malloc_debug_lock(bool lock);
 void *debug_malloc(size_t size, size_t align, bool zero);
 void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn);
 size_t debug_usable_size(const void *p, const char *fn);

@@ -64,7 +64,12 @@ static void *purge_worker(void *arg)
 		quiet = idle && !purged && now == seen ? quiet + 1 : 0;
 		if (quiet == QUIET_ROUNDS) {
 			atomic_store(&purger.state, PURGER_IDLE);
-			sleep_until_kicked();
+			/* A kick between the last look and the store saw RUNNING
+			 * and left: look again before sleeping. */
+			int state = PURGER_IDLE;
+			if (page_activity(mm) == seen ||
+			    !atomic_compare_exchange_strong(&purger.state, &state, PURGER_RUNNING))
+				sleep_until_kicked();
 			seen = page_activity(mm);
 			quiet = 0;
 		}

@@ -100,8 +100,9 @@ static bool sheaf_fill(unsigned int c, struct sheaf *s, struct thread_cache *tc)
 
 static void sheaf_flush(unsigned int c, struct sheaf *s)
 {
-	if (s->size)
-		za_cache_free_bulk(malloc_class_cache(c), s->size, s->objects);
+	if (!s->size)
+		return;                 /* also never writes the static empty sheaf */
+	za_cache_free_bulk(malloc_class_cache(c), s->size, s->objects);
 	s->size = 0;
 }
 
@@ -242,10 +243,13 @@ void block_free(void *p, unsigned int order)
 
 static void release_blocks(struct thread_cache *tc)
 {
+	if (!tc->nr_blocks)
+		return;
 	while (tc->nr_blocks) {
 		unsigned int order = tc->block_order[0];
 		block_release(take_slot(tc, 0), order);
 	}
+	purge_worker_kick();
 }
 
 /* ------------------------------------------------------------------------

@@ -101,7 +101,7 @@ static void remove_slot(struct vmap_area *hole)
 			i = j;
 		}
 	}
-	vm.slots[i].addr = 0;
+	vm.slots[i] = (struct vmap_area){ 0 };
 }
 
 /* Takes p's record out; returns its size, or 0 if p starts no mapping. */
@@ -124,8 +124,10 @@ size_t vmalloc_size(const void *p)
 {
 	size_t size = 0;
 	za_lock(&vm.lock);
-	if (vm.capacity)
-		size = find_slot(vm.slots, vm.capacity, (uintptr_t)p)->size;
+	if (vm.capacity) {
+		const struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
+		size = a->addr ? a->size : 0;
+	}
 	za_unlock(&vm.lock);
 	return size;
 }
@@ -174,25 +176,29 @@ bool vmalloc_free(void *p)
 }
 
 /* Grows or shrinks a mapping in place or by moving its pages (mremap):
- * no copy.  NULL (p untouched) without memory.  The record is replaced, not
- * added, so the table never needs to grow here. */
+ * no copy.  NULL (p untouched) without memory.  The record goes before the
+ * range is released (another thread may map it at once) and comes back if
+ * mremap fails; taking a record out keeps a slot free for its return. */
 void *vmalloc_realloc(void *p, size_t size)
 {
-	size_t old = vmalloc_size(p);
-	if (size > SIZE_MAX - PAGE_SIZE)
-		goto nomem;
+	if (size > SIZE_MAX - PAGE_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	size = page_round(size);
+	size_t old = unrecord(p);
 	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
-	if (q == MAP_FAILED)
-		goto nomem;
 	za_lock(&vm.lock);
-	remove_slot(find_slot(vm.slots, vm.capacity, (uintptr_t)p));
-	insert(q, size);
+	if (q == MAP_FAILED)
+		insert(p, old);
+	else
+		insert(q, size);
 	za_unlock(&vm.lock);
+	if (q == MAP_FAILED) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	return q;
-nomem:
-	errno = ENOMEM;
-	return NULL;
 }
 
 void vmalloc_stats(size_t *count, size_t *bytes)

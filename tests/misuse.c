@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static int clean(void)
 		free(blocks[i]);
 	}
 	void *p = NULL;
-	if (posix_memalign(&p, 256, 1000))
+	if (posix_memalign(&p, 256, 1000) || (uintptr_t)p % 256)
 		return 1;
 	memset(p, 3, 1000);
 	free(p);
@@ -132,6 +133,18 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 20; i++)
 			sink = malloc((size_t)(300000 + 4096 * i));
 		free(p);
+	}
+	if (!strcmp(c, "double-free-huge")) {
+		p = alloc(64 << 20);
+		free(opaque(p));
+		free(p);
+	}
+	/* 48-byte objects: 85 to a page, 16 bytes of slack after the last (the
+	 * default mode's layout). */
+	if (!strcmp(c, "free-past-last-object")) {
+		for (int i = 0; i < 10000 && ((uintptr_t)(p = alloc(48)) & 4095) != 84 * 48; i++)
+			;
+		free(opaque(p + 48));
 	}
 	if (!strcmp(c, "usable-size-freed")) {
 		p = alloc(50);

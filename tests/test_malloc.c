@@ -175,9 +175,19 @@ static void test_aligned(void)
 	za_free(pv);
 }
 
-/* Sized frees that match are accepted on every path. */
+/* Sized frees that match are accepted on every path, also with the size
+ * last given to realloc (C23), whether it moved the block or not. */
 static void test_sized_free(void)
 {
+	static const size_t resized[][2] = {
+		{ 100, 60 }, { 100, 110 }, { 20000, 9000 }, { 20000, 17000 }, { 20000, 70000 },
+		{ 64 << 20, 40 << 20 }, { 40 << 20, 64 << 20 }, { 64 << 20, 100 },
+	};
+	for (size_t i = 0; i < sizeof(resized) / sizeof(resized[0]); i++) {
+		void *p = za_realloc(za_malloc(resized[i][0]), resized[i][1]);
+		CHECK(p);
+		za_free_sized(p, resized[i][1]);
+	}
 	static const size_t sizes[] = { 1, 16, 100, 1000, 16384, 16385, 70000, 5 << 20, 20 << 20 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		za_free_sized(za_malloc(sizes[i]), sizes[i]);
