@@ -560,38 +560,52 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 }
 
 /*
- * The fast path: p is an object start of a malloc slab (the slab's own
- * descriptor says so, and the offset is a multiple of the object size), it
- * does not carry the freed signature, and its sheaf -- main, or remote for
- * another thread's slab -- has room.  Returns the class (< NR_CLASSES)
- * when only the room was missing, so that the slow path need not look
- * again; NR_CLASSES + 1 when done; NR_CLASSES when p needs the full checks.
+ * The class of p if it is a live object of a malloc slab -- the slab's own
+ * descriptor says so, the offset is a multiple of the object size within
+ * the slab's objects, and p does not carry the freed signature -- else
+ * NR_CLASSES (p needs the full checks).  *slabp is its slab.
  */
-enum { FREE_CHECK = NR_CLASSES, FREE_DONE };
-
-static inline __attribute__((always_inline)) unsigned int free_fast(void *p, size_t expect_class)
+static inline __attribute__((always_inline)) unsigned int small_class_of(const void *p,
+									  struct za_page **slabp)
 {
 	uintptr_t base = load_relaxed(&arena_base), off = (uintptr_t)p - base;
 	struct za_page *pages = load_relaxed(&arena_pages);
 	if (unlikely(off >= load_relaxed(&arena_len)))
-		return FREE_CHECK;
+		return NR_CLASSES;
 	struct za_page *page = &pages[off >> PAGE_SHIFT];
 	uint32_t f = page_flags(page);
 	if (unlikely(!(f & (PG_slab | PG_tail))))
-		return FREE_CHECK;
+		return NR_CLASSES;
 	/* A page inside a slab points to its head: selected, not branched on.
 	 * A head's private word is its owner, which other threads write:
 	 * the load is atomic (and as cheap). */
 	struct za_page *head = (struct za_page *)__atomic_load_n(&page->private, __ATOMIC_RELAXED);
 	struct za_page *slab = f & PG_tail ? head : page;
 	struct za_kmem_cache *s = slab->slab_cache;
-	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT);
+	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT), idx = object_div(s, o);
 	unsigned int c = s->owner_tag;
-	size_t idx = object_div(s, o);
 	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
-		     *(uint64_t *)p == free_signature(p) ||
-		     load_relaxed(&zm.classes[c].cache) != s ||
-		     (expect_class != SIZE_MAX && expect_class != c)))
+		     *(const uint64_t *)p == free_signature(p) ||
+		     load_relaxed(&zm.classes[c].cache) != s))
+		return NR_CLASSES;
+	*slabp = slab;
+	return c;
+}
+
+/*
+ * The fast path: p is a live small object of the expected class (if any)
+ * and its sheaf -- main, or remote for another thread's slab -- has room.
+ * Returns the class (< NR_CLASSES) when only the room was missing, so that
+ * the slow path need not look again; FREE_DONE when done; FREE_CHECK when
+ * p needs the full checks.
+ */
+enum { FREE_CHECK = NR_CLASSES, FREE_DONE };
+
+static inline __attribute__((always_inline)) unsigned int free_fast(void *p, size_t expect_class)
+{
+	struct za_page *slab;
+	unsigned int c = small_class_of(p, &slab);
+	if (unlikely(c == NR_CLASSES || (expect_class != SIZE_MAX && expect_class != c)))
 		return FREE_CHECK;
 	struct thread_cache *tc = tcache;
 	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
@@ -636,12 +650,17 @@ void za_free_aligned_sized(void *p, size_t align, size_t n)
  * ------------------------------------------------------------------------ */
 void *za_realloc(void *p, size_t n)
 {
+	struct za_page *slab;
 	if (!p)
 		return za_malloc(n);
 	if (!n) {
 		za_free(p);
 		return NULL;
 	}
+	/* Growing or shrinking within the class: the common case, answered by
+	 * free's checks alone. */
+	if (n <= SMALL_MAX && small_class_of(p, &slab) == size_class(n))
+		return p;
 	if (in_boot_heap(p)) {
 		void *q = za_malloc(n);
 		if (q)
