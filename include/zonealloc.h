@@ -66,9 +66,17 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        per zone, colon separated (kernel: 256 for DMA and
  *                        DMA32, 32 for Normal); 0 = no protection
  *   lock_stats=1         time zone-lock holds with the cycle counter
+ *   deferred_init=0      1: zones reach the buddy lists a few max-order blocks
+ *                        at a time, as allocations need them (the kernel's
+ *                        deferred struct page init); creating a system the
+ *                        size of the machine then costs nothing until used
+ *   purge_delay_ms=1000  the malloc front end returns memory free this long
+ *                        to the OS (0: never); za_purge() does it on demand
  *   debug=0              check every free completely, report leaks on destroy
  *   hugepages=0          ask for transparent huge pages on the arena
  *   populate=0           pre-fault the whole arena at creation
+ *
+ * The keys of object caches, quicklists and reclaim are listed with them.
  *
  * Returns NULL with errno EINVAL for a bad configuration (the message names
  * the key), ENOMEM if the arena cannot be reserved.  Never aborts.
