@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static const char *const benchmarks[] = {
-	"churn", "sizes", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
+	"pairs", "churn", "sizes", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
 };
 enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
 
@@ -266,7 +266,7 @@ static const char *const malloc_report[] = { "", NULL };
 const struct experiment exp_malloc = {
 	.name = "malloc",
 	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
-		   "churn, sizes, realloc, larson, prodcons, falseshare, threads, large",
+		   "pairs, churn, sizes, realloc, larson, prodcons, falseshare, threads, large",
 	.config = "",
 	.threads = 2,
 	.declare = malloc_declare,

@@ -363,10 +363,27 @@ static void large(void)
 		free(b[k]);
 }
 
+/* ------------------------------------------------------------------------
+ * pairs: one thread, malloc and free at once of 16, 32, 64, 128 and 256
+ * bytes, 10 million of each (times scale): the cost of the fast paths.
+ * ns per pair = seconds / (50e6 * scale) * 1e9.
+ * ------------------------------------------------------------------------ */
+static void pairs(void)
+{
+	for (size_t size = 16; size <= 256; size *= 2) {
+		for (long i = 0; i < work(10000000); i++) {
+			void *p = xmalloc(size);
+			__asm__ volatile("" : : "r"(p) : "memory");     /* the pair is not elided */
+			free(p);
+		}
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
 } benchmarks[] = {
+	{ "pairs", pairs },
 	{ "churn", churn },
 	{ "sizes", sizes },
 	{ "realloc", realloc_growth },

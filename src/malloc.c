@@ -572,17 +572,16 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	struct za_page *pages = load_relaxed(&arena_pages);
 	if (unlikely(off >= load_relaxed(&arena_len)))
 		return NR_CLASSES;
-	struct za_page *page = &pages[off >> PAGE_SHIFT];
-	uint32_t f = page_flags(page);
-	if (unlikely(!(f & (PG_slab | PG_tail))))
+	unsigned long pfn = off >> PAGE_SHIFT;
+	struct za_page *page = &pages[pfn];
+	if (unlikely(!(page_flags(page) & (PG_slab | PG_tail))))
 		return NR_CLASSES;
-	/* A page inside a slab points to its head: selected, not branched on.
-	 * A head's private word is its owner, which other threads write:
-	 * the load is atomic (and as cheap). */
-	struct za_page *head = (struct za_page *)__atomic_load_n(&page->private, __ATOMIC_RELAXED);
-	struct za_page *slab = f & PG_tail ? head : page;
-	struct za_kmem_cache *s = slab->slab_cache;
-	size_t o = off - ((uintptr_t)(slab - pages) << PAGE_SHIFT), idx = object_div(s, o);
+	/* Every page of a slab names its cache and the slab's order, and a slab
+	 * is a naturally aligned block: its head is arithmetic, not a load. */
+	struct za_kmem_cache *s = page->slab_cache;
+	unsigned long head = pfn & ~((1UL << page_order(page)) - 1);
+	struct za_page *slab = &pages[head];
+	size_t o = off - (head << PAGE_SHIFT), idx = object_div(s, o);
 	unsigned int c = s->owner_tag;
 	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
 		     *(const uint64_t *)p == free_signature(p) ||

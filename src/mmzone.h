@@ -94,7 +94,8 @@ enum {
 	/* Set by the owner of an allocated block (slub.c): */
 	PG_slab  = 1u << 3,    /* the block is a slab; slab_cache and slab_state are valid */
 	PG_slab_partial = 1u << 4,   /* ... on its node's partial list (under list_lock) */
-	PG_tail  = 1u << 5,    /* inside a slab: private is the slab's head descriptor */
+	PG_tail  = 1u << 5,    /* inside a slab: private is the slab's head descriptor;
+				* slab_cache and order are the slab's too (slub.c) */
 	/* Free blocks (buddy.c): the memory was written since the OS gave it
 	 * (or took it back, page_reporting.c); private is the purge epoch the
 	 * block became free in. */

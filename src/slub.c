@@ -265,6 +265,8 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	struct za_page *slab = za_virt_to_page(mm, addr);
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		slab[i].private = (unsigned long)slab;
+		slab[i].slab_cache = s;
+		set_page_order(&slab[i], order);
 		set_page_flags(&slab[i], PG_tail);
 	}
 	slab->slab_cache = s;
@@ -315,7 +317,9 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	atomic_fetch_sub(&n->total_objects, (long)st_objects(slab_state(slab)));
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		set_page_flags(&slab[i], 0);
+		set_page_order(&slab[i], 0);
 		slab[i].private = 0;
+		slab[i].slab_cache = NULL;
 	}
 	set_page_flags(slab, PG_alloc);
 	za_free_pages(s->mm, za_page_to_virt(s->mm, slab), order);
