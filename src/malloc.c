@@ -385,15 +385,25 @@ static void plan(size_t n, size_t align, struct block *b)
 		*b = (struct block){ .kind = B_HUGE, .size = n };
 }
 
+/* The hit: the main sheaf's last object, no longer carrying the freed
+ * signature. */
+static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache *tc,
+							      struct sheaf *s)
+{
+	void *p = s->objects[--s->size];
+	counter_add(&tc->alloc_hits, 1);
+	*(uint64_t *)p = 0;
+	return p;
+}
+
 static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 {
 	struct thread_cache *tc = tcache;
 	struct sheaf *s = tc->main[c];
-	void *p;
-	if (likely(s->size)) {
-		p = s->objects[--s->size];
-		counter_add(&tc->alloc_hits, 1);
-	} else if (!(p = sheaf_alloc_slow(c))) {
+	if (likely(s->size))
+		return sheaf_pop(tc, s);
+	void *p = sheaf_alloc_slow(c);
+	if (!p) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -430,13 +440,10 @@ void *za_malloc(size_t n)
 		unsigned int c = size_class(n);
 		struct thread_cache *tc = tcache;
 		struct sheaf *s = tc->main[c];
-		if (likely(s->size)) {
-			void *p = s->objects[--s->size];
-			counter_add(&tc->alloc_hits, 1);
-			*(uint64_t *)p = 0;
-			return p;
-		}
+		if (likely(s->size))
+			return sheaf_pop(tc, s);
 	}
+	/* A miss goes the whole way: the system may not exist yet. */
 	return malloc_slow(n, MALLOC_ALIGN);
 }
 
@@ -679,16 +686,15 @@ void *za_realloc(void *p, size_t n)
 	}
 	/*
 	 * The block stays only if it is what malloc(n) would give -- the same
-	 * class, a page block resized in place (grown into the free blocks
-	 * above it, or its upper halves given up), a mapping remapped -- so
-	 * that free_sized(p, n) holds, as C23 asks.  Otherwise: copy.
+	 * class (answered above), a page block resized in place (grown into the
+	 * free blocks above it, or its upper halves given up), a mapping
+	 * remapped -- so that free_sized(p, n) holds, as C23 asks.  Otherwise:
+	 * copy.
 	 */
 	struct block b, want;
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
 	if (want.kind == b.kind) {
-		if (b.kind == B_SMALL && want.cls == b.cls)
-			return p;
 		if (b.kind == B_LARGE && want.order == b.order)
 			return p;
 		if (b.kind == B_LARGE && !za_resize_pages(zm.mm, p, b.order, want.order)) {

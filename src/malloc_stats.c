@@ -78,10 +78,30 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-/* Blocks allocated now, per zone and order, slabs apart: a walk of the
- * descriptors of what each zone manages. */
-static void print_allocated_blocks(za_mm_t *mm, FILE *out)
+/* Resident pages of [pfn, pfn + span), by mincore a window at a time. */
+static unsigned long resident_pages(za_mm_t *mm, unsigned long pfn, unsigned long span)
 {
+	enum { WINDOW = 4096 };
+	unsigned char vec[WINDOW];
+	unsigned long n = 0;
+	for (unsigned long at = pfn; at < pfn + span; at += WINDOW) {
+		unsigned long len = pfn + span - at < WINDOW ? pfn + span - at : WINDOW;
+		if (mincore(pfn_to_virt(mm, at), len << PAGE_SHIFT, vec))
+			continue;
+		for (unsigned long i = 0; i < len; i++)
+			n += vec[i] & 1;
+	}
+	return n;
+}
+
+/*
+ * One walk over the blocks each zone manages: the blocks allocated now,
+ * per order, slabs apart, and what RSS is made of -- resident pages by
+ * what holds them.
+ */
+static void print_arena(za_mm_t *mm, FILE *out)
+{
+	unsigned long resident[4] = { 0 };     /* slab, large block, per-CPU list, free */
 	fprintf(out, "  blocks allocated now (large / slab), by order:\n");
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		struct za_zone *z = mm->zone_by_id[id];
@@ -92,6 +112,8 @@ static void print_allocated_blocks(za_mm_t *mm, FILE *out)
 			unsigned int o = f ? page_order(p) : 0;
 			if (f & PG_alloc)
 				(f & PG_slab ? slab : large)[o]++;
+			resident[f & PG_slab ? 0 : f & PG_alloc ? 1 : f & PG_pcp ? 2 : 3] +=
+				resident_pages(mm, pfn, 1UL << o);
 			pfn += 1UL << o;
 		}
 		fprintf(out, "    node %d %-8s", z->node, z->name);
@@ -99,36 +121,9 @@ static void print_allocated_blocks(za_mm_t *mm, FILE *out)
 			fprintf(out, " %lu/%lu", large[o], slab[o]);
 		fputc('\n', out);
 	}
-}
-
-/* Resident pages of the arena by what holds them (mincore, a window at a
- * time): what RSS is made of. */
-static void print_resident(za_mm_t *mm, FILE *out)
-{
-	enum { WINDOW = 4096 };
-	unsigned char vec[WINDOW];
-	unsigned long counts[4] = { 0 };        /* slab, large block, per-CPU list, free */
-	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
-		struct za_zone *z = mm->zone_by_id[id];
-		unsigned long base = z->start_pfn, end = zone_init_end_pfn(z);
-		for (unsigned long pfn = base; pfn < end;) {
-			struct za_page *p = &mm->pages[pfn];
-			uint32_t f = page_flags(p);
-			unsigned long span = f ? 1UL << page_order(p) : 1;
-			int kind = f & PG_slab ? 0 : f & PG_alloc ? 1 : f & PG_pcp ? 2 : 3;
-			for (unsigned long at = pfn; at < pfn + span; at += WINDOW) {
-				unsigned long n = pfn + span - at < WINDOW ? pfn + span - at : WINDOW;
-				if (mincore(pfn_to_virt(mm, at), n << PAGE_SHIFT, vec))
-					continue;
-				for (unsigned long i = 0; i < n; i++)
-					counts[kind] += vec[i] & 1;
-			}
-			pfn += span;
-		}
-	}
 	fprintf(out, "  resident arena: %.1f MiB in slabs, %.1f MiB in large blocks, %.1f MiB on "
-		"per-CPU lists, %.1f MiB free (not yet purged)\n", counts[0] / 256.0,
-		counts[1] / 256.0, counts[2] / 256.0, counts[3] / 256.0);
+		"per-CPU lists, %.1f MiB free (not yet purged)\n", resident[0] / 256.0,
+		resident[1] / 256.0, resident[2] / 256.0, resident[3] / 256.0);
 }
 
 static void print_cache_hits(za_mm_t *mm, FILE *out)
@@ -173,8 +168,7 @@ void za_malloc_stats(FILE *out)
 		snprintf(name, sizeof(name), "pgalloc_%s", za_zone_name(mm, i));
 		fprintf(out, "  pages allocated from %s: %lld\n", za_zone_name(mm, i), za_stat(mm, name));
 	}
-	print_allocated_blocks(mm, out);
-	print_resident(mm, out);
+	print_arena(mm, out);
 	print_cache_hits(mm, out);
 	fputc('\n', out);
 	za_report(mm, "slabinfo", out);
