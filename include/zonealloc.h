@@ -159,6 +159,26 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order);
  */
 int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int new_order);
 
+/*
+ * Allocations of any number of pages, as the kernel's alloc_pages_exact:
+ * size rounded up to whole pages, at most 4 KiB << max_order, contiguous
+ * and page aligned.  When the page count is a power of two this is
+ * za_alloc_pages() of that order; otherwise the pages beyond it are not
+ * taken (not rounded up to a power of two), and consecutive such
+ * allocations are placed one after the other where the pages there are
+ * free, so that they fill memory densely.  Errors as za_alloc_pages().
+ */
+void *za_alloc_pages_exact(za_mm_t *mm, za_gfp_t gfp, size_t size);
+
+/* Frees an allocation of za_alloc_pages_exact() with the size it was
+ * allocated with (checked and reported as za_free_pages() does). */
+int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size);
+
+/* Resizes an allocation of za_alloc_pages_exact() in place: shrinking
+ * frees the pages past the new size; growing takes the pages after it if
+ * they are free (in the buddy lists), else -1 with ENOMEM, nothing changed. */
+int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size);
+
 /* Descriptor of the page containing addr, or NULL if addr is outside the arena. */
 za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr);
 void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page);

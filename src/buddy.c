@@ -451,6 +451,94 @@ void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
 }
 
 /* ------------------------------------------------------------------------
+ * Runs: allocations of any number of pages (za_alloc_pages_exact)
+ *
+ * A run [pfn, pfn + n) is made of its canonical pieces (run_piece_order in
+ * mmzone.h): blocks aligned to their size, each a block of its own to the
+ * rest of the allocator, so that freeing a run merges every piece with
+ * whatever is free around it.
+ * ------------------------------------------------------------------------ */
+
+/* The free block in the lists holding pfn, or NULL. */
+static struct za_page *free_block_holding(const struct za_mm *mm, unsigned long pfn)
+{
+	for (unsigned int o = 0; o <= mm->max_order; o++) {
+		struct za_page *head = pfn_to_page(mm, pfn & ~((1UL << o) - 1));
+		if (page_is_buddy(head, o))
+			return head;
+	}
+	return NULL;
+}
+
+/*
+ * The free block of `order` at pfn, off the lists, keeps only what lies
+ * outside [start, end): halves wholly outside go back to the lists (as
+ * dirty and as old as the block was), halves wholly inside are taken, the
+ * others are split again.  The halves put back cannot merge: each one's
+ * buddy holds taken pages.
+ */
+static void carve(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned long start,
+		  unsigned long end, int mt, bool dirty, unsigned long epoch)
+{
+	unsigned long last = pfn + (1UL << order);
+	if (last <= start || pfn >= end) {
+		add_to_free_list(z, pfn_to_page(z->mm, pfn), order, mt, false, dirty, epoch);
+	} else if (pfn < start || last > end) {
+		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
+		carve(z, pfn, order - 1, start, end, mt, dirty, epoch);
+		carve(z, pfn + (1UL << (order - 1)), order - 1, start, end, mt, dirty, epoch);
+	}
+}
+
+/*
+ * Takes the pages [pfn, pfn + n) out of the free lists if every one is
+ * free, in the zone's managed part, in one section (so in one piece of
+ * address space) and in pageblocks of type mt; otherwise changes nothing
+ * and returns false.  The caller marks the run allocated.
+ */
+bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long end = pfn + n, p, next;
+	unsigned long pb = 1UL << mm->pageblock_order;
+	if (pfn < z->start_pfn || end > zone_init_end_pfn(z) || end <= pfn ||
+	    pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, end - 1))
+		return false;
+	for (p = pfn & ~(pb - 1); p < end; p += pb)
+		if (pageblock_mt(mm, p) != mt)
+			return false;
+	for (p = pfn; p < end; p = next) {
+		struct za_page *b = free_block_holding(mm, p);
+		if (!b)
+			return false;
+		next = page_to_pfn(mm, b) + (1UL << page_order(b));
+	}
+	for (p = pfn; p < end; p = next) {
+		struct za_page *b = free_block_holding(mm, p);
+		unsigned int order = page_order(b);
+		unsigned long head = page_to_pfn(mm, b), epoch = b->private;
+		int bmt = page_mt(b);
+		bool dirty = del_from_free_list(z, b, order);
+		next = head + (1UL << order);
+		carve(z, head, order, pfn, end, bmt, dirty, epoch);
+	}
+	add_free_pages(z, -(long)n);
+	return true;
+}
+
+/* Frees the run [pfn, pfn + n), piece by piece, each merging with the free
+ * blocks around it. */
+void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long end = pfn + n;
+	for (unsigned int o; pfn < end; pfn += 1UL << o) {
+		o = run_piece_order(mm, pfn, end);
+		buddy_free(z, pfn_to_page(mm, pfn), o, pageblock_mt(mm, pfn));
+	}
+}
+
+/* ------------------------------------------------------------------------
  * Purging (page_reporting.c): dirty free blocks go back to the OS
  * ------------------------------------------------------------------------ */
 

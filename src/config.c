@@ -56,6 +56,7 @@ static const struct key keys[] = {
 	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false },
 	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false },
 	{ "deferred_init",         K_BOOL,   FIELD(deferred_init), 0, 1, false },
+	{ "section_size",          K_SIZE,   FIELD(section_size), 0, 0, true },
 	{ "purge_delay_ms",        K_INT,    FIELD(purge_delay_ms), 0, 3600000, false },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
 	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false },
@@ -87,6 +88,7 @@ void za_config_defaults(struct za_config *cfg)
 		.quicklists = 1,
 		.nr_quick = 2,
 		.purge_delay_ms = 1000,
+		.section_size = (uint64_t)ZA_AUTO,
 	};
 }
 
@@ -341,7 +343,10 @@ static void format_value(struct strbuf *sb, const struct za_config *cfg, const s
 	const void *field = (const char *)cfg + k->offset;
 	switch (k->type) {
 	case K_SIZE:
-		format_size(sb, *(const uint64_t *)field);
+		if (k->auto_ok && *(const uint64_t *)field == (uint64_t)ZA_AUTO)
+			sb_printf(sb, "auto");
+		else
+			format_size(sb, *(const uint64_t *)field);
 		break;
 	case K_ZONES:
 		for (int i = 0; i < cfg->nr_zones; i++) {

@@ -114,8 +114,29 @@ static int verify_pcp(struct za_zone *z, int cpu)
 	return 0;
 }
 
+/* The first piece of a run knows the run's length; the run is its pieces,
+ * all allocated, each of the order the decomposition gives. */
+static int verify_run(struct za_zone *z, unsigned long pfn)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long end = pfn + pfn_to_page(mm, pfn)->run_pages;
+	VERIFY(mm, end <= zone_init_end_pfn(z) &&
+		   pfn_to_section_nr(mm, pfn) == pfn_to_section_nr(mm, end - 1),
+	       "zone %s: the run at pfn %lu of %u pages leaves its zone or section",
+	       z->name, pfn, pfn_to_page(mm, pfn)->run_pages);
+	for (unsigned long p = pfn, o; p < end; p += 1UL << o) {
+		const struct za_page *piece = pfn_to_page(mm, p);
+		o = run_piece_order(mm, p, end);
+		VERIFY(mm, (page_flags(piece) & PG_alloc) && page_order(piece) == o &&
+			   (p == pfn || !piece->run_pages),
+		       "zone %s: the run at pfn %lu has a bad piece at pfn %lu (flags %#x order %u)",
+		       z->name, pfn, p, page_flags(piece), page_order(piece));
+	}
+	return 0;
+}
+
 /* Pages inside a block (not its head) carry no state, except the tail mark
- * of a slab. */
+ * of a slab; only the first piece of a live run has a run length. */
 static int verify_descriptors(struct za_zone *z)
 {
 	struct za_mm *mm = z->mm;
@@ -124,10 +145,16 @@ static int verify_descriptors(struct za_zone *z)
 		struct za_page *head = pfn_to_page(mm, pfn);
 		unsigned long span = page_flags(head) ? 1UL << page_order(head) : 1;
 		uint32_t allowed = page_flags(head) & PG_slab ? PG_tail : 0;
-		for (unsigned long i = 1; i < span; i++)
-			VERIFY(mm, !(page_flags(pfn_to_page(mm, pfn + i)) & ~allowed),
+		VERIFY(mm, !head->run_pages || (page_flags(head) & PG_alloc),
+		       "zone %s: pfn %lu has a run length but is not allocated", z->name, pfn);
+		if (head->run_pages && verify_run(z, pfn))
+			return -1;
+		for (unsigned long i = 1; i < span; i++) {
+			const struct za_page *inner = pfn_to_page(mm, pfn + i);
+			VERIFY(mm, !(page_flags(inner) & ~allowed) && !inner->run_pages,
 			       "zone %s: pfn %lu inside the block at pfn %lu has flags %#x",
-			       z->name, pfn + i, pfn, page_flags(pfn_to_page(mm, pfn + i)));
+			       z->name, pfn + i, pfn, page_flags(inner));
+		}
 		pfn += span;
 	}
 	return 0;

@@ -64,7 +64,7 @@ static void *kmalloc_large(struct za_mm *mm, size_t size, za_gfp_t gfp)
 	}
 	void *p = za_alloc_pages(mm, gfp, order);
 	if (p)
-		set_page_flag(pfn_to_page(mm, virt_to_pfn(mm, p)), PG_large_kmalloc);
+		set_page_flag(virt_to_page(mm, p), PG_large_kmalloc);
 	return p;
 }
 
@@ -100,7 +100,7 @@ static const char outside[] = "not allocated by kmalloc (outside the arena)";
  */
 static struct za_page *large_kmalloc_block(struct za_mm *mm, const void *p, const char **why)
 {
-	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, p));
+	struct za_page *page = virt_to_page(mm, p);
 	uint32_t flags = page_flags(page);
 	bool head = !((uintptr_t)p & (PAGE_SIZE - 1));
 	if (head && (flags & PG_large_kmalloc))

@@ -25,16 +25,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct za_malloc zm;
 uint8_t class_by_step[1024 / 16 + 1];
 
-/* Where free() looks first: set once the system exists, 0 before.  Atomic
- * (relaxed: plain loads) because a thread may free before it ever
- * allocated, without having synchronised with the bootstrap. */
-static _Atomic uintptr_t arena_base, arena_len;
-static struct za_page *_Atomic arena_pages;
+/* Where free() looks first: the system once it exists, before that a
+ * system without memory, so that nothing is the arena's.  Atomic (relaxed:
+ * plain loads) because a thread may free before it ever allocated, without
+ * having synchronised with the bootstrap. */
+static const struct za_mm no_arena;
+static const struct za_mm *_Atomic arena = &no_arena;
 
 /* ------------------------------------------------------------------------
  * Misuse
@@ -102,23 +104,30 @@ static size_t boot_size(const void *p)
 	return *(const size_t *)((const char *)p - sizeof(size_t));
 }
 
-static uint64_t machine_memory(void)
+/* The machine's memory, or the address space the process may have if
+ * that is less (ulimit -v): more could never be used. */
+static uint64_t usable_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 1ULL << 32;
+	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 1ULL << 32;
+	struct rlimit as;
+	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY && as.rlim_cur < mem)
+		mem = as.rlim_cur;
+	return mem;
 }
 
 /*
  * The default system: the machine's memory size in one zone, grown on
- * demand (deferred_init), no kswapd (nothing to page out; free memory goes
- * back to the OS through the purge worker instead).  ZA_CONFIG, appended
- * by za_mm_create, overrides any of it.  Where the address space is
- * limited (ulimit -v), smaller arenas are tried.
+ * demand (deferred_init: sections of address space are taken from the OS
+ * as the zone grows into them), no kswapd (nothing to page out; free memory
+ * goes back to the OS through the purge worker instead).  ZA_CONFIG,
+ * appended by za_mm_create, overrides any of it.  Should the metadata of
+ * that size not fit, smaller systems are tried.
  */
 static za_mm_t *create_system(void)
 {
 	char config[256];
-	for (uint64_t mem = machine_memory(); mem >= (64ULL << 20); mem /= 2) {
+	for (uint64_t mem = usable_memory(); mem >= (64ULL << 20); mem /= 2) {
 		snprintf(config, sizeof(config),
 			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0",
 			 (unsigned long long)(mem >> 20));
@@ -167,7 +176,7 @@ static bool init_front_end(void)
 	 * signature and the alignment of classes assume plain ones, so it
 	 * means debug mode. */
 	zm.debug = mm->debug || mm->cfg.slub_debug[0];
-	zm.large_max_order = mm->max_order;
+	zm.large_max_pages = 1UL << mm->max_order;
 	if (getrandom(&zm.free_key, sizeof(zm.free_key), GRND_NONBLOCK) != sizeof(zm.free_key))
 		zm.free_key = za_cycles() * 0x9E3779B97F4A7C15ULL;
 	zm.free_key |= 1;
@@ -186,9 +195,7 @@ static bool init_front_end(void)
 	const char *stats = getenv("ZA_STATS");
 	if (stats && *stats && *stats != '0')
 		atexit(malloc_stats_at_exit);
-	store_relaxed(&arena_pages, mm->pages);
-	store_relaxed(&arena_len, mm->nr_pages << PAGE_SHIFT);
-	store_relaxed(&arena_base, (uintptr_t)mm->base);
+	store_relaxed(&arena, mm);
 	return true;
 }
 
@@ -264,7 +271,7 @@ enum block_kind { B_SMALL, B_LARGE, B_HUGE, B_BOOT, B_BAD };
 struct block {
 	enum block_kind kind;
 	unsigned int cls;               /* B_SMALL */
-	unsigned int order;             /* B_LARGE */
+	unsigned long pages;            /* B_LARGE */
 	size_t size;                    /* usable */
 	const char *why;                /* B_BAD */
 	const void *start;              /* B_BAD inside a block: where it starts */
@@ -274,10 +281,9 @@ struct block {
 /* The head of the allocated or free arena block holding p, or NULL. */
 struct za_page *malloc_block_head(const void *p)
 {
-	unsigned long pfn = ((uintptr_t)p - load_relaxed(&arena_base)) >> PAGE_SHIFT;
-	struct za_page *pages = load_relaxed(&arena_pages);
-	for (unsigned int o = 0; o <= zm.large_max_order; o++) {
-		struct za_page *head = &pages[pfn & ~((1UL << o) - 1)];
+	struct za_page *page = virt_to_page(zm.mm, p);
+	for (unsigned int o = 0; o <= zm.mm->max_order; o++) {
+		struct za_page *head = page_block_start(zm.mm, page, o);
 		uint32_t f = page_flags(head);
 		if ((f & (PG_alloc | PG_pcp | PG_buddy)) && page_order(head) >= o)
 			return head;
@@ -285,28 +291,38 @@ struct za_page *malloc_block_head(const void *p)
 	return NULL;
 }
 
+/* The first piece of the malloc block whose piece `head` is, walking back
+ * piece by piece (a run has a few dozen at most); NULL if there is none. */
+static struct za_page *block_start(struct za_page *head)
+{
+	while (head && (page_flags(head) & PG_alloc) && !block_word(head) &&
+	       page_section_index(zm.mm, head))
+		head = malloc_block_head((const char *)za_page_to_virt(zm.mm, head) - 1);
+	return head && (page_flags(head) & PG_alloc) && block_word(head) ? head : NULL;
+}
+
 static void describe_arena_page(const void *p, struct block *b)
 {
-	struct za_page *head = malloc_block_head(p);
-	uint32_t f = head ? page_flags(head) : 0;
+	struct za_page *head = malloc_block_head(p), *start;
 	b->kind = B_BAD;
-	if (!head || (f & (PG_pcp | PG_buddy))) {
+	if (!head || (page_flags(head) & (PG_pcp | PG_buddy))) {
 		b->why = "the memory is free";
 		b->freed = true;
-	} else {
+	} else if ((start = block_start(head))) {
 		b->why = "inside a block";
-		b->start = za_page_to_virt(zm.mm, head);
-		b->size = PAGE_SIZE << page_order(head);
+		b->start = za_page_to_virt(zm.mm, start);
+		b->size = (block_word(start) >> 1) << PAGE_SHIFT;
+	} else {
+		b->why = "not allocated by malloc";
 	}
 }
 
 /* Classifies p (not NULL) without touching its memory. */
 static void lookup(const void *p, struct block *b)
 {
-	uintptr_t off = (uintptr_t)p - load_relaxed(&arena_base);
 	*b = (struct block){ .kind = B_BAD, .why = "not allocated by zonealloc" };
-	if (off < load_relaxed(&arena_len)) {
-		struct za_page *page = &load_relaxed(&arena_pages)[off >> PAGE_SHIFT];
+	if (addr_in_arena(load_relaxed(&arena), p)) {
+		struct za_page *page = virt_to_page(zm.mm, p);
 		struct za_page *slab = virt_to_slab(zm.mm, p);
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
@@ -324,10 +340,11 @@ static void lookup(const void *p, struct block *b)
 				*b = (struct block){ .kind = B_SMALL, .cls = c, .size = s->object_size,
 						     .freed = *(const uint64_t *)p == free_signature(p) };
 			}
-		} else if ((page_flags(page) & PG_alloc) && !((uintptr_t)p & (PAGE_SIZE - 1))) {
-			*b = (struct block){ .kind = B_LARGE, .order = page_order(page),
-					     .size = PAGE_SIZE << page_order(page),
-					     .freed = block_is_freed(page) };
+		} else if ((page_flags(page) & PG_alloc) && block_word(page) &&
+			   !((uintptr_t)p & (PAGE_SIZE - 1))) {
+			unsigned long pages = block_word(page) >> 1;
+			*b = (struct block){ .kind = B_LARGE, .pages = pages,
+					     .size = pages << PAGE_SHIFT, .freed = block_word(page) & 1 };
 		} else {
 			describe_arena_page(p, b);
 		}
@@ -378,9 +395,12 @@ static void plan(size_t n, size_t align, struct block *b)
 			return;
 		}
 	}
-	unsigned int order = block_order(n > align ? n : align);
-	if (order <= zm.large_max_order)
-		*b = (struct block){ .kind = B_LARGE, .order = order, .size = PAGE_SIZE << order };
+	/* Runs are page aligned; a larger alignment takes a block of a size
+	 * at least as large, which is aligned to it. */
+	unsigned long pages = align > PAGE_SIZE ? 1UL << block_order(n > align ? n : align)
+						: block_pages(n);
+	if (pages <= zm.large_max_pages)
+		*b = (struct block){ .kind = B_LARGE, .pages = pages, .size = pages << PAGE_SHIFT };
 	else
 		*b = (struct block){ .kind = B_HUGE, .size = n };
 }
@@ -427,8 +447,12 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	switch (b.kind) {
 	case B_SMALL:
 		return class_alloc(b.cls);
-	case B_LARGE:
-		return block_alloc(b.order);
+	case B_LARGE: {
+		/* The arena's own memory is exhausted (or the address space
+		 * left for it): a mapping of the request's size may still fit. */
+		void *p = block_alloc(b.pages);
+		return p ? p : vmalloc_alloc(n, align);
+	}
 	default:
 		return vmalloc_alloc(n, align);
 	}
@@ -517,7 +541,7 @@ static void free_block(void *p, const struct block *b)
 		sheaf_free_slow(b->cls, p);
 		break;
 	case B_LARGE:
-		block_free(p, b->order);
+		block_free(p, b->pages);
 		break;
 	case B_HUGE:
 		vmalloc_free(p);
@@ -532,11 +556,11 @@ static bool matches(const struct block *b, size_t n, size_t align)
 {
 	struct block want;
 	plan(n, align, &want);
+	if (b->kind == B_HUGE)          /* planned so, or a page block that fell back */
+		return want.kind != B_SMALL && n <= b->size && b->size - n < PAGE_SIZE;
 	if (want.kind != b->kind)
 		return false;
-	if (b->kind == B_HUGE)
-		return n <= b->size && b->size - n < PAGE_SIZE;
-	return b->kind == B_SMALL ? want.cls == b->cls : want.order == b->order;
+	return b->kind == B_SMALL ? want.cls == b->cls : want.pages == b->pages;
 }
 
 /* Everything but the fast path.  expect_size/align: a sized free's claim
@@ -575,20 +599,18 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 static inline __attribute__((always_inline)) unsigned int small_class_of(const void *p,
 									  struct za_page **slabp)
 {
-	uintptr_t base = load_relaxed(&arena_base), off = (uintptr_t)p - base;
-	struct za_page *pages = load_relaxed(&arena_pages);
-	if (unlikely(off >= load_relaxed(&arena_len)))
+	const struct za_mm *mm = load_relaxed(&arena);
+	if (unlikely(!addr_in_arena(mm, p)))
 		return NR_CLASSES;
-	unsigned long pfn = off >> PAGE_SHIFT;
-	struct za_page *page = &pages[pfn];
+	struct za_page *page = virt_to_page(mm, p);
 	if (unlikely(!(page_flags(page) & (PG_slab | PG_tail))))
 		return NR_CLASSES;
 	/* Every page of a slab names its cache and the slab's order, and a slab
 	 * is a naturally aligned block: its head is arithmetic, not a load. */
 	struct za_kmem_cache *s = page->slab_cache;
-	unsigned long head = pfn & ~((1UL << page_order(page)) - 1);
-	struct za_page *slab = &pages[head];
-	size_t o = off - (head << PAGE_SHIFT), idx = object_div(s, o);
+	struct za_page *slab = page_block_start(mm, page, page_order(page));
+	size_t o = (size_t)((const char *)p - (const char *)page_to_virt(mm, slab)),
+	       idx = object_div(s, o);
 	unsigned int c = s->owner_tag;
 	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
 		     *(const uint64_t *)p == free_signature(p) ||
@@ -695,10 +717,12 @@ void *za_realloc(void *p, size_t n)
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
 	if (want.kind == b.kind) {
-		if (b.kind == B_LARGE && want.order == b.order)
+		if (b.kind == B_LARGE && want.pages == b.pages)
 			return p;
-		if (b.kind == B_LARGE && !za_resize_pages(zm.mm, p, b.order, want.order)) {
-			if (want.order < b.order)
+		if (b.kind == B_LARGE &&
+		    !za_resize_pages_exact(zm.mm, p, b.pages << PAGE_SHIFT, want.pages << PAGE_SHIFT)) {
+			set_block_word(za_virt_to_page(zm.mm, p), want.pages, false);
+			if (want.pages < b.pages)
 				purge_worker_kick();
 			return p;
 		}

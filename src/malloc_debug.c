@@ -206,8 +206,8 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 		unsigned int c = size_class(total);
 		block = za_cache_alloc(malloc_class_cache(c), 0);
 		end = block ? block + class_size(c) : NULL;
-	} else if (order <= zm.large_max_order) {
-		block = za_alloc_pages(zm.mm, 0, order);
+	} else if (order <= zm.mm->max_order) {
+		block = za_alloc_pages(zm.mm, ZA_GFP_MOVABLE, order);
 		end = block ? block + (PAGE_SIZE << order) : NULL;
 	} else {
 		block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE);
@@ -239,7 +239,7 @@ static bool find_block(const void *p, struct dbg_block *b)
 {
 	const char *h = (const char *)p - sizeof(struct dbg_header);
 	*b = (struct dbg_block){ 0 };
-	if ((uintptr_t)h - (uintptr_t)zm.mm->base < (zm.mm->nr_pages << PAGE_SHIFT)) {
+	if (addr_in_arena(zm.mm, h)) {
 		struct za_page *slab = virt_to_slab(zm.mm, h), *head;
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;

@@ -6,9 +6,10 @@
  *   malloc(n), n <= 16 KiB  ->  this thread's sheaf of n's class
  *                                 -> the class's barn of full sheaves
  *                                   -> SLUB cache malloc-<size> (bulk)
- *   16 KiB < n <= 4 MiB     ->  the page allocator (per-CPU lists for
- *                               orders 0..3, the buddy lists above)
- *   n > 4 KiB << max_order  ->  a direct mapping (vmalloc.c)
+ *   16 KiB < n <= 16 MiB    ->  a run of whole pages (za_alloc_pages_exact;
+ *                               the per-CPU lists for 8 pages)
+ *   n > 4 KiB << max_order, ->  a direct mapping (vmalloc.c)
+ *   or the arena is full
  *
  * Only the first step is the common path, and it is plain loads and stores
  * on memory only this thread touches: no atomic instruction, no lock.
@@ -96,9 +97,9 @@ struct thread_cache {
 	za_counter_t alloc_misses, free_misses; /* went to the spare, barn or SLUB */
 	/* Page blocks this thread freed last, oldest first, marked freed in
 	 * their descriptors (a second free is a double free); malloc takes
-	 * the newest of the order it needs. */
+	 * the newest of the size it needs. */
 	void *blocks[BLOCK_CACHE_SLOTS];
-	uint8_t block_order[BLOCK_CACHE_SLOTS];
+	unsigned int block_pages[BLOCK_CACHE_SLOTS];
 	unsigned int nr_blocks;
 	size_t block_bytes;
 	struct thread_cache *next, *prev;       /* every live thread's, under threads_lock */
@@ -126,8 +127,8 @@ extern struct thread_cache boot_tcache, exited_tcache;
 
 void *sheaf_alloc_slow(unsigned int c);
 void sheaf_free_slow(unsigned int c, void *obj);
-void *block_alloc(unsigned int order);
-void block_free(void *p, unsigned int order);
+void *block_alloc(unsigned long pages);
+void block_free(void *p, unsigned long pages);
 void thread_cache_exit(void *tc);
 void sheaves_flush_barns(void);
 void sheaves_flush_thread(void);
@@ -155,7 +156,7 @@ struct za_malloc {
 	za_mm_t *mm;
 	uint64_t free_key;              /* signature of a freed small object */
 	bool debug;
-	unsigned int large_max_order;   /* the page allocator's largest block */
+	unsigned long large_max_pages;  /* the page allocator's largest block */
 	struct malloc_class classes[NR_CLASSES];
 	struct barn barns[NR_CLASSES];
 	za_cache_t *sheaf_cache, *thread_cache_cache;
@@ -178,6 +179,13 @@ static inline unsigned int block_order(size_t n)
 	return n <= PAGE_SIZE ? 0 : 64 - (unsigned int)__builtin_clzl((n - 1) >> PAGE_SHIFT);
 }
 
+/* Pages of a block of n bytes: whole pages, never a power of two more
+ * (of memory or of address space) than asked for. */
+static inline unsigned long block_pages(size_t n)
+{
+	return (unsigned long)(n >> PAGE_SHIFT) + !!(n & (PAGE_SIZE - 1));
+}
+
 /* malloc_stats.c */
 void malloc_stats_at_exit(void);
 
@@ -192,18 +200,22 @@ static inline uintptr_t slab_owner(const struct za_page *slab)
 	return __atomic_load_n(&slab->private, __ATOMIC_RELAXED);
 }
 
-/* A page block in a thread's block cache carries this in its descriptor's
- * private word (malloc owns an allocated block's). */
-#define BLOCK_FREED 0xf4eeb10cUL
-
-static inline bool block_is_freed(const struct za_page *head)
+/*
+ * A page block's descriptor (the head of its first piece: runs are made
+ * of pieces, mmzone.h) carries in its private word, which belongs to the
+ * owner of an allocated block, the block's pages and whether it is freed
+ * (in a thread's block cache: a second free is a double free).  The page
+ * allocator clears the word of every block it hands out, so a piece head
+ * that reads 0 is inside some block, not the start of one.
+ */
+static inline unsigned long block_word(const struct za_page *head)
 {
-	return __atomic_load_n(&head->private, __ATOMIC_RELAXED) == BLOCK_FREED;
+	return __atomic_load_n(&head->private, __ATOMIC_RELAXED);
 }
 
-static inline void set_block_freed(struct za_page *head, bool freed)
+static inline void set_block_word(struct za_page *head, unsigned long pages, bool freed)
 {
-	__atomic_store_n(&head->private, freed ? BLOCK_FREED : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&head->private, pages << 1 | freed, __ATOMIC_RELAXED);
 }
 
 /* A freed small object carries this in its first word until allocated

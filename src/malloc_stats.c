@@ -107,7 +107,7 @@ static void print_arena(za_mm_t *mm, FILE *out)
 		struct za_zone *z = mm->zone_by_id[id];
 		unsigned long large[ZA_MAX_ORDER_LIMIT + 1] = { 0 }, slab[ZA_MAX_ORDER_LIMIT + 1] = { 0 };
 		for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z);) {
-			struct za_page *p = &mm->pages[pfn];
+			struct za_page *p = pfn_to_page(mm, pfn);
 			uint32_t f = page_flags(p);
 			unsigned int o = f ? page_order(p) : 0;
 			if (f & PG_alloc)

@@ -11,7 +11,6 @@
  * system the size of the machine's memory starts in microseconds and costs
  * what it uses -- which is what a malloc needs.
  */
-#include "arena.h"
 #include "mmzone.h"
 #include "percpu.h"
 #include "quicklist.h"
@@ -47,6 +46,12 @@ static int resolve_layout(struct za_config *cfg)
 	uint64_t sum = 0;
 	struct za_zone_spec *last = &cfg->zones[cfg->nr_zones - 1];
 
+	if (cfg->section_size == (uint64_t)ZA_AUTO)
+		cfg->section_size = block > SECTION_SIZE_AUTO ? block : SECTION_SIZE_AUTO;
+	if ((cfg->section_size & (cfg->section_size - 1)) || cfg->section_size < block ||
+	    cfg->section_size < (2ULL << 20) || cfg->section_size > (64ULL << 30))
+		return layout_error("section_size", "must be a power of two from 2M to 64G and at least "
+				    "the max-order block (%llu bytes)", (unsigned long long)block);
 	if (cfg->cpus == ZA_AUTO)
 		cfg->cpus = machine_nr_cpus();
 	if (cfg->percpu_pagelist_high_fraction && cfg->percpu_pagelist_high_fraction < 8)
@@ -81,9 +86,9 @@ static int resolve_layout(struct za_config *cfg)
 }
 
 /* Metadata comes from the OS in a few arrays, remembered for destroy. */
-static void *meta_alloc(struct za_mm *mm, size_t size)
+void *meta_alloc(struct za_mm *mm, size_t size)
 {
-	void *p = za_os_alloc(size);
+	void *p = mm->nr_meta < (int)ZA_ARRAY_SIZE(mm->meta) ? za_os_alloc(size) : NULL;
 	if (p) {
 		mm->meta[mm->nr_meta].ptr = p;
 		mm->meta[mm->nr_meta].size = size;
@@ -112,34 +117,84 @@ static void init_zone(struct za_mm *mm, struct za_zone *z, int node, int idx,
 	unsigned long end = start_pfn + nr_pages;
 	for (unsigned long pfn = start_pfn; pfn < end; pfn += 1UL << mm->max_order)
 		mm->block_zone[pfn >> mm->max_order] = (uint8_t)z->id;
-	store_relaxed(&z->first_deferred_pfn, mm->cfg.deferred_init ? start_pfn : end);
-	for (unsigned long pfn = start_pfn; pfn < zone_init_end_pfn(z); pfn += 1UL << mm->max_order)
-		buddy_add_initial_block(z, pfn);
+	store_relaxed(&z->first_deferred_pfn, start_pfn);
 }
 
-/*
- * The kernel's deferred_grow_zone: gives the zone's next uninitialised
- * blocks to the buddy lists, enough to leave it above its high watermark
- * (and any lowmem reserve) after an order-`order` allocation, so that the
- * next allocations take the fast path again.
- */
-bool deferred_grow_zone(struct za_zone *z, unsigned int order)
+/* deferred_init=0: every block of every zone in the buddy lists now. */
+static int init_all_blocks(struct za_mm *mm)
 {
-	unsigned long end = z->start_pfn + z->nr_pages, step = 1UL << z->mm->max_order;
-	if (zone_init_end_pfn(z) >= end)
-		return false;
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		unsigned long pfn, end = z->start_pfn + z->nr_pages;
+		for (pfn = z->start_pfn; pfn < end; pfn += 1UL << mm->max_order) {
+			unsigned long nr = pfn_to_section_nr(mm, pfn);
+			if (!section_present(mm, nr) && !sparse_add_section(mm, nr))
+				return -1;
+			buddy_add_initial_block(z, pfn);
+		}
+		store_relaxed(&z->first_deferred_pfn, end);
+	}
+	return 0;
+}
+
+/* Does the zone need more blocks for an order-`order` allocation: is it
+ * at or below `want` free pages, or without a free block that big? */
+static bool zone_needs_growth(const struct za_zone *z, unsigned int order, long want)
+{
+	if (load_relaxed(&z->nr_free_pages) <= want)
+		return true;
+	for (unsigned int o = order; o <= z->mm->max_order; o++)
+		if (load_relaxed(&z->free_area[o].nr_free))
+			return false;
+	return true;
+}
+
+/* Under the zone lock, hands over blocks while the zone needs them and
+ * their section is present; returns the pages handed over. */
+static unsigned long grow_zone_locked(struct za_zone *z, unsigned int order, long want)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long pfn = zone_init_end_pfn(z), end = z->start_pfn + z->nr_pages, start = pfn;
+	for (; pfn < end && section_present(mm, pfn_to_section_nr(mm, pfn)) &&
+	       zone_needs_growth(z, order, want); pfn += 1UL << mm->max_order)
+		buddy_add_initial_block(z, pfn);
+	store_relaxed(&z->first_deferred_pfn, pfn);
+	return pfn - start;
+}
+
+static unsigned long max_lowmem_reserve(const struct za_zone *z)
+{
 	unsigned long reserve = 0;
 	for (int i = 0; i < z->mm->nr_zones; i++)
 		if (z->lowmem_reserve[i] > reserve)
 			reserve = z->lowmem_reserve[i];
-	long want = (long)(z->wmark[WMARK_HIGH] + reserve) + (1L << order);
-	uint64_t t0 = zone_lock(z);
-	unsigned long pfn = zone_init_end_pfn(z);
-	for (; pfn < end && load_relaxed(&z->nr_free_pages) <= want; pfn += step)
-		buddy_add_initial_block(z, pfn);
-	store_relaxed(&z->first_deferred_pfn, pfn);
-	zone_unlock(z, t0, NO_CAUSE);
-	return true;
+	return reserve;
+}
+
+/*
+ * The kernel's deferred_grow_zone, and memory hotplug's onlining: hands
+ * the zone's next uninitialised blocks to the buddy lists, adding their
+ * sections first, until the zone is above its high watermark (and any
+ * lowmem reserve) after an order-`order` allocation and has a free block
+ * of that order.  A fragmented zone may lack the block however many pages
+ * it has free: a fresh max-order block is then the cheapest way to serve
+ * it.  Stops early when the zone has no deferred blocks left or the OS
+ * refuses the next section; the caller checks the watermark again.
+ */
+void deferred_grow_zone(struct za_zone *z, unsigned int order)
+{
+	struct za_mm *mm = z->mm;
+	long want = (long)(z->wmark[WMARK_HIGH] + max_lowmem_reserve(z)) + (1L << order);
+	while (zone_needs_growth(z, order, want)) {
+		unsigned long pfn = zone_init_end_pfn(z), nr = pfn_to_section_nr(mm, pfn);
+		if (pfn >= z->start_pfn + z->nr_pages ||
+		    (!section_present(mm, nr) && !sparse_add_section(mm, nr)))
+			return;
+		uint64_t t0 = zone_lock(z);
+		unsigned long pages = grow_zone_locked(z, order, want);
+		zone_unlock(z, t0, NO_CAUSE);
+		ev_add_atomic(&mm->stat, EV_ZONE_GROW, pages);
+	}
 }
 
 /* Each node's fallback order: its own zones highest first, then the next
@@ -177,11 +232,11 @@ static int init_layout(struct za_mm *mm)
 	mm->fair_zone = cfg->fair_zone;
 	mm->kswapd_wake_high = cfg->kswapd_wake_high;
 
-	if (arena_reserve(mm, cfg->memory >> PAGE_SHIFT, mm->max_order))
+	mm->nr_pages = cfg->memory >> PAGE_SHIFT;
+	if (sparse_init(mm))
 		return -1;
 	int nr_zones = mm->nr_nodes * mm->nr_zones;
 	size_t pageblocks = (mm->nr_pages >> mm->pageblock_order) + 1;
-	mm->pages = meta_alloc(mm, mm->nr_pages * sizeof(struct za_page));
 	mm->pageblock_mt = meta_alloc(mm, pageblocks);
 	mm->block_zone = meta_alloc(mm, (mm->nr_pages >> mm->max_order) + 1);
 	mm->nodes = meta_alloc(mm, sizeof(struct za_node) * (size_t)mm->nr_nodes);
@@ -197,7 +252,7 @@ static int init_layout(struct za_mm *mm)
 	mm->quicklists = meta_alloc(mm, sizeof(struct quicklist) * (size_t)mm->nr_cpus *
 					    (size_t)mm->nr_quick);
 	mm->cpu_stat = meta_alloc(mm, sizeof(struct za_events) * (size_t)mm->nr_cpus);
-	if (!mm->pages || !mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
+	if (!mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
 	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp ||
 	    !mm->quicklists || !mm->cpu_stat) {
 		errno = ENOMEM;
@@ -224,12 +279,12 @@ static int init_layout(struct za_mm *mm)
 	setup_zone_watermarks(mm);
 	for (int id = 0; id < nr_zones; id++)
 		pcp_init(mm->zone_by_id[id], mm->nr_cpus);
-	return 0;
+	return cfg->deferred_init ? 0 : init_all_blocks(mm);
 }
 
 static void free_mm(struct za_mm *mm)
 {
-	arena_release(mm);
+	sparse_release(mm);
 	for (int i = mm->nr_meta - 1; i >= 0; i--)
 		za_os_free(mm->meta[i].ptr, mm->meta[i].size);
 	za_os_free(mm, sizeof(*mm));
@@ -366,12 +421,14 @@ void mm_lock_all(struct za_mm *mm)
 		za_lock(&mm->zone_by_id[id]->lock);
 		za_lock(&mm->zone_by_id[id]->lru_lock);
 	}
+	za_lock(&mm->hotplug_lock);     /* a leaf: its holder maps a section, nothing else */
 }
 
 /* In the child of a fork, the rwlock cannot be unlocked (it remembers the
  * parent's thread), only made anew; the za_locks are plain words. */
 void mm_unlock_all(struct za_mm *mm, bool in_child)
 {
+	za_unlock(&mm->hotplug_lock);
 	for (int id = mm->nr_nodes * mm->nr_zones - 1; id >= 0; id--) {
 		za_unlock(&mm->zone_by_id[id]->lru_lock);
 		za_unlock(&mm->zone_by_id[id]->lock);
@@ -393,12 +450,12 @@ void mm_unlock_all(struct za_mm *mm, bool in_child)
  * ------------------------------------------------------------------------ */
 za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr)
 {
-	return addr_in_arena(mm, addr) ? pfn_to_page(mm, virt_to_pfn(mm, addr)) : NULL;
+	return addr_in_arena(mm, addr) ? virt_to_page(mm, addr) : NULL;
 }
 
 void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page)
 {
-	return pfn_to_virt(mm, page_to_pfn(mm, page));
+	return page_to_virt(mm, page);
 }
 
 unsigned long za_page_to_pfn(const za_mm_t *mm, const za_page_t *page)
@@ -408,7 +465,8 @@ unsigned long za_page_to_pfn(const za_mm_t *mm, const za_page_t *page)
 
 za_page_t *za_pfn_to_page(const za_mm_t *mm, unsigned long pfn)
 {
-	return pfn < mm->nr_pages ? pfn_to_page(mm, pfn) : NULL;
+	return pfn < mm->nr_pages && section_present(mm, pfn_to_section_nr(mm, pfn)) ?
+	       pfn_to_page(mm, pfn) : NULL;
 }
 
 int za_nr_nodes(const za_mm_t *mm) { return mm->nr_nodes; }

@@ -142,6 +142,9 @@ struct za_page {
 		};
 	};
 	_Atomic int refcount;   /* page cache: the index holds one, users one each */
+	/* The first piece of a live run of za_alloc_pages_exact: the run's
+	 * pages (under the zone lock); 0 on every other descriptor. */
+	unsigned int run_pages;
 } __attribute__((aligned(64)));
 
 /* One cache line, and a power of two: page <-> pfn is a shift. */
@@ -221,6 +224,7 @@ struct za_zone {
 	/* deferred_init: the zone's blocks from here on were never given to
 	 * the buddy lists (mm_init.c grows the zone on demand). */
 	_Atomic unsigned long first_deferred_pfn;
+	unsigned long exact_next;       /* where the last run of za_alloc_pages_exact ended */
 	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
 	struct za_events stat;
 
@@ -247,10 +251,17 @@ struct za_node {
  * The memory system
  * ------------------------------------------------------------------------ */
 struct za_mm {
-	/* Hot, read-only after creation. */
-	char *base;                     /* arena start, aligned to the largest block */
+	/* Hot, read-only after creation.  The sparse memory model (sparse.c):
+	 * the pfn space [0, nr_pages) is cut into sections of
+	 * 2^section_shift bytes, each mapped where the OS puts it, when a
+	 * zone first grows into it. */
+	char *_Atomic *section_mem;     /* [nr_sections]: a present section's memory, else NULL */
+	_Atomic unsigned long *section_map;     /* bit per section-sized piece of address
+						 * space: it is a present section's memory */
+	unsigned long section_map_bits;
+	unsigned int section_shift;
 	unsigned long nr_pages;
-	struct za_page *pages;          /* descriptor array, [nr_pages] */
+	unsigned long nr_sections;
 	_Atomic uint8_t *pageblock_mt;  /* migratetype per pageblock */
 	uint8_t *block_zone;            /* zone id per max-order block */
 	struct za_zone **zone_by_id;
@@ -268,8 +279,9 @@ struct za_mm {
 
 	struct za_config cfg;
 	char *config_string;
-	void *map_base;                 /* what was reserved, for munmap */
-	size_t map_len;
+	za_lock_t hotplug_lock;         /* sections are added one at a time */
+	char *last_section;             /* the latest one's memory: where to put the next */
+	_Atomic unsigned long nr_present_sections;
 	struct { void *ptr; size_t size; } meta[16];   /* metadata arrays */
 	int nr_meta;
 	za_error_fn error_fn;
@@ -301,30 +313,123 @@ struct za_mm {
 
 /* ------------------------------------------------------------------------
  * Conversions
+ *
+ * A present section is one mapping: a header page, the descriptors of its
+ * pages, then its memory, aligned to the section size.  So from an address
+ * in a section's memory, and from one of its descriptors, the other is
+ * arithmetic; only pfns need a load (of the section table or the header).
+ * Blocks never cross sections (a section holds whole max-order blocks).
  * ------------------------------------------------------------------------ */
-static inline unsigned long page_to_pfn(const struct za_mm *mm, const struct za_page *p)
+/* The default section size (section_size=auto), unless the max-order block
+ * is larger: the unit in which the arena takes address space from the OS.
+ * Runs of pages cannot cross a section, so a section much larger than the
+ * largest run keeps the space left at a section's end small. */
+#define SECTION_SIZE_AUTO (64ULL << 20)
+
+struct mem_section_header {
+	unsigned long start_pfn;
+};
+
+static inline uintptr_t section_size(const struct za_mm *mm)
 {
-	return (unsigned long)(p - mm->pages);
+	return (uintptr_t)1 << mm->section_shift;
 }
 
+static inline unsigned int pfn_section_shift(const struct za_mm *mm)
+{
+	return mm->section_shift - PAGE_SHIFT;
+}
+
+static inline unsigned long pfn_to_section_nr(const struct za_mm *mm, unsigned long pfn)
+{
+	return pfn >> pfn_section_shift(mm);
+}
+
+/* Bytes of descriptors per section. */
+static inline uintptr_t section_memmap_size(const struct za_mm *mm)
+{
+	return (section_size(mm) >> PAGE_SHIFT) * sizeof(struct za_page);
+}
+
+static inline struct za_page *section_memmap(const struct za_mm *mm, uintptr_t mem)
+{
+	return (struct za_page *)(mem - section_memmap_size(mm));
+}
+
+static inline const struct mem_section_header *section_header(const struct za_mm *mm, uintptr_t mem)
+{
+	return (const struct mem_section_header *)(mem - section_memmap_size(mm) - PAGE_SIZE);
+}
+
+/* The memory of the section whose descriptors hold p: the next section
+ * boundary above them. */
+static inline uintptr_t page_section_mem(const struct za_mm *mm, const struct za_page *p)
+{
+	return ((uintptr_t)p + section_size(mm)) & ~(section_size(mm) - 1);
+}
+
+static inline unsigned long page_section_index(const struct za_mm *mm, const struct za_page *p)
+{
+	return (unsigned long)(p - section_memmap(mm, page_section_mem(mm, p)));
+}
+
+static inline bool section_present(const struct za_mm *mm, unsigned long nr)
+{
+	return load_relaxed(&mm->section_mem[nr]) != NULL;
+}
+
+static inline void *page_to_virt(const struct za_mm *mm, const struct za_page *p)
+{
+	return (char *)page_section_mem(mm, p) + (page_section_index(mm, p) << PAGE_SHIFT);
+}
+
+static inline unsigned long page_to_pfn(const struct za_mm *mm, const struct za_page *p)
+{
+	return section_header(mm, page_section_mem(mm, p))->start_pfn + page_section_index(mm, p);
+}
+
+/* pfn must be in a present section. */
 static inline struct za_page *pfn_to_page(const struct za_mm *mm, unsigned long pfn)
 {
-	return &mm->pages[pfn];
+	uintptr_t mem = (uintptr_t)load_relaxed(&mm->section_mem[pfn_to_section_nr(mm, pfn)]);
+	return section_memmap(mm, mem) + (pfn & ((1UL << pfn_section_shift(mm)) - 1));
 }
 
 static inline void *pfn_to_virt(const struct za_mm *mm, unsigned long pfn)
 {
-	return mm->base + (pfn << PAGE_SHIFT);
+	char *mem = load_relaxed(&mm->section_mem[pfn_to_section_nr(mm, pfn)]);
+	return mem + ((pfn & ((1UL << pfn_section_shift(mm)) - 1)) << PAGE_SHIFT);
 }
 
+/* Is addr in the memory of a present section?  One bit of the section map,
+ * indexed by the address alone. */
 static inline bool addr_in_arena(const struct za_mm *mm, const void *addr)
 {
-	return (uintptr_t)addr - (uintptr_t)mm->base < (mm->nr_pages << PAGE_SHIFT);
+	unsigned long bit = (uintptr_t)addr >> mm->section_shift;
+	const unsigned long bits = 8 * sizeof(unsigned long);
+	return bit < mm->section_map_bits &&
+	       (load_relaxed(&mm->section_map[bit / bits]) >> (bit % bits) & 1);
+}
+
+/* addr must be in the arena. */
+static inline struct za_page *virt_to_page(const struct za_mm *mm, const void *addr)
+{
+	uintptr_t mem = (uintptr_t)addr & ~(section_size(mm) - 1);
+	return section_memmap(mm, mem) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
+}
+
+/* The first page of the order-`order` block holding page p: blocks are
+ * naturally aligned within their section. */
+static inline struct za_page *page_block_start(const struct za_mm *mm, struct za_page *p,
+					       unsigned int order)
+{
+	return p - (page_section_index(mm, p) & ((1UL << order) - 1));
 }
 
 static inline unsigned long virt_to_pfn(const struct za_mm *mm, const void *addr)
 {
-	return ((uintptr_t)addr - (uintptr_t)mm->base) >> PAGE_SHIFT;
+	uintptr_t mem = (uintptr_t)addr & ~(section_size(mm) - 1);
+	return section_header(mm, mem)->start_pfn + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
 }
 
 static inline struct za_zone *pfn_zone(const struct za_mm *mm, unsigned long pfn)
@@ -416,7 +521,25 @@ static inline void zone_unlock_quiet(struct za_zone *z)
 /* ------------------------------------------------------------------------
  * Interfaces between the files
  * ------------------------------------------------------------------------ */
+/*
+ * The order of the first piece of the run [pfn, end): the largest block
+ * that starts at pfn (aligned to its size) and fits.  A run is its pieces,
+ * largest first where the alignment allows: every run of pages has one
+ * such decomposition, so that whoever frees a run finds the blocks that
+ * were allocated.
+ */
+static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long pfn,
+					   unsigned long end)
+{
+	unsigned int align = pfn ? (unsigned int)__builtin_ctzl(pfn) : mm->max_order;
+	unsigned int fit = 63 - (unsigned int)__builtin_clzl(end - pfn);
+	unsigned int o = align < fit ? align : fit;
+	return o < mm->max_order ? o : mm->max_order;
+}
+
 /* buddy.c — all under the zone lock */
+bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
+void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
 				 int mt, struct za_list *out);
@@ -441,13 +564,23 @@ static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
 /* page_alloc.c */
 void setup_zone_watermarks(struct za_mm *mm);
 
+/* mm_init.c: metadata from the OS, freed at destroy. */
+void *meta_alloc(struct za_mm *mm, size_t size);
+
 /* mm_init.c: every lock of the allocation paths, for fork. */
 void mm_lock_all(struct za_mm *mm);
 void mm_unlock_all(struct za_mm *mm, bool in_child);
 
 /* mm_init.c: hands deferred blocks to the buddy lists until the zone is
- * above its high watermark by the request; false if it has none left. */
-bool deferred_grow_zone(struct za_zone *z, unsigned int order);
+ * above its high watermark by the request and has a block of its order,
+ * or has none left, or the OS refuses their section. */
+void deferred_grow_zone(struct za_zone *z, unsigned int order);
+
+/* sparse.c: the section table and map; adding a section's memory (false
+ * when the OS refuses it); unmapping them all. */
+int sparse_init(struct za_mm *mm);
+bool sparse_add_section(struct za_mm *mm, unsigned long nr);
+void sparse_release(struct za_mm *mm);
 
 
 /* debug.c */

@@ -132,6 +132,7 @@ struct alloc_context {
 	int cpu;
 	int node;                       /* the local node, for fair_zone */
 	unsigned int order;
+	unsigned long nr_pages;         /* a run of this many pages (order: its block), or 0 */
 	bool low_failed;                /* a zone failed the low watermark */
 };
 
@@ -155,10 +156,70 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int 
 	return page;
 }
 
+/* Marks the run [pfn, pfn + n) allocated: each piece a block of its own,
+ * the first one knowing the run's length. */
+static void mark_run(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long end = pfn + n;
+	pfn_to_page(mm, pfn)->run_pages = (unsigned int)n;
+	for (unsigned int o; pfn < end; pfn += 1UL << o) {
+		struct za_page *piece = pfn_to_page(mm, pfn);
+		o = run_piece_order(mm, pfn, end);
+		set_page_order(piece, o);
+		piece->zone = (uint8_t)z->id;
+		set_page_mt(piece, mt);
+		piece->private = 0;
+		set_page_flags(piece, PG_alloc);
+	}
+}
+
+/* The pages of a run stay allocated while its pieces change: a resize. */
+static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
+{
+	unsigned long end = pfn + n;
+	pfn_to_page(mm, pfn)->run_pages = 0;
+	for (unsigned int o; pfn < end; pfn += 1UL << o) {
+		o = run_piece_order(mm, pfn, end);
+		set_page_flags(pfn_to_page(mm, pfn), 0);
+	}
+}
+
+/*
+ * A run of ac->nr_pages: right after the zone's last run if the pages
+ * there are free (consecutive runs fill memory densely, whatever their
+ * size), else the head of a block of the run's order, whose pages beyond
+ * the run go back at once.
+ */
+static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long n = ac->nr_pages, pfn = z->exact_next;
+	struct za_page *page = NULL;
+	uint64_t t0 = zone_lock(z);
+	if (buddy_take_range(z, pfn, n, ac->mt)) {
+		page = pfn_to_page(mm, pfn);
+	} else if ((page = buddy_rmqueue(z, ac->order, ac->mt))) {
+		pfn = page_to_pfn(mm, page);
+		buddy_free_range(z, pfn + n, (1UL << ac->order) - n);
+	}
+	if (page) {
+		mark_run(z, pfn, n, ac->mt);
+		z->exact_next = pfn + n;
+		ev_add(&z->stat, EV_PGALLOC, n);
+		if (mm->fair_zone)
+			atomic_fetch_sub_explicit(&z->alloc_batch, (long)n, memory_order_relaxed);
+	}
+	zone_unlock(z, t0, NO_CAUSE);
+	return page;
+}
+
 static inline __attribute__((always_inline)) struct za_page *
 rmqueue(struct za_zone *z, const struct alloc_context *ac)
 {
 	struct za_page *page;
+	if (ac->nr_pages)
+		return rmqueue_exact(z, ac);
 	bool pcp = pcp_allowed_order(z->mm, ac->order);
 	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, &page))
 		return page;
@@ -166,14 +227,16 @@ rmqueue(struct za_zone *z, const struct alloc_context *ac)
 }
 
 /* The watermark check; a zone with deferred blocks grows before it counts
- * as below a watermark. */
+ * as below a watermark or without a block of the order. */
 static inline __attribute__((always_inline)) bool
 zone_allows(struct za_zone *z, const struct alloc_context *ac, enum za_wmark wm)
 {
 	if (likely(zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone)))
 		return true;
-	return zone_deferred_pages(z) && deferred_grow_zone(z, ac->order) &&
-	       zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone);
+	if (!zone_deferred_pages(z))
+		return false;
+	deferred_grow_zone(z, ac->order);
+	return zone_watermark_ok(z, ac->order, z->wmark[wm], ac->highest_zone);
 }
 
 /*
@@ -325,8 +388,10 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 	return NULL;
 }
 
+/* nr_pages: a run of that many pages (order is its block's), or 0 for a
+ * block of the order. */
 static inline __attribute__((always_inline)) void *
-alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
+alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned long nr_pages)
 {
 	if (unlikely(!request_ok(mm, nid, gfp, order)))
 		return bad_request(mm, nid, gfp, order);
@@ -340,36 +405,73 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
 		.cpu = cpu,
 		.node = node,
 		.order = order,
+		.nr_pages = nr_pages,
 	};
 	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
-	void *addr = pfn_to_virt(mm, page_to_pfn(mm, page));
+	page->private = 0;      /* the new owner's */
+	void *addr = page_to_virt(mm, page);
 	if (gfp & ZA_GFP_ZERO)
-		memset(addr, 0, PAGE_SIZE << order);
+		memset(addr, 0, nr_pages ? nr_pages << PAGE_SHIFT : PAGE_SIZE << order);
 	return addr;
 }
 
 void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
 {
-	return alloc_pages(mm, nid, gfp, order);
+	return alloc_pages(mm, nid, gfp, order, 0);
 }
 
 void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order)
 {
-	return alloc_pages(mm, -1, gfp, order);
+	return alloc_pages(mm, -1, gfp, order, 0);
+}
+
+static unsigned long size_to_pages(size_t size)
+{
+	return (unsigned long)(size >> PAGE_SHIFT) + !!(size & (PAGE_SIZE - 1));
+}
+
+/* The order of the smallest block of at least n pages (n >= 1). */
+static unsigned int pages_order(unsigned long n)
+{
+	return n == 1 ? 0 : 64 - (unsigned int)__builtin_clzl(n - 1);
+}
+
+void *za_alloc_pages_exact(za_mm_t *mm, za_gfp_t gfp, size_t size)
+{
+	unsigned long n = size ? size_to_pages(size) : 1;
+	unsigned int order = n > 1UL << mm->max_order ? mm->max_order + 1 : pages_order(n);
+	return alloc_pages(mm, -1, gfp, order, n == 1UL << order ? 0 : n);
 }
 
 /* ------------------------------------------------------------------------
  * Freeing
  * ------------------------------------------------------------------------ */
-static __attribute__((noinline, cold)) int bad_block(struct za_mm *mm, const char *fn,
-						     const void *addr, unsigned int order, const char *why)
+/* arg: how the caller described the block ("order 3", "size 20000"). */
+static __attribute__((noinline, cold)) int bad_call(struct za_mm *mm, const char *fn,
+						    const void *addr, const char *arg, const char *why)
 {
 	ev_add_atomic(&mm->stat, EV_BAD_FREE, 1);
-	za_report_error(mm, "%s(%p, order %u): %s", fn, addr, order, why);
+	za_report_error(mm, "%s(%p, %s): %s", fn, addr, arg, why);
 	errno = EINVAL;
 	return -1;
+}
+
+static int bad_block(struct za_mm *mm, const char *fn, const void *addr, unsigned int order,
+		     const char *why)
+{
+	char arg[32];
+	snprintf(arg, sizeof(arg), "order %u", order);
+	return bad_call(mm, fn, addr, arg, why);
+}
+
+static int bad_run(struct za_mm *mm, const char *fn, const void *addr, size_t size,
+		   const char *why)
+{
+	char arg[40];
+	snprintf(arg, sizeof(arg), "size %zu", size);
+	return bad_call(mm, fn, addr, arg, why);
 }
 
 static int bad_free(struct za_mm *mm, const void *addr, unsigned int order, const char *why)
@@ -465,7 +567,7 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 		return bad_free(mm, addr, order, "order above max_order");
 	if (unlikely((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_free(mm, addr, order, "not the start of an allocated block");
-	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
+	struct za_page *page = virt_to_page(mm, addr);
 	if (unlikely((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc ||
 		     page_order(page) != order || mm->debug))
 		return free_checked(mm, page, addr, order);
@@ -480,7 +582,7 @@ int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int ne
 	static const char fn[] = "za_resize_pages";
 	if (!addr_in_arena(mm, addr) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_block(mm, fn, addr, order, "not the start of an allocated block");
-	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
+	struct za_page *page = virt_to_page(mm, addr);
 	if ((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc || page_order(page) != order)
 		return bad_block(mm, fn, addr, order, "not an allocated block of this order");
 	if (new_order > mm->max_order)
@@ -500,6 +602,114 @@ int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int ne
 	zone_unlock(z, t0, NO_CAUSE);
 	if (!done) {
 		za_set_last_error("%s(%p): the pages above the block are not free", fn, addr);
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Runs of any number of pages
+ * ------------------------------------------------------------------------ */
+
+/* Why the pages [pfn, pfn + n) are not an allocated run of that size, or
+ * NULL.  Under the zone lock, so that two frees of one run cannot both
+ * pass; debug=1 also checks the pages inside the pieces. */
+static const char *check_run(const struct za_mm *mm, unsigned long pfn, unsigned long n)
+{
+	unsigned long end = pfn + n, start = pfn;
+	if (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, end - 1))
+		return "the size does not match the allocation";
+	/* A block of an order is a run of its pages. */
+	const struct za_page *head = pfn_to_page(mm, pfn);
+	unsigned long len = head->run_pages ? head->run_pages : 1UL << page_order(head);
+	if ((page_flags(head) & PG_alloc) && len != n)
+		return "the size does not match the allocation";
+	for (unsigned int o; pfn < end; pfn += 1UL << o) {
+		uint32_t f = page_flags(pfn_to_page(mm, pfn));
+		const char *why;
+		o = run_piece_order(mm, pfn, end);
+		if (!(f & PG_alloc))
+			return pfn == start ? why_not_allocated(f) : "the size does not match the allocation";
+		if (f & PG_slab)
+			return "the block is a slab of an object cache";
+		if (page_order(pfn_to_page(mm, pfn)) != o)
+			return "the size does not match the allocation";
+		if (mm->debug && (why = check_block_body(mm, pfn, o)))
+			return why;
+	}
+	return NULL;
+}
+
+/* Why addr cannot start a run of n pages, before looking at the pages. */
+static const char *bad_run_address(const struct za_mm *mm, const void *addr, unsigned long n)
+{
+	if (!addr_in_arena(mm, addr))
+		return "address outside the arena";
+	if ((uintptr_t)addr & (PAGE_SIZE - 1))
+		return "not the start of an allocated block";
+	return n > 1UL << mm->max_order ? "size above the largest block" : NULL;
+}
+
+int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size)
+{
+	static const char fn[] = "za_free_pages_exact";
+	unsigned long n = size ? size_to_pages(size) : 1;
+	const char *why = bad_run_address(mm, addr, n);
+	if (why)
+		return bad_run(mm, fn, addr, size, why);
+	unsigned long pfn = virt_to_pfn(mm, addr);
+	if (!virt_to_page(mm, addr)->run_pages && !(n & (n - 1)) && !(pfn & (n - 1)))
+		return za_free_pages(mm, addr, pages_order(n));        /* a block of an order */
+	struct za_zone *z = pfn_zone(mm, pfn);
+	uint64_t t0 = zone_lock(z);
+	if (!(why = check_run(mm, pfn, n))) {
+		unmark_run(mm, pfn, n);
+		buddy_free_range(z, pfn, n);
+		ev_add(&z->stat, EV_PGFREE, n);
+	}
+	zone_unlock(z, t0, NO_CAUSE);
+	return why ? bad_run(mm, fn, addr, size, why) : 0;
+}
+
+/* Under the zone lock: the run of n pages at pfn becomes m pages long. */
+static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, unsigned long m)
+{
+	struct za_mm *mm = z->mm;
+	struct za_page *head = pfn_to_page(mm, pfn);
+	unsigned long owner = head->private;
+	int mt = page_mt(head);
+	if (m > n && !buddy_take_range(z, pfn + n, m - n, mt))
+		return false;
+	unmark_run(mm, pfn, n);
+	mark_run(z, pfn, m, mt);
+	head->private = owner;
+	if (m < n)
+		buddy_free_range(z, pfn + m, n - m);
+	ev_add(&z->stat, m > n ? EV_PGALLOC : EV_PGFREE, m > n ? m - n : n - m);
+	return true;
+}
+
+int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
+{
+	static const char fn[] = "za_resize_pages_exact";
+	unsigned long n = size ? size_to_pages(size) : 1, m = new_size ? size_to_pages(new_size) : 1;
+	const char *why = bad_run_address(mm, addr, n);
+	if (!why && m > 1UL << mm->max_order)
+		why = "new size above the largest block";
+	if (why)
+		return bad_run(mm, fn, addr, size, why);
+	unsigned long pfn = virt_to_pfn(mm, addr);
+	struct za_zone *z = pfn_zone(mm, pfn);
+	bool done = true;
+	uint64_t t0 = zone_lock(z);
+	if (!(why = check_run(mm, pfn, n)) && m != n)
+		done = resize_run(z, pfn, n, m);
+	zone_unlock(z, t0, NO_CAUSE);
+	if (why)
+		return bad_run(mm, fn, addr, size, why);
+	if (!done) {
+		za_set_last_error("%s(%p): the pages after the allocation are not free", fn, addr);
 		errno = ENOMEM;
 		return -1;
 	}

@@ -33,7 +33,7 @@ static long purge_zone(struct za_zone *z, unsigned long max_epoch)
 		zone_unlock(z, t0, NO_CAUSE);
 		for (int i = 0; i < n; i++) {
 			unsigned int order = page_order(batch[i]);
-			za_os_release(pfn_to_virt(mm, page_to_pfn(mm, batch[i])), PAGE_SIZE << order);
+			za_os_release(page_to_virt(mm, batch[i]), PAGE_SIZE << order);
 			pages += 1L << order;
 		}
 		t0 = zone_lock(z);

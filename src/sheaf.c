@@ -187,56 +187,59 @@ static void put_empty(unsigned int c, struct sheaf *s)
  * ------------------------------------------------------------------------ */
 static struct thread_cache *this_thread_cache(void);
 
-static void block_release(void *p, unsigned int order)
+/* The block goes back to the page allocator. */
+static void block_release(void *p, unsigned long pages)
 {
-	set_block_freed(za_virt_to_page(zm.mm, p), false);
-	za_free_pages(zm.mm, p, order);
+	set_block_word(za_virt_to_page(zm.mm, p), 0, false);
+	za_free_pages_exact(zm.mm, p, pages << PAGE_SHIFT);
 }
 
 /* Takes slot i out, keeping the others in order. */
 static void *take_slot(struct thread_cache *tc, unsigned int i)
 {
 	void *p = tc->blocks[i];
-	tc->block_bytes -= PAGE_SIZE << tc->block_order[i];
+	tc->block_bytes -= tc->block_pages[i] << PAGE_SHIFT;
 	tc->nr_blocks--;
 	memmove(&tc->blocks[i], &tc->blocks[i + 1], (tc->nr_blocks - i) * sizeof(void *));
-	memmove(&tc->block_order[i], &tc->block_order[i + 1], tc->nr_blocks - i);
+	memmove(&tc->block_pages[i], &tc->block_pages[i + 1],
+		(tc->nr_blocks - i) * sizeof(tc->block_pages[0]));
 	return p;
 }
 
-/* A page block of this order: the newest this thread freed, else the page
- * allocator's. */
-void *block_alloc(unsigned int order)
+/* A page block of this many pages (block_pages()): the newest this thread
+ * freed, else a new one from the page allocator, grouped with the other
+ * movable pages -- user data, not the slabs' unmovable metadata. */
+void *block_alloc(unsigned long pages)
 {
 	struct thread_cache *tc = tcache;
-	for (unsigned int i = tc->nr_blocks; i-- > 0;) {
-		if (tc->block_order[i] == order) {
-			void *p = take_slot(tc, i);
-			set_block_freed(za_virt_to_page(zm.mm, p), false);
-			return p;
-		}
-	}
-	return za_alloc_pages(zm.mm, 0, order);
+	void *p = NULL;
+	for (unsigned int i = tc->nr_blocks; i-- > 0 && !p;)
+		if (tc->block_pages[i] == pages)
+			p = take_slot(tc, i);
+	if (!p && !(p = za_alloc_pages_exact(zm.mm, ZA_GFP_MOVABLE, pages << PAGE_SHIFT)))
+		return NULL;
+	set_block_word(za_virt_to_page(zm.mm, p), pages, false);
+	return p;
 }
 
 /* Keeps the block, marked freed; the oldest go to the page allocator when
  * the slots or the bytes run out. */
-void block_free(void *p, unsigned int order)
+void block_free(void *p, unsigned long pages)
 {
 	struct thread_cache *tc = this_thread_cache();
-	size_t bytes = PAGE_SIZE << order;
+	size_t bytes = pages << PAGE_SHIFT;
 	if (!tc || bytes > BLOCK_CACHE_BYTES / 2) {
-		za_free_pages(zm.mm, p, order);
+		block_release(p, pages);
 		purge_worker_kick();
 		return;
 	}
 	while (tc->nr_blocks == BLOCK_CACHE_SLOTS || tc->block_bytes + bytes > BLOCK_CACHE_BYTES) {
-		unsigned int old_order = tc->block_order[0];
-		block_release(take_slot(tc, 0), old_order);
+		unsigned long old_pages = tc->block_pages[0];
+		block_release(take_slot(tc, 0), old_pages);
 	}
-	set_block_freed(za_virt_to_page(zm.mm, p), true);
+	set_block_word(za_virt_to_page(zm.mm, p), pages, true);
 	tc->blocks[tc->nr_blocks] = p;
-	tc->block_order[tc->nr_blocks++] = (uint8_t)order;
+	tc->block_pages[tc->nr_blocks++] = (unsigned int)pages;
 	tc->block_bytes += bytes;
 	purge_worker_kick();
 }
@@ -246,8 +249,8 @@ static void release_blocks(struct thread_cache *tc)
 	if (!tc->nr_blocks)
 		return;
 	while (tc->nr_blocks) {
-		unsigned int order = tc->block_order[0];
-		block_release(take_slot(tc, 0), order);
+		unsigned long pages = tc->block_pages[0];
+		block_release(take_slot(tc, 0), pages);
 	}
 	purge_worker_kick();
 }
@@ -402,13 +405,21 @@ bool sheaves_after_fork_child(void)
  * The slow paths
  * ------------------------------------------------------------------------ */
 
+/* One object straight from the class's slab cache, which may not exist
+ * yet (and cannot be made without memory for its metadata). */
+static void *class_alloc_one(unsigned int c)
+{
+	za_cache_t *cache = malloc_class_cache(c);
+	return cache ? za_cache_alloc(cache, 0) : NULL;
+}
+
 /* malloc's main sheaf of class c is empty (or the thread has none yet):
  * the only caller is malloc's class_alloc, after its pop failed. */
 void *sheaf_alloc_slow(unsigned int c)
 {
 	struct thread_cache *tc = this_thread_cache();
 	if (!tc)
-		return za_cache_alloc(malloc_class_cache(c), 0);
+		return class_alloc_one(c);
 	counter_add(&tc->alloc_misses, 1);
 	struct sheaf **main = &tc->main[c], **spare = &tc->spare[c];
 	if ((*spare)->size) {
@@ -417,7 +428,7 @@ void *sheaf_alloc_slow(unsigned int c)
 		if (*main == &empty_sheaf) {
 			struct sheaf *s = get_empty(c);
 			if (!s)
-				return za_cache_alloc(malloc_class_cache(c), 0);
+				return class_alloc_one(c);
 			*main = s;
 		}
 		if (!sheaf_fill(c, *main, tc))

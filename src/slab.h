@@ -132,7 +132,7 @@ struct za_kmem_cache {
 /* Object address <-> index within a slab. */
 static inline char *slab_base(const struct za_kmem_cache *s, const struct za_page *slab)
 {
-	return pfn_to_virt(s->mm, page_to_pfn(s->mm, slab)) + s->red_left_pad;
+	return page_to_virt(s->mm, slab) + s->red_left_pad;
 }
 
 static inline void *slab_object(const struct za_kmem_cache *s, const struct za_page *slab,
@@ -166,7 +166,7 @@ static inline bool object_in_slab(const struct za_kmem_cache *s, const struct za
 /* The slab holding addr (inside the arena), or NULL if it is not a slab. */
 static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *addr)
 {
-	struct za_page *page = pfn_to_page(mm, virt_to_pfn(mm, addr));
+	struct za_page *page = virt_to_page(mm, addr);
 	uint32_t f = page_flags(page);
 	if (f & PG_tail)
 		page = (struct za_page *)page->private;

@@ -69,6 +69,9 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_ALLOC_SLOWPATH] = { .name = "alloc_slowpath" },
 	[EV_ALLOC_FAIL] = { .name = "alloc_fail" },
 	[EV_BAD_FREE] = { .name = "bad_free" },
+	[EV_SECTION_ADD] = { .name = "section_add" },
+	[EV_SECTION_ADD_FAIL] = { .name = "section_add_fail" },
+	[EV_ZONE_GROW] = { .name = "zone_grow_pages" },
 };
 
 /* Gauges: current state rather than events. */
@@ -84,8 +87,10 @@ enum gauge {
 	G_NR_INACTIVE_FILE,
 	G_NR_DIRTY,
 	G_NR_ALLOC_BATCH,
+	G_NR_SECTIONS,               /* present sections (sparse.c) */
 	G_NR_FREE_PAGES_MT,          /* + migratetype: pages on its free lists */
-	G_PCP_ALLOC_HIT = G_NR_FREE_PAGES_MT + MT_TYPES,   /* + order 0..3: served without a refill */
+	G_NR_PAGEBLOCKS_MT = G_NR_FREE_PAGES_MT + MT_TYPES,   /* + migratetype: managed pageblocks of it */
+	G_PCP_ALLOC_HIT = G_NR_PAGEBLOCKS_MT + MT_TYPES,   /* + order 0..3: served without a refill */
 	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
 	/* + node: pages on the quicklists of the node's CPUs.  Names are
 	 * process-wide, so every node a system may have gets one. */
@@ -96,8 +101,9 @@ enum gauge {
 static const char *const gauge_fixed_names[] = {
 	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
 	"nr_mixed_pageblocks", "nr_slab_pages", "nr_quicklist_pages", "nr_active_file",
-	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "nr_free_pages_unmovable",
-	"nr_free_pages_movable", "nr_free_pages_reclaimable", "pcp_alloc_hit_order0",
+	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "nr_sections", "nr_free_pages_unmovable",
+	"nr_free_pages_movable", "nr_free_pages_reclaimable", "nr_pageblocks_unmovable",
+	"nr_pageblocks_movable", "nr_pageblocks_reclaimable", "pcp_alloc_hit_order0",
 	"pcp_alloc_hit_order1", "pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
 };
 _Static_assert(ZA_ARRAY_SIZE(gauge_fixed_names) == G_NR_FREE_BLOCKS, "one name per gauge");
@@ -240,6 +246,17 @@ static long mixed_pageblocks(const struct za_zone *z, int mt)
 	return n;
 }
 
+/* The zone's managed pageblocks of a migratetype. */
+static long pageblocks_of_type(const struct za_zone *z, int mt)
+{
+	const struct za_mm *mm = z->mm;
+	long n = 0;
+	for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z);
+	     pfn += 1UL << mm->pageblock_order)
+		n += pageblock_mt(mm, pfn) == mt;
+	return n;
+}
+
 static long zone_gauge(struct za_zone *z, enum gauge g)
 {
 	switch (g) {
@@ -266,8 +283,10 @@ static long zone_gauge(struct za_zone *z, enum gauge g)
 	default:
 		break;
 	}
-	if (g >= G_NR_FREE_PAGES_MT && g < G_PCP_ALLOC_HIT)
+	if (g >= G_NR_FREE_PAGES_MT && g < G_NR_PAGEBLOCKS_MT)
 		return free_pages_of_type(z, (int)(g - G_NR_FREE_PAGES_MT));
+	if (g >= G_NR_PAGEBLOCKS_MT && g < G_PCP_ALLOC_HIT)
+		return pageblocks_of_type(z, (int)(g - G_NR_PAGEBLOCKS_MT));
 	if (g < G_NR_FREE_BLOCKS) {
 		enum za_event o = (enum za_event)(g - G_PCP_ALLOC_HIT);
 		return (long)(zone_event(z, EV_PCP_ALLOC + o) - zone_event(z, EV_PCP_ALLOC_MISS + o));
@@ -282,6 +301,8 @@ static long gauge_value(struct za_mm *mm, enum gauge g, int zone_idx)
 		return slab_pages(mm);         /* not kept per zone */
 	if (g == G_NR_QUICKLIST_PAGES)
 		return quicklist_pages(mm, -1);
+	if (g == G_NR_SECTIONS)
+		return (long)load_relaxed(&mm->nr_present_sections);   /* not per zone */
 	if (g >= G_NR_QUICKLIST_PAGES_NODE)
 		return quicklist_pages(mm, (int)(g - G_NR_QUICKLIST_PAGES_NODE));
 	long v = 0;
@@ -428,7 +449,7 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
 		fprintf(out, ")\n");
 		for (int g = 0; g < G_PCP_ALLOC_HIT; g++)   /* the per-zone gauges */
-			if (g != G_NR_SLAB_PAGES && g != G_NR_QUICKLIST_PAGES)
+			if (g != G_NR_SLAB_PAGES && g != G_NR_QUICKLIST_PAGES && g != G_NR_SECTIONS)
 				fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
 		for (int e = 0; e < NR_EVENTS; e++) {
 			uint64_t v = zone_event(z, (enum za_event)e);
@@ -495,13 +516,7 @@ static void report_pagetypeinfo(struct za_mm *mm, FILE *out)
 			struct za_zone *z = mm->zone_by_id[id];
 			fprintf(out, "Node %d, zone %8s ", z->node, z->name);
 			for (int mt = 0; mt < MT_TYPES; mt++) {
-				long n = 0;
-				if (pass)
-					n = mixed_pageblocks(z, mt);
-				else
-					for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z);
-					     pfn += 1UL << mm->pageblock_order)
-						n += pageblock_mt(mm, pfn) == mt;
+				long n = pass ? mixed_pageblocks(z, mt) : pageblocks_of_type(z, mt);
 				fprintf(out, "%12ld ", n);
 			}
 			fputc('\n', out);

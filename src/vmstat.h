@@ -66,6 +66,9 @@ enum za_event {
 	EV_ALLOC_SLOWPATH,
 	EV_ALLOC_FAIL,
 	EV_BAD_FREE,
+	EV_SECTION_ADD,                 /* sections mapped (sparse.c) */
+	EV_SECTION_ADD_FAIL,            /* ... refused by the OS */
+	EV_ZONE_GROW,                   /* pages handed to the buddy lists by deferred_grow_zone */
 	NR_EVENTS
 };
 

@@ -508,6 +508,98 @@ static void test_resize_in_place(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+static unsigned long pfn_of(za_mm_t *mm, const void *p)
+{
+	return za_page_to_pfn(mm, za_virt_to_page(mm, p));
+}
+
+/*
+ * Runs of any number of pages: exactly the pages asked for leave the free
+ * lists, consecutive runs sit one after the other, a run never crosses a
+ * section (its address range is contiguous), and freeing merges each piece.
+ */
+static void test_exact_runs(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	long total = za_stat(mm, "nr_managed_pages");
+	char *a = za_alloc_pages_exact(mm, 0, 5 * 4096 - 100);  /* 5 pages */
+	CHECK(a);
+	check_accounting(mm, 5);
+	char *b = za_alloc_pages_exact(mm, 0, 3 * 4096);
+	CHECK(b && pfn_of(mm, b) == pfn_of(mm, a) + 5 && b == a + 5 * 4096);
+	check_accounting(mm, 8);
+	memset(a, 1, 5 * 4096);
+	memset(b, 2, 3 * 4096);
+
+	/* Bad frees are reported and change nothing. */
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	CHECK_EQ(za_free_pages_exact(mm, a, 6 * 4096), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_STR_HAS(cap.last, "za_free_pages_exact");
+	CHECK_EQ(za_free_pages_exact(mm, a + 4096, 4 * 4096), -1);
+	CHECK_EQ(za_free_pages_exact(mm, a, (1UL << 20) * 4096), -1);
+	CHECK_EQ(za_resize_pages_exact(mm, a, 4 * 4096, 2 * 4096), -1);
+	CHECK_EQ(cap.count, 4);
+	check_accounting(mm, 8);
+
+	/* Growing in place needs the next pages free; shrinking frees the tail. */
+	errno = 0;
+	CHECK_EQ(za_resize_pages_exact(mm, a, 5 * 4096, 7 * 4096), -1);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_EQ(za_resize_pages_exact(mm, b, 3 * 4096, 300 * 4096), 0);
+	check_accounting(mm, 305);
+	CHECK_EQ(b[3 * 4096 - 1], 2);
+	memset(b, 3, 300 * 4096);
+	CHECK_EQ(za_resize_pages_exact(mm, b, 300 * 4096, 9 * 4096), 0);
+	check_accounting(mm, 14);
+	CHECK_EQ(b[9 * 4096 - 1], 3);
+	CHECK_EQ(a[5 * 4096 - 1], 1);
+
+	CHECK_EQ(za_free_pages_exact(mm, a, 5 * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, a, 5 * 4096), -1);    /* double free */
+	CHECK_STR_HAS(cap.last, "double free");
+	CHECK_EQ(za_free_pages_exact(mm, b, 9 * 4096), 0);
+	CHECK_EQ(za_stat(mm, "bad_free"), 5);
+	za_mm_set_error_handler(mm, NULL, NULL);
+	check_fully_coalesced(mm, 10);
+
+	/* 1000-page runs fill each 4096-page section densely, and never cross
+	 * into the next one (the address range would not be contiguous). */
+	char *runs[64];
+	long held = 0;
+	for (int i = 0; i < 64; i++) {
+		CHECK((runs[i] = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 1000 * 4096)));
+		unsigned long first = pfn_of(mm, runs[i]), last = pfn_of(mm, runs[i] + 999 * 4096);
+		CHECK_EQ(last - first, 999);
+		CHECK_EQ(first / 4096, last / 4096);
+		if (i && pfn_of(mm, runs[i - 1]) % 4096 + 2000 <= 4096)    /* room after it */
+			CHECK(runs[i] == runs[i - 1] + 1000 * 4096);
+		memset(runs[i], i, 1000 * 4096);
+		held += 1000;
+		if (held > total * 3 / 4)
+			break;
+	}
+	check_accounting(mm, held);
+	for (int i = 0; held > 0; i++, held -= 1000) {
+		CHECK_EQ(runs[i][999 * 4096], (char)i);
+		CHECK_EQ(za_free_pages_exact(mm, runs[i], 1000 * 4096), 0);
+	}
+	check_fully_coalesced(mm, 10);
+
+	/* A power of two of pages is a block of that order. */
+	long hits = za_stat(mm, "pcp_alloc_order3");
+	char *c = za_alloc_pages_exact(mm, 0, 8 * 4096);
+	CHECK(c && za_stat(mm, "pcp_alloc_order3") == hits + 1);
+	CHECK_EQ(za_free_pages(mm, c, 3), 0);
+	errno = 0;
+	CHECK(za_alloc_pages_exact(mm, 0, (4UL << 20) + 1) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), total);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -524,6 +616,7 @@ int main(void)
 	test_deferred_init();
 	test_purge();
 	test_resize_in_place();
+	test_exact_runs();
 	printf("test_buddy: ok\n");
 	return 0;
 }

@@ -29,7 +29,7 @@ DEFAULT_CASES = {
     "usable-size-freed": r"malloc_usable_size\(0x[0-9a-f]+\): the pointer was freed",
     "realloc-freed": r"realloc\(0x[0-9a-f]+\): the pointer was freed",
     "free-sized-mismatch": r"free_sized\(0x[0-9a-f]+, size 300\): the size or alignment does not match the allocation \(malloc-112\)",
-    "free-sized-mismatch-large": r"free_sized\(0x[0-9a-f]+, size 40000\): the size or alignment does not match the allocation \(131072-byte block\)",
+    "free-sized-mismatch-large": r"free_sized\(0x[0-9a-f]+, size 40000\): the size or alignment does not match the allocation \(102400-byte block\)",
     "free-aligned-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 100, align 4096\): the size or alignment does not match the allocation \(malloc-128\)",
 }
 

@@ -361,13 +361,13 @@ enum { THREADS = 4, SLOTS = 512, SHARED = 64, OBJ = 96, ROUNDS = 60000 };
 
 static za_mm_t *smm;
 static za_cache_t *scache;
-static _Atomic unsigned char *owned;            /* per 32 bytes of the arena */
+static _Atomic unsigned char *owned;            /* per 32 bytes of the arena, by pfn */
 static _Atomic(uint64_t *) shared[SHARED];
-static uintptr_t arena_lo;
 
 static _Atomic unsigned char *owner_flag(void *p)
 {
-	return &owned[((uintptr_t)p - arena_lo) / 32];
+	unsigned long pfn = za_page_to_pfn(smm, za_virt_to_page(smm, p));
+	return &owned[(pfn * ZA_PAGE_SIZE + ((uintptr_t)p & (ZA_PAGE_SIZE - 1))) / 32];
 }
 
 static void take(uint64_t *p, uint64_t tag)
@@ -416,9 +416,6 @@ static void test_threads(const char *config)
 {
 	smm = test_mm(config);
 	scache = za_cache_create(smm, "threads", OBJ, 0, 0, NULL);
-	uint64_t *probe = za_alloc_pages(smm, 0, 0);
-	arena_lo = (uintptr_t)probe - za_page_to_pfn(smm, za_virt_to_page(smm, probe)) * ZA_PAGE_SIZE;
-	za_free_pages(smm, probe, 0);
 	owned = calloc((size_t)za_stat(smm, "nr_managed_pages") * ZA_PAGE_SIZE / 32, 1);
 	pthread_t t[THREADS];
 	for (long i = 0; i < THREADS; i++)
