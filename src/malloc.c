@@ -484,25 +484,43 @@ void *za_calloc(size_t count, size_t size)
 	return p;
 }
 
+/* A power of two: what posix_memalign and free_aligned_sized accept. */
 static bool valid_alignment(size_t align)
 {
 	return align && !(align & (align - 1));
 }
 
+/*
+ * glibc 2.36's rules, which programs rely on (aligned_alloc is the same
+ * function there): an alignment up to malloc's own is malloc; any other is
+ * rounded up to a power of two (memalign(48, n) is 64-aligned); only one
+ * no power of two can hold, above SIZE_MAX / 2 + 1, is EINVAL.  A power of
+ * two that no mapping can reach fails later, with ENOMEM.
+ */
 void *za_memalign(size_t align, size_t n)
 {
-	if (!valid_alignment(align)) {
+	if (align <= MALLOC_ALIGN)
+		return za_malloc(n);
+	if (align > SIZE_MAX / 2 + 1) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return align <= MALLOC_ALIGN ? za_malloc(n) : malloc_slow(n, align);
+	/* 16 < align < 2^63 here when it is not a power of two, so the next
+	 * one up is at most 2^63: the shift stays within size_t. */
+	if (!valid_alignment(align))
+		align = (size_t)1 << (64 - __builtin_clzl(align));
+	return malloc_slow(n, align);
 }
 
+/* glibc 2.38 and later fail a non-power-of-two alignment with EINVAL here
+ * (C17); 2.36, which this follows, treats it as memalign does. */
 void *za_aligned_alloc(size_t align, size_t n)
 {
 	return za_memalign(align, n);
 }
 
+/* EINVAL unless align is a power of two and a multiple of sizeof(void *);
+ * on failure *out and errno are as glibc leaves them (errno ENOMEM). */
 int za_posix_memalign(void **out, size_t align, size_t n)
 {
 	if (!valid_alignment(align) || align % sizeof(void *))
@@ -521,13 +539,16 @@ void *za_valloc(size_t n)
 	return za_memalign(PAGE_SIZE, n);
 }
 
+/* n rounded up to whole pages (pvalloc(0): one page). */
 void *za_pvalloc(size_t n)
 {
-	if (n > SIZE_MAX - PAGE_SIZE) {
+	size_t len;
+	if (__builtin_add_overflow(n, PAGE_SIZE - 1, &len)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return za_memalign(PAGE_SIZE, n ? (n + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1) : PAGE_SIZE);
+	len &= ~(PAGE_SIZE - 1);
+	return za_memalign(PAGE_SIZE, len ? len : PAGE_SIZE);
 }
 
 /* ------------------------------------------------------------------------

@@ -9,10 +9,13 @@
  * to the end of its object (or page, for large blocks) hold a pattern
  * checked at free: a write even one byte past the request is reported.
  * Large blocks and mappings, once freed, stay mapped without access for a
- * while (a quarantine), so that a use after free faults at once.  malloc(0)
- * returns a distinct address in a region without access.  A fault in
- * either is reported by a SIGSEGV handler; any other fault goes to the
- * handler that was there before.
+ * while (a quarantine), so that a use after free faults at once; their
+ * pages go back to the OS meanwhile.  malloc(0) returns a distinct address
+ * in a region without access.  A fault in either is reported by a SIGSEGV
+ * handler; any other fault goes to the handler that was there before.
+ *
+ * Sizes come from the program: every sum below is checked, and a request
+ * no address space can hold fails with ENOMEM before anything is mapped.
  */
 #include "malloc_internal.h"
 #include "slab.h"
@@ -34,31 +37,64 @@ struct dbg_header {                     /* the 16 bytes before the user's pointe
 };
 
 /* ------------------------------------------------------------------------
- * malloc(0): distinct addresses that fault on any access.  Once the region
- * is used up, a 1-byte block stands in (writes are caught at free).
+ * malloc(0): distinct addresses that fault on any access, aligned as asked
+ * (memalign(64, 0) too).  Once the region is used up, or for an alignment
+ * it cannot offer many of, a 1-byte block stands in (writes are caught at
+ * free).
  * ------------------------------------------------------------------------ */
 #define ZERO_REGION (64UL << 20)
+#define ZERO_ALIGN_MAX (ZERO_REGION / 64)
 static char *zero_region;
-static _Atomic size_t zero_next;
+static _Atomic size_t zero_next;        /* offset of the next free address */
 
 static bool in_zero_region(const void *p)
 {
 	return (uintptr_t)p - (uintptr_t)zero_region < ZERO_REGION;
 }
 
-static void *zero_alloc(void)
+static void *zero_alloc(size_t align)
 {
-	size_t at = atomic_fetch_add(&zero_next, MALLOC_ALIGN);
-	return at < ZERO_REGION ? zero_region + at : debug_malloc(1, MALLOC_ALIGN, false);
+	size_t at = atomic_load(&zero_next), start;
+	if (align > ZERO_ALIGN_MAX)
+		return debug_malloc(1, align, false);
+	if (align < MALLOC_ALIGN)
+		align = MALLOC_ALIGN;
+	/* Addresses below 2^47 and align <= ZERO_ALIGN_MAX: no sum wraps.  The
+	 * next offset only grows, so an address is never handed out twice. */
+	do {
+		uintptr_t a = ((uintptr_t)zero_region + at + align - 1) & ~(uintptr_t)(align - 1);
+		start = a - (uintptr_t)zero_region;
+		if (start >= ZERO_REGION)
+			return debug_malloc(1, align, false);
+	} while (!atomic_compare_exchange_weak(&zero_next, &at, start + MALLOC_ALIGN));
+	return zero_region + start;
 }
 
 /* ------------------------------------------------------------------------
  * The quarantine: freed large blocks, without access, oldest out first
  * when the slots or the bytes run out.  The slots are read without the
  * lock by the fault handler.
+ *
+ * A block costs no memory while it waits: its pages go back to the OS as
+ * it enters (arena pages by MADV_DONTNEED; a mapping is replaced by an
+ * uncommitted one, which gives back its commit charge too), and without
+ * access it needs none -- a use after free faults as before.  What it
+ * still holds is address space, and the arena's is the system's memory
+ * limit (memory=): a quarantined block is one the allocator cannot hand
+ * out, so a program with less free than the quarantine holds would fail.
+ * Hence the budget: 64 MiB, and at most an eighth of the arena.  A use
+ * after free mostly follows the free closely, and 64 MiB still holds the
+ * last four of the largest arena blocks (16 MiB), or the last 1024 (the
+ * slots) of 64 KiB, while the default arena (the machine's memory) loses
+ * next to nothing.  A direct mapping larger than the whole budget is kept
+ * alone: it holds only address space outside the arena, as much as the
+ * program held a moment ago.  An arena block larger than the budget (in
+ * an arena under 128 MiB) goes back at once.  Each quarantined arena block
+ * splits the arena's mapping in up to three: 1024 slots stay far below the
+ * kernel's map count limit (vm.max_map_count, 65530 by default).
  * ------------------------------------------------------------------------ */
 #define QUARANTINE_SLOTS 1024
-#define QUARANTINE_BYTES (256UL << 20)
+#define QUARANTINE_BYTES (64UL << 20)
 
 struct quarantined {
 	_Atomic uintptr_t start;        /* 0: empty */
@@ -71,16 +107,32 @@ static struct {
 	za_lock_t lock;
 	struct quarantined slot[QUARANTINE_SLOTS];
 	unsigned int oldest, count;
-	size_t bytes;
+	size_t bytes, budget;           /* address space held, and its limit */
 } quarantine;
 
+/* A block out of the quarantine (or never in it) goes back: a mapping is
+ * unmapped, arena pages get their access back and go to the buddy lists. */
 static void release(uintptr_t start, size_t len, bool mapping)
 {
-	mprotect((void *)start, len, PROT_READ | PROT_WRITE);
-	if (mapping)
+	if (mapping) {
 		vmalloc_free((void *)start);
-	else
+	} else {
+		mprotect((void *)start, len, PROT_READ | PROT_WRITE);
 		za_free_pages(zm.mm, (void *)start, block_order(len));
+	}
+}
+
+/* Takes away access and gives the pages back to the OS.  A mapping is
+ * replaced in place (MAP_FIXED over our own range: no other mapping can
+ * take it meanwhile) by one that commits nothing; arena pages are already
+ * uncommitted (the arena is MAP_NORESERVE). */
+static void make_inaccessible(uintptr_t start, size_t len, bool mapping)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED;
+	if (mapping && mmap((void *)start, len, PROT_NONE, flags, -1, 0) != MAP_FAILED)
+		return;
+	mprotect((void *)start, len, PROT_NONE);
+	madvise((void *)start, len, MADV_DONTNEED);
 }
 
 /* Takes the oldest block out, under the lock. */
@@ -99,11 +151,16 @@ static struct quarantined evict_oldest(void)
 
 static void quarantine_add(uintptr_t start, size_t len, size_t size, bool mapping)
 {
-	mprotect((void *)start, len, PROT_NONE);
+	if (!mapping && len > quarantine.budget) {
+		release(start, len, false);
+		return;
+	}
+	make_inaccessible(start, len, mapping);
 	for (;;) {
 		za_lock(&quarantine.lock);
+		/* bytes <= budget, or one block alone: the sum cannot wrap */
 		if (quarantine.count < QUARANTINE_SLOTS &&
-		    (quarantine.bytes + len <= QUARANTINE_BYTES || !quarantine.count))
+		    (quarantine.bytes + len <= quarantine.budget || !quarantine.count))
 			break;
 		struct quarantined gone = evict_oldest();
 		za_unlock(&quarantine.lock);
@@ -171,6 +228,8 @@ void malloc_debug_init(void)
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (zero_region == MAP_FAILED)
 		malloc_misuse("debug mode: cannot reserve the malloc(0) region");
+	size_t arena = zm.mm->nr_pages << PAGE_SHIFT;
+	quarantine.budget = arena / 8 < QUARANTINE_BYTES ? arena / 8 : QUARANTINE_BYTES;
 	struct sigaction sa = { .sa_sigaction = segv_handler, .sa_flags = SA_SIGINFO | SA_ONSTACK };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGSEGV, &sa, &previous_segv);
@@ -189,14 +248,20 @@ static void fill_tail(char *end_of_request, char *end)
 	memset(end_of_request, TAIL_BYTE, (size_t)(end - end_of_request));
 }
 
+/*
+ * n bytes aligned to align (a power of two, at most 2^63).  The block holds
+ * the header, then up to align - 1 bytes to reach the alignment (blocks
+ * are 16-aligned: debug slab objects are no more), the request, the tail.
+ * The extras are at most 2^63 + 31, so only their sum with n can wrap; no
+ * object may exceed PTRDIFF_MAX bytes (pointer differences must hold).
+ */
 void *debug_malloc(size_t n, size_t align, bool zero)
 {
+	size_t pad = align > MALLOC_ALIGN ? align - 1 : 0, total;
+	size_t extra = sizeof(struct dbg_header) + pad + TAIL_MIN;
 	if (!n)
-		return zero_alloc();
-	/* header, then up to align - 1 bytes to reach the alignment (blocks are
-	 * 16-aligned: debug slab objects are no more), the request, the tail */
-	size_t total = sizeof(struct dbg_header) + (align > MALLOC_ALIGN ? align - 1 : 0) + n + TAIL_MIN;
-	if (total < n) {
+		return zero_alloc(align);
+	if (__builtin_add_overflow(n, extra, &total) || total > PTRDIFF_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -215,6 +280,9 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 	}
 	if (!block)
 		return NULL;
+	/* block + total is an address: p's computation cannot wrap.  The
+	 * offset is kept modulo 2^32 (an alignment of 4 GiB or more wraps it),
+	 * as live_header compares it. */
 	char *p = (char *)(((uintptr_t)block + sizeof(struct dbg_header) + align - 1) &
 			   ~(uintptr_t)(align - 1));
 	*header(p) = (struct dbg_header){ HDR_LIVE, (uint32_t)(p - block), n };
@@ -259,7 +327,8 @@ static bool find_block(const void *p, struct dbg_block *b)
 	 * page, at p less its alignment. */
 	size_t len = vmalloc_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)));
 	b->start = (char *)((uintptr_t)h & ~(PAGE_SIZE - 1));
-	for (size_t a = 2 * PAGE_SIZE; !len && a && !((uintptr_t)p & (a - 1)); a <<= 1)
+	for (size_t a = 2 * PAGE_SIZE; !len && a && a <= (uintptr_t)p && !((uintptr_t)p & (a - 1));
+	     a <<= 1)
 		len = vmalloc_size(b->start = (char *)p - a);
 	b->end = b->start + len;
 	b->mapping = true;
@@ -314,6 +383,10 @@ void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn
 		h->magic = HDR_FREED;
 		quarantine_add((uintptr_t)b.start, (size_t)(b.end - b.start), h->size, b.mapping);
 	}
+	/* As the default mode's frees do: what went back to the page
+	 * allocator (a slab emptied, a block out of the quarantine) goes back
+	 * to the OS after purge_delay_ms.  One load when the worker runs. */
+	purge_worker_kick();
 }
 
 size_t debug_usable_size(const void *p, const char *fn)

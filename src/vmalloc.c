@@ -132,33 +132,45 @@ size_t vmalloc_size(const void *p)
 	return size;
 }
 
+/*
+ * size rounded up to whole pages (at least one: a record of 0 bytes would
+ * read as "no mapping"), or 0 if that is more than a mapping can be: no
+ * object may be larger than PTRDIFF_MAX bytes, and mmap refuses that much
+ * anyway.
+ */
 static size_t page_round(size_t size)
 {
-	return (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	size_t len;
+	if (size > PTRDIFF_MAX || __builtin_add_overflow(size, PAGE_SIZE - 1, &len))
+		return 0;
+	len &= ~(PAGE_SIZE - 1);
+	return len ? len : PAGE_SIZE;
 }
 
-/* A mapping of size bytes aligned to align (a power of two): map more,
- * then unmap the misaligned head and the tail. */
+/* A mapping of size bytes aligned to align (a power of two): map align
+ * more, then unmap the misaligned head and the tail.  Every sum is checked:
+ * a request no address space can hold is ENOMEM, never a wrapped length. */
 void *vmalloc_alloc(size_t size, size_t align)
 {
-	if (size > SIZE_MAX - PAGE_SIZE || align > SIZE_MAX / 2 - size)
+	size_t len = page_round(size), extra = align > PAGE_SIZE ? align : 0, map;
+	if (!len || __builtin_add_overflow(len, extra, &map) || map > PTRDIFF_MAX)
 		goto nomem;
-	size = page_round(size);
-	size_t extra = align > PAGE_SIZE ? align : 0;
 	/* Committed, unlike the arena: the kernel's overcommit heuristic then
 	 * refuses what the machine could never hold, as it does for glibc. */
-	char *p = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		goto nomem;
 	if (extra) {
+		/* p is page aligned, so the aligned start is within extra of it
+		 * and aligned + len <= p + map. */
 		char *aligned = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 		if (aligned > p)
 			munmap(p, (size_t)(aligned - p));
-		munmap(aligned + size, (size_t)(p + extra - aligned));
+		munmap(aligned + len, (size_t)(p + extra - aligned));
 		p = aligned;
 	}
-	if (!record(p, size)) {
-		munmap(p, size);
+	if (!record(p, len)) {
+		munmap(p, len);
 		goto nomem;
 	}
 	return p;
@@ -181,11 +193,10 @@ bool vmalloc_free(void *p)
  * mremap fails; taking a record out keeps a slot free for its return. */
 void *vmalloc_realloc(void *p, size_t size)
 {
-	if (size > SIZE_MAX - PAGE_SIZE) {
+	if (!(size = page_round(size))) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	size = page_round(size);
 	size_t old = unrecord(p);
 	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
 	za_lock(&vm.lock);
