@@ -43,7 +43,10 @@ static void add_free_pages(struct za_zone *z, long n)
 /*
  * A free block is dirty when its memory was used since the arena got it
  * from the OS (or since it was last purged back to the OS); a dirty block
- * remembers the purge epoch it became free in (za_purge()).
+ * remembers the purge epoch it became free in (za_purge()).  Clean blocks
+ * go to the tail of their list: the head is memory most recently used,
+ * resident and likely cached, and a list with dirty blocks has one at its
+ * head (but for a block waiting for its buddy, buddy_merge_likely).
  */
 static void add_to_free_list(struct za_zone *z, struct za_page *page,
 			     unsigned int order, int mt, bool tail, bool dirty, unsigned long epoch)
@@ -53,7 +56,7 @@ static void add_to_free_list(struct za_zone *z, struct za_page *page,
 	set_page_mt(page, mt);
 	set_page_flags(page, dirty ? PG_buddy | PG_mem_dirty : PG_buddy);
 	page->private = epoch;
-	if (tail)
+	if (tail || !dirty)
 		list_add_tail(&page->lru, &area->free_list[mt]);
 	else
 		list_add(&page->lru, &area->free_list[mt]);
@@ -72,9 +75,13 @@ static bool del_from_free_list(struct za_zone *z, struct za_page *page, unsigned
 
 static void move_to_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
 {
+	struct za_list *list = &z->free_area[order].free_list[mt];
 	list_del(&page->lru);
 	set_page_mt(page, mt);
-	list_add_tail(&page->lru, &z->free_area[order].free_list[mt]);
+	if (page_flags(page) & PG_mem_dirty)
+		list_add(&page->lru, list);
+	else
+		list_add_tail(&page->lru, list);
 }
 
 static bool page_is_buddy(const struct za_page *buddy, unsigned int order)
@@ -159,6 +166,9 @@ static void take_block(struct za_zone *z, struct za_page *page, unsigned int low
 		add_to_free_list(z, page + (1UL << high), high, mt, false, dirty, epoch);
 		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
 	}
+	/* Whoever takes it sets the flags; until then they say what the
+	 * memory was (buddy_rmqueue_run keeps that for what it gives back). */
+	set_page_flags(page, dirty ? PG_mem_dirty : 0);
 }
 
 static struct za_page *first_free(struct za_zone *z, unsigned int order, int mt)
@@ -536,6 +546,88 @@ void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n)
 		o = run_piece_order(mm, pfn, end);
 		buddy_free(z, pfn_to_page(mm, pfn), o, pageblock_mt(mm, pfn));
 	}
+}
+
+/* Takes the run [pfn, pfn + n) out of the free block of `order` at its
+ * head, already off the lists; the rest goes back as the block was. */
+static void carve_run(struct za_zone *z, struct za_page *block, unsigned int order,
+		      unsigned long n, bool dirty, unsigned long epoch)
+{
+	unsigned long pfn = page_to_pfn(z->mm, block);
+	carve(z, pfn, order, pfn, pfn + n, pageblock_mt(z->mm, pfn), dirty, epoch);
+	add_free_pages(z, (1L << order) - (long)n);
+}
+
+/* The smallest block of order >= `order` on mt's lists whose memory was
+ * used since the OS gave it (resident, likely cached), looking at the
+ * lists' heads, where such blocks are kept. */
+static struct za_page *hot_block(struct za_zone *z, unsigned int order, int mt, unsigned int *o)
+{
+	for (*o = order; *o <= z->mm->max_order; (*o)++) {
+		struct za_page *page = first_free(z, *o, mt);
+		if (page && (page_flags(page) & PG_mem_dirty))
+			return page;
+	}
+	return NULL;
+}
+
+/*
+ * Takes the next run right after the zone's last one, if its pages are
+ * free and either all in what is left of the block the last run was carved
+ * from, or (when `fresh`) fresh memory: runs follow each other through a
+ * block, and on into fresh memory, but do not roll on through other memory
+ * used before, which the lists give most recently freed first.
+ */
+static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt, bool fresh)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long pfn = z->exact_next, end = pfn + n;
+	if (pfn < z->start_pfn || end > zone_init_end_pfn(z) || end <= pfn)
+		return NULL;
+	struct za_page *first = free_block_holding(mm, pfn), *last = free_block_holding(mm, end - 1);
+	if (!first || !last)
+		return NULL;
+	if (end > z->exact_limit && (!fresh || (page_flags(first) & PG_mem_dirty) ||
+				     (page_flags(last) & PG_mem_dirty)))
+		return NULL;
+	unsigned long limit = page_to_pfn(mm, last) + (1UL << page_order(last));
+	if (!buddy_take_range(z, pfn, n, mt))
+		return NULL;
+	z->exact_next = end;
+	if (end > z->exact_limit)
+		z->exact_limit = limit;
+	return pfn_to_page(mm, pfn);
+}
+
+/*
+ * Where a run of n pages (2^(order-1) < n < 2^order) goes, memory used
+ * before (resident, likely cached) first: after the zone's last run while
+ * in the same block; else the most recently freed block of such memory,
+ * carved from its head (the rest goes back at once); then fresh memory,
+ * after the last run (consecutive runs fill fresh memory densely, whatever
+ * their size), else the head of the block buddy_rmqueue() gives.  Returns
+ * the run's first page, off the lists and counted; the caller marks it
+ * allocated.
+ */
+struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt)
+{
+	unsigned int o;
+	struct za_page *page = take_next_run(z, n, mt, false);
+	if (page)
+		return page;
+	if ((page = hot_block(z, order, mt, &o))) {
+		take_block(z, page, order, o, mt);
+		add_free_pages(z, -(1L << order));
+	} else if ((page = take_next_run(z, n, mt, true))) {
+		return page;
+	} else if (!(page = buddy_rmqueue(z, order, mt))) {
+		return NULL;
+	}
+	/* take_block left the block's state in its flags and private word */
+	carve_run(z, page, order, n, page_flags(page) & PG_mem_dirty, page->private);
+	z->exact_next = page_to_pfn(z->mm, page) + n;
+	z->exact_limit = page_to_pfn(z->mm, page) + (1UL << order);
+	return page;
 }
 
 /* ------------------------------------------------------------------------

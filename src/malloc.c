@@ -478,8 +478,11 @@ void *za_calloc(size_t count, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* Only the arena's memory can have been used before: the boot heap is
+	 * never reused, and a direct mapping is new, zeroed by the kernel and
+	 * resident only where touched. */
 	void *p = za_malloc(n);
-	if (p && !in_boot_heap(p))
+	if (p && addr_in_arena(load_relaxed(&arena), p))
 		memset(p, 0, n);
 	return p;
 }
@@ -627,11 +630,12 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	if (unlikely(!(page_flags(page) & (PG_slab | PG_tail))))
 		return NR_CLASSES;
 	/* Every page of a slab names its cache and the slab's order, and a slab
-	 * is a naturally aligned block: its head is arithmetic, not a load. */
+	 * is a block of memory aligned to its size (a section's memory is
+	 * aligned to the section's): the offset into it and its head
+	 * descriptor are arithmetic, not loads. */
 	struct za_kmem_cache *s = page->slab_cache;
-	struct za_page *slab = page_block_start(mm, page, page_order(page));
-	size_t o = (size_t)((const char *)p - (const char *)page_to_virt(mm, slab)),
-	       idx = object_div(s, o);
+	size_t o = (uintptr_t)p & ((PAGE_SIZE << page_order(page)) - 1), idx = object_div(s, o);
+	struct za_page *slab = page - (o >> PAGE_SHIFT);
 	unsigned int c = s->owner_tag;
 	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
 		     *(const uint64_t *)p == free_signature(p) ||

@@ -6,8 +6,8 @@
  *   malloc(n), n <= 16 KiB  ->  this thread's sheaf of n's class
  *                                 -> the class's barn of full sheaves
  *                                   -> SLUB cache malloc-<size> (bulk)
- *   16 KiB < n <= 16 MiB    ->  a run of whole pages (za_alloc_pages_exact;
- *                               the per-CPU lists for 8 pages)
+ *   16 KiB < n <= 32 KiB    ->  an order-3 block (the per-CPU lists)
+ *   32 KiB < n <= 16 MiB    ->  a run of whole pages (za_alloc_pages_exact)
  *   n > 4 KiB << max_order, ->  a direct mapping (vmalloc.c)
  *   or the arena is full
  *
@@ -179,11 +179,13 @@ static inline unsigned int block_order(size_t n)
 	return n <= PAGE_SIZE ? 0 : 64 - (unsigned int)__builtin_clzl((n - 1) >> PAGE_SHIFT);
 }
 
-/* Pages of a block of n bytes: whole pages, never a power of two more
- * (of memory or of address space) than asked for. */
+/* Pages of a block of n bytes: whole pages, not a power of two of them --
+ * but up to 2^PCP_MAX_ORDER pages, the power of two the per-CPU lists
+ * serve without the zone lock (at most 16 KiB more). */
 static inline unsigned long block_pages(size_t n)
 {
-	return (unsigned long)(n >> PAGE_SHIFT) + !!(n & (PAGE_SIZE - 1));
+	unsigned long pages = (unsigned long)(n >> PAGE_SHIFT) + !!(n & (PAGE_SIZE - 1));
+	return pages <= 1UL << PCP_MAX_ORDER ? 1UL << block_order(n) : pages;
 }
 
 /* malloc_stats.c */

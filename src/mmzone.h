@@ -224,7 +224,9 @@ struct za_zone {
 	/* deferred_init: the zone's blocks from here on were never given to
 	 * the buddy lists (mm_init.c grows the zone on demand). */
 	_Atomic unsigned long first_deferred_pfn;
-	unsigned long exact_next;       /* where the last run of za_alloc_pages_exact ended */
+	/* za_alloc_pages_exact: where the last run ended, and the end of the
+	 * block it was carved from (buddy_rmqueue_run) */
+	unsigned long exact_next, exact_limit;
 	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
 	struct za_events stat;
 
@@ -540,6 +542,7 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 /* buddy.c — all under the zone lock */
 bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
 void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
+struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt);
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
 				 int mt, struct za_list *out);

@@ -185,27 +185,15 @@ static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 	}
 }
 
-/*
- * A run of ac->nr_pages: right after the zone's last run if the pages
- * there are free (consecutive runs fill memory densely, whatever their
- * size), else the head of a block of the run's order, whose pages beyond
- * the run go back at once.
- */
+/* A run of ac->nr_pages, placed by buddy_rmqueue_run(). */
 static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac)
 {
 	struct za_mm *mm = z->mm;
-	unsigned long n = ac->nr_pages, pfn = z->exact_next;
-	struct za_page *page = NULL;
+	unsigned long n = ac->nr_pages;
 	uint64_t t0 = zone_lock(z);
-	if (buddy_take_range(z, pfn, n, ac->mt)) {
-		page = pfn_to_page(mm, pfn);
-	} else if ((page = buddy_rmqueue(z, ac->order, ac->mt))) {
-		pfn = page_to_pfn(mm, page);
-		buddy_free_range(z, pfn + n, (1UL << ac->order) - n);
-	}
+	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt);
 	if (page) {
-		mark_run(z, pfn, n, ac->mt);
-		z->exact_next = pfn + n;
+		mark_run(z, page_to_pfn(mm, page), n, ac->mt);
 		ev_add(&z->stat, EV_PGALLOC, n);
 		if (mm->fair_zone)
 			atomic_fetch_sub_explicit(&z->alloc_batch, (long)n, memory_order_relaxed);
@@ -679,8 +667,9 @@ static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 	struct za_page *head = pfn_to_page(mm, pfn);
 	unsigned long owner = head->private;
 	int mt = page_mt(head);
-	if (m > n && !buddy_take_range(z, pfn + n, m - n, mt))
-		return false;
+	if (m > n && (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, pfn + m - 1) ||
+		      !buddy_take_range(z, pfn + n, m - n, mt)))
+		return false;           /* a run is one piece of address space */
 	unmark_run(mm, pfn, n);
 	mark_run(z, pfn, m, mt);
 	head->private = owner;

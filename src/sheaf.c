@@ -206,9 +206,21 @@ static void *take_slot(struct thread_cache *tc, unsigned int i)
 	return p;
 }
 
+/*
+ * Mobility grouping for the malloc, as the kernel groups its pages: blocks
+ * of half a pageblock or more -- those a fragmented zone fails to serve --
+ * are movable and kept apart, so that the slabs (unmovable) do not scatter
+ * over the pageblocks they need.  Smaller blocks live among the slabs and
+ * reuse the memory slabs free, as slabs reuse theirs: kept apart, each
+ * kind would hold its own resident memory.
+ */
+static za_gfp_t block_gfp(unsigned long pages)
+{
+	return pages >= 1UL << (zm.mm->pageblock_order - 1) ? ZA_GFP_MOVABLE : 0;
+}
+
 /* A page block of this many pages (block_pages()): the newest this thread
- * freed, else a new one from the page allocator, grouped with the other
- * movable pages -- user data, not the slabs' unmovable metadata. */
+ * freed, else a new one from the page allocator. */
 void *block_alloc(unsigned long pages)
 {
 	struct thread_cache *tc = tcache;
@@ -216,7 +228,7 @@ void *block_alloc(unsigned long pages)
 	for (unsigned int i = tc->nr_blocks; i-- > 0 && !p;)
 		if (tc->block_pages[i] == pages)
 			p = take_slot(tc, i);
-	if (!p && !(p = za_alloc_pages_exact(zm.mm, ZA_GFP_MOVABLE, pages << PAGE_SHIFT)))
+	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))
 		return NULL;
 	set_block_word(za_virt_to_page(zm.mm, p), pages, false);
 	return p;

@@ -598,6 +598,22 @@ static void test_exact_runs(void)
 	check_fully_coalesced(mm, 10);
 	CHECK_EQ(za_stat(mm, "nr_free_pages"), total);
 	CHECK_EQ(za_mm_destroy(mm), 0);
+
+	/* A run that ends at its section's end cannot grow into the next
+	 * section, free as its pages are. */
+	mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,max_order=12,section_size=16M");
+	char *x = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 3000 * 4096);
+	char *y = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 1096 * 4096);
+	CHECK(x && y && pfn_of(mm, x) == 0 && pfn_of(mm, y) == 3000);
+	errno = 0;
+	CHECK_EQ(za_resize_pages_exact(mm, y, 1096 * 4096, 1200 * 4096), -1);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_EQ(za_resize_pages_exact(mm, x, 3000 * 4096, 2000 * 4096), 0);
+	check_accounting(mm, 3096);
+	CHECK_EQ(za_free_pages_exact(mm, x, 2000 * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, y, 1096 * 4096), 0);
+	check_fully_coalesced(mm, 12);
+	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
 int main(void)
