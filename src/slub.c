@@ -200,9 +200,10 @@ static void *get_freelist(struct za_kmem_cache *s, struct za_page *slab)
 /* ------------------------------------------------------------------------
  * Node partial lists
  * ------------------------------------------------------------------------ */
+/* A slab is an allocated block: its head names its zone. */
 static struct kmem_cache_node *slab_node(struct za_kmem_cache *s, struct za_page *slab)
 {
-	return &s->node[za_page_to_nid(s->mm, slab)];
+	return &s->node[s->mm->zone_by_id[slab->zone]->node];
 }
 
 static void lock_node(struct kmem_cache_node *n)
