@@ -120,16 +120,19 @@ static uint64_t usable_memory(void)
  * The default system: the machine's memory size in one zone, grown on
  * demand (deferred_init: sections of address space are taken from the OS
  * as the zone grows into them), no kswapd (nothing to page out; free memory
- * goes back to the OS through the purge worker instead).  ZA_CONFIG,
- * appended by za_mm_create, overrides any of it.  Should the metadata of
- * that size not fit, smaller systems are tried.
+ * goes back to the OS through the purge worker instead), so the smallest
+ * watermarks: no reserve is kept for anyone, and the zone grows a block at
+ * a time when it runs low.  ZA_CONFIG, appended by za_mm_create, overrides
+ * any of it.  Should the metadata of that size not fit, smaller systems are
+ * tried.
  */
 static za_mm_t *create_system(void)
 {
 	char config[256];
 	for (uint64_t mem = usable_memory(); mem >= (64ULL << 20); mem /= 2) {
 		snprintf(config, sizeof(config),
-			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0",
+			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0,"
+			 "min_free_kbytes=128,watermark_scale_factor=1",
 			 (unsigned long long)(mem >> 20));
 		za_mm_t *mm = za_mm_create(config);
 		if (mm || errno != ENOMEM)
