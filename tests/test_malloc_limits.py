@@ -24,12 +24,11 @@ import subprocess
 import sys
 import time
 
-LIMITS, LIB = sys.argv[1], sys.argv[2]
+LIMITS, LIB = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 MiB, GiB = 1 << 20, 1 << 30
 
-# vmstat counters that show the arena's growth and mobility grouping: printed
-# for the log when the stats have them, never asserted.
-GROWTH_COUNTERS = ("section_add", "deferred_grow", "nr_sections", "pgfallback",
+# vmstat counters that show the arena's growth and mobility grouping.
+GROWTH_COUNTERS = ("section_add", "zone_grow_pages", "nr_sections", "pgfallback",
                    "pageblock_claim", "nr_pageblocks_unmovable", "nr_pageblocks_movable")
 
 PY_FILL = """
@@ -127,16 +126,22 @@ def fragmentation():
         ok &= check(z[0] == 0 and z[1] == "ok 200", f"{case} (zonealloc): {status(*z)}, glibc {status(*g)}")
         table.append((case, status(*g), status(*z), "ok" if ok else "FAIL"))
 
-    # For the log: what the arena did (not asserted).
+    # What the arena did: it grew by sections for the large blocks, and
+    # kept slabs (unmovable) and large blocks (movable) in pageblocks of
+    # their own.
     rc, out, err = run([LIMITS, "frag", "16", "1023", str(4 * MiB)], True, stats=True, timeout=60)
     print(f"  ZA_STATS=1 frag 16 1023 4M: {status(rc, out, err)}")
     for line in err.splitlines():
         if line.startswith("  peak RSS") or line.startswith("  arena"):
             print("   ", line.strip())
-    seen = [m.group(0) for m in (re.match(r"(\w+) (-?\d+)$", l) for l in err.splitlines())
-            if m and m.group(1) in GROWTH_COUNTERS]
-    if seen:
-        print("    vmstat:", ", ".join(seen))
+    seen = {m.group(1): int(m.group(2)) for m in (re.match(r"(\w+) (-?\d+)$", l)
+                                                  for l in err.splitlines())
+            if m and m.group(1) in GROWTH_COUNTERS}
+    print("    vmstat:", ", ".join(f"{k} {v}" for k, v in seen.items()))
+    check(seen.get("section_add", 0) >= 2 and seen.get("zone_grow_pages", 0) > 0,
+          f"frag with ZA_STATS=1: the arena did not grow ({seen})")
+    check(seen.get("nr_pageblocks_unmovable", 0) > 0 and seen.get("nr_pageblocks_movable", 0) > 0,
+          f"frag with ZA_STATS=1: no pageblocks of both types ({seen})")
 
 
 def never_null():
