@@ -167,7 +167,9 @@ static void take_block(struct za_zone *z, struct za_page *page, unsigned int low
 		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
 	}
 	/* Whoever takes it sets the flags; until then they say what the
-	 * memory was (buddy_rmqueue_run keeps that for what it gives back). */
+	 * memory was (buddy_rmqueue_run keeps that for what it gives back),
+	 * and the order is the block's, for lockless walkers. */
+	set_page_order(page, low);
 	set_page_flags(page, dirty ? PG_mem_dirty : 0);
 }
 

@@ -52,7 +52,7 @@ struct za_config {
 	int64_t quicklists;
 	int64_t nr_quick;
 	int64_t deferred_init;          /* zones reach the buddy lists as needed */
-	uint64_t section_size;          /* ZA_AUTO: max(max-order block, 64 MiB) */
+	uint64_t section_size;          /* ZA_AUTO: mm_init.c's auto_section_size() */
 	int64_t purge_delay_ms;         /* malloc: free memory goes back to the OS after this */
 	int64_t debug;
 	int64_t hugepages;

@@ -127,8 +127,8 @@ static int verify_run(struct za_zone *z, unsigned long pfn)
 	for (unsigned long p = pfn, o; p < end; p += 1UL << o) {
 		const struct za_page *piece = pfn_to_page(mm, p);
 		o = run_piece_order(mm, p, end);
-		VERIFY(mm, (page_flags(piece) & PG_alloc) && page_order(piece) == o &&
-			   (p == pfn || !piece->run_pages),
+		VERIFY(mm, (page_flags(piece) & (PG_alloc | PG_run)) == (PG_alloc | PG_run) &&
+			   page_order(piece) == o && (p == pfn || !piece->run_pages),
 		       "zone %s: the run at pfn %lu has a bad piece at pfn %lu (flags %#x order %u)",
 		       z->name, pfn, p, page_flags(piece), page_order(piece));
 	}
@@ -140,7 +140,7 @@ static int verify_run(struct za_zone *z, unsigned long pfn)
 static int verify_descriptors(struct za_zone *z)
 {
 	struct za_mm *mm = z->mm;
-	unsigned long pfn = z->start_pfn, end = zone_init_end_pfn(z);
+	unsigned long pfn = z->start_pfn, end = zone_init_end_pfn(z), run_end = 0;
 	while (pfn < end) {
 		struct za_page *head = pfn_to_page(mm, pfn);
 		unsigned long span = page_flags(head) ? 1UL << page_order(head) : 1;
@@ -149,6 +149,10 @@ static int verify_descriptors(struct za_zone *z)
 		       "zone %s: pfn %lu has a run length but is not allocated", z->name, pfn);
 		if (head->run_pages && verify_run(z, pfn))
 			return -1;
+		if (head->run_pages)
+			run_end = pfn + head->run_pages;
+		VERIFY(mm, !(page_flags(head) & PG_run) || head->run_pages || pfn < run_end,
+		       "zone %s: pfn %lu is a piece of no run", z->name, pfn);
 		for (unsigned long i = 1; i < span; i++) {
 			const struct za_page *inner = pfn_to_page(mm, pfn + i);
 			VERIFY(mm, !(page_flags(inner) & ~allowed) && !inner->run_pages,

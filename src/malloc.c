@@ -104,40 +104,51 @@ static size_t boot_size(const void *p)
 	return *(const size_t *)((const char *)p - sizeof(size_t));
 }
 
+/* The address space the process may have (ulimit -v), or 0 if unlimited. */
+static uint64_t address_space_limit(void)
+{
+	struct rlimit as;
+	return !getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY ? as.rlim_cur : 0;
+}
+
 /* The machine's memory, or the address space the process may have if
- * that is less (ulimit -v): more could never be used. */
+ * that is less: more could never be used. */
 static uint64_t usable_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
 	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 1ULL << 32;
-	struct rlimit as;
-	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY && as.rlim_cur < mem)
-		mem = as.rlim_cur;
-	return mem;
+	uint64_t limit = address_space_limit();
+	return limit && limit < mem ? limit : mem;
 }
 
 /*
  * The default system: the machine's memory size in one zone, grown on
  * demand (deferred_init: sections of address space are taken from the OS
  * as the zone grows into them), no kswapd (nothing to page out; free memory
- * goes back to the OS through the purge worker instead), so the smallest
- * watermarks: no reserve is kept for anyone, and the zone grows a block at
- * a time when it runs low.  ZA_CONFIG, appended by za_mm_create, overrides
- * any of it.  Should the metadata of that size not fit, smaller systems are
- * tried.
+ * goes back to the OS through the purge worker instead).  The watermarks
+ * stay the kernel's: the free memory they keep at hand is address space,
+ * and runs placed in it use less memory than with a zone grown a block at
+ * a time (zabench malloc's large).  Under an address-space limit, sections of half
+ * the size: the last one, which the limit may not leave room for, is what
+ * the program loses.  ZA_CONFIG, appended by za_mm_create, overrides any of
+ * it.  Should the metadata of that size not fit, smaller systems are tried.
  */
 static za_mm_t *create_system(void)
 {
 	char config[256];
-	for (uint64_t mem = usable_memory(); mem >= (64ULL << 20); mem /= 2) {
+	uint64_t mem = usable_memory();
+	const char *section = address_space_limit() ? "32M" : "auto";
+	for (; mem >= (16ULL << 20); mem /= 2) {        /* one max-order block */
 		snprintf(config, sizeof(config),
 			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0,"
-			 "min_free_kbytes=128,watermark_scale_factor=1",
-			 (unsigned long long)(mem >> 20));
+			 "section_size=%s",
+			 (unsigned long long)(mem >> 20), section);
 		za_mm_t *mm = za_mm_create(config);
 		if (mm || errno != ENOMEM)
 			return mm;
 	}
+	za_set_last_error("%llu MiB of memory or address space (ulimit -v) is too little",
+			  (unsigned long long)(usable_memory() >> 20));
 	return NULL;
 }
 
@@ -308,7 +319,9 @@ static void describe_arena_page(const void *p, struct block *b)
 {
 	struct za_page *head = malloc_block_head(p), *start;
 	b->kind = B_BAD;
-	if (!head || (page_flags(head) & (PG_pcp | PG_buddy))) {
+	if (!head) {
+		b->why = "not allocated by zonealloc";  /* memory the zone has not grown into */
+	} else if (page_flags(head) & (PG_pcp | PG_buddy)) {
 		b->why = "the memory is free";
 		b->freed = true;
 	} else if ((start = block_start(head))) {
@@ -453,7 +466,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	case B_LARGE: {
 		/* The arena's own memory is exhausted (or the address space
 		 * left for it): a mapping of the request's size may still fit. */
-		void *p = block_alloc(b.pages);
+		void *p = block_alloc(b.pages, align);
 		return p ? p : vmalloc_alloc(n, align);
 	}
 	default:

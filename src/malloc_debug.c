@@ -176,6 +176,24 @@ static void quarantine_add(uintptr_t start, size_t len, size_t size, bool mappin
 	za_unlock(&quarantine.lock);
 }
 
+/* Out of memory: every quarantined block goes back (a use after free of
+ * them is no longer caught).  Returns whether any did. */
+static bool quarantine_drain(void)
+{
+	bool any = false;
+	for (;;) {
+		za_lock(&quarantine.lock);
+		if (!quarantine.count) {
+			za_unlock(&quarantine.lock);
+			return any;
+		}
+		struct quarantined gone = evict_oldest();
+		za_unlock(&quarantine.lock);
+		release(load_relaxed(&gone.start), load_relaxed(&gone.len), gone.mapping);
+		any = true;
+	}
+}
+
 /* fork: no thread may hold the quarantine's lock in the child. */
 void malloc_debug_lock(bool lock)
 {
@@ -248,6 +266,29 @@ static void fill_tail(char *end_of_request, char *end)
 	memset(end_of_request, TAIL_BYTE, (size_t)(end - end_of_request));
 }
 
+/* A block of total bytes for an allocation aligned to align, and its end:
+ * a slab object, arena pages, or a mapping (also when the arena has no
+ * more memory). */
+static char *debug_block(size_t total, size_t align, char **end)
+{
+	char *block = NULL;
+	unsigned int order = block_order(total);
+	if (total <= SMALL_MAX) {
+		unsigned int c = size_class(total);
+		za_cache_t *cache = malloc_class_cache(c);
+		if ((block = cache ? za_cache_alloc(cache, 0) : NULL))
+			*end = block + class_size(c);
+		return block;
+	}
+	if (order <= zm.mm->max_order && (block = za_alloc_pages(zm.mm, ZA_GFP_MOVABLE, order))) {
+		*end = block + (PAGE_SIZE << order);
+		return block;
+	}
+	if ((block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE)))
+		*end = block + vmalloc_size(block);
+	return block;
+}
+
 /*
  * n bytes aligned to align (a power of two, at most 2^63).  The block holds
  * the header, then up to align - 1 bytes to reach the alignment (blocks
@@ -265,19 +306,9 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	char *block, *end;
-	unsigned int order = block_order(total);
-	if (total <= SMALL_MAX) {
-		unsigned int c = size_class(total);
-		block = za_cache_alloc(malloc_class_cache(c), 0);
-		end = block ? block + class_size(c) : NULL;
-	} else if (order <= zm.mm->max_order) {
-		block = za_alloc_pages(zm.mm, ZA_GFP_MOVABLE, order);
-		end = block ? block + (PAGE_SIZE << order) : NULL;
-	} else {
-		block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE);
-		end = block ? block + vmalloc_size(block) : NULL;
-	}
+	char *end, *block = debug_block(total, align, &end);
+	if (!block && quarantine_drain())
+		block = debug_block(total, align, &end);
 	if (!block)
 		return NULL;
 	/* block + total is an address: p's computation cannot wrap.  The

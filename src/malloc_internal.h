@@ -127,7 +127,7 @@ extern struct thread_cache boot_tcache, exited_tcache;
 
 void *sheaf_alloc_slow(unsigned int c);
 void sheaf_free_slow(unsigned int c, void *obj);
-void *block_alloc(unsigned long pages);
+void *block_alloc(unsigned long pages, size_t align);
 void block_free(void *p, unsigned long pages);
 void thread_cache_exit(void *tc);
 void sheaves_flush_barns(void);

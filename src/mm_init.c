@@ -34,6 +34,17 @@ static int layout_error(const char *key, const char *fmt, ...)
 	return -1;
 }
 
+/* section_size=auto: SECTION_SIZE_AUTO, but no more than a quarter of the
+ * memory (a small system under an address-space limit must not need more
+ * for one section than it has), and at least the max-order block. */
+static uint64_t auto_section_size(uint64_t memory, uint64_t block)
+{
+	uint64_t size = SECTION_SIZE_AUTO;
+	while (size > memory / 4 && size > (2ULL << 20))
+		size /= 2;
+	return size > block ? size : block;
+}
+
 /*
  * Resolves "auto" values and rounds sizes to whole max-order blocks, so
  * that every zone starts and ends on a block boundary and a buddy is always
@@ -47,7 +58,7 @@ static int resolve_layout(struct za_config *cfg)
 	struct za_zone_spec *last = &cfg->zones[cfg->nr_zones - 1];
 
 	if (cfg->section_size == (uint64_t)ZA_AUTO)
-		cfg->section_size = block > SECTION_SIZE_AUTO ? block : SECTION_SIZE_AUTO;
+		cfg->section_size = auto_section_size(cfg->memory, block);
 	if ((cfg->section_size & (cfg->section_size - 1)) || cfg->section_size < block ||
 	    cfg->section_size < (2ULL << 20) || cfg->section_size > (64ULL << 30))
 		return layout_error("section_size", "must be a power of two from 2M to 64G and at least "
@@ -450,7 +461,7 @@ void mm_unlock_all(struct za_mm *mm, bool in_child)
  * ------------------------------------------------------------------------ */
 za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr)
 {
-	return addr_in_arena(mm, addr) ? virt_to_page(mm, addr) : NULL;
+	return virt_is_memory(mm, addr) ? virt_to_page(mm, addr) : NULL;
 }
 
 void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page)

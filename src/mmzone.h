@@ -111,6 +111,9 @@ enum {
 	/* kmalloc.c: a block kmalloc took from the page allocator (the
 	 * kernel's PageLargeKmalloc); cleared before it is freed. */
 	PG_large_kmalloc = 1u << 15,
+	/* page_alloc.c: a piece of a run of za_alloc_pages_exact (mmzone.h's
+	 * run_piece_order); the run is freed or resized only as a whole. */
+	PG_run = 1u << 16,
 };
 
 struct za_page {
@@ -322,10 +325,11 @@ struct za_mm {
  * arithmetic; only pfns need a load (of the section table or the header).
  * Blocks never cross sections (a section holds whole max-order blocks).
  * ------------------------------------------------------------------------ */
-/* The default section size (section_size=auto), unless the max-order block
- * is larger: the unit in which the arena takes address space from the OS.
- * Runs of pages cannot cross a section, so a section much larger than the
- * largest run keeps the space left at a section's end small. */
+/* The default section size (section_size=auto; mm_init.c makes it smaller
+ * for small systems, larger for a larger max-order block): the unit in
+ * which the arena takes address space from the OS.  Runs of pages cannot
+ * cross a section, so a section much larger than the largest run keeps
+ * the space left at a section's end small. */
 #define SECTION_SIZE_AUTO (64ULL << 20)
 
 struct mem_section_header {
@@ -375,9 +379,11 @@ static inline unsigned long page_section_index(const struct za_mm *mm, const str
 	return (unsigned long)(p - section_memmap(mm, page_section_mem(mm, p)));
 }
 
+/* Acquire: whoever finds a section present sees its header (sparse.c
+ * publishes it with a release). */
 static inline bool section_present(const struct za_mm *mm, unsigned long nr)
 {
-	return load_relaxed(&mm->section_mem[nr]) != NULL;
+	return atomic_load_explicit(&mm->section_mem[nr], memory_order_acquire) != NULL;
 }
 
 static inline void *page_to_virt(const struct za_mm *mm, const struct za_page *p)
@@ -413,6 +419,10 @@ static inline bool addr_in_arena(const struct za_mm *mm, const void *addr)
 	       (load_relaxed(&mm->section_map[bit / bits]) >> (bit % bits) & 1);
 }
 
+/* Is addr a page of the system's memory: in the arena, and not in the part
+ * of the last section beyond `memory`, which is mapped but has no pfns? */
+static inline bool virt_is_memory(const struct za_mm *mm, const void *addr);
+
 /* addr must be in the arena. */
 static inline struct za_page *virt_to_page(const struct za_mm *mm, const void *addr)
 {
@@ -432,6 +442,11 @@ static inline unsigned long virt_to_pfn(const struct za_mm *mm, const void *addr
 {
 	uintptr_t mem = (uintptr_t)addr & ~(section_size(mm) - 1);
 	return section_header(mm, mem)->start_pfn + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
+}
+
+static inline bool virt_is_memory(const struct za_mm *mm, const void *addr)
+{
+	return addr_in_arena(mm, addr) && virt_to_pfn(mm, addr) < mm->nr_pages;
 }
 
 static inline struct za_zone *pfn_zone(const struct za_mm *mm, unsigned long pfn)

@@ -170,7 +170,7 @@ static void mark_run(struct za_zone *z, unsigned long pfn, unsigned long n, int 
 		piece->zone = (uint8_t)z->id;
 		set_page_mt(piece, mt);
 		piece->private = 0;
-		set_page_flags(piece, PG_alloc);
+		set_page_flags(piece, PG_alloc | PG_run);
 	}
 }
 
@@ -480,6 +480,8 @@ static const char *check_block_body(const struct za_mm *mm, unsigned long pfn, u
 	return NULL;
 }
 
+#define RUN_PIECE "part of a run of za_alloc_pages_exact (free it with za_free_pages_exact)"
+
 static const char *why_not_allocated(uint32_t flags)
 {
 	if (flags & PG_buddy)
@@ -526,6 +528,8 @@ static __attribute__((noinline)) int free_checked(struct za_mm *mm, struct za_pa
 		return bad_free(mm, addr, order, why_not_allocated(flags));
 	if (flags & PG_slab)
 		return bad_free(mm, addr, order, "the block is a slab of an object cache");
+	if (flags & PG_run)
+		return bad_free(mm, addr, order, RUN_PIECE);
 	if (page_order(page) != order) {
 		char why[80];
 		snprintf(why, sizeof(why), "freed with order %u, allocated with order %u",
@@ -556,7 +560,7 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 	if (unlikely((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_free(mm, addr, order, "not the start of an allocated block");
 	struct za_page *page = virt_to_page(mm, addr);
-	if (unlikely((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc ||
+	if (unlikely((page_flags(page) & (PG_alloc | PG_slab | PG_run)) != PG_alloc ||
 		     page_order(page) != order || mm->debug))
 		return free_checked(mm, page, addr, order);
 	return free_block(mm, page, order);
@@ -571,6 +575,8 @@ int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int ne
 	if (!addr_in_arena(mm, addr) || ((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_block(mm, fn, addr, order, "not the start of an allocated block");
 	struct za_page *page = virt_to_page(mm, addr);
+	if (page_flags(page) & PG_run)
+		return bad_block(mm, fn, addr, order, RUN_PIECE);
 	if ((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc || page_order(page) != order)
 		return bad_block(mm, fn, addr, order, "not an allocated block of this order");
 	if (new_order > mm->max_order)
@@ -608,11 +614,14 @@ static const char *check_run(const struct za_mm *mm, unsigned long pfn, unsigned
 	unsigned long end = pfn + n, start = pfn;
 	if (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, end - 1))
 		return "the size does not match the allocation";
-	/* A block of an order is a run of its pages. */
+	/* A block of an order is a run of its pages; of a run's pieces, only
+	 * the first knows the run's length (the others: 0). */
 	const struct za_page *head = pfn_to_page(mm, pfn);
-	unsigned long len = head->run_pages ? head->run_pages : 1UL << page_order(head);
+	uint32_t run = page_flags(head) & PG_run;
+	unsigned long len = run ? head->run_pages : 1UL << page_order(head);
 	if ((page_flags(head) & PG_alloc) && len != n)
-		return "the size does not match the allocation";
+		return run && !len ? "inside a run of za_alloc_pages_exact" :
+				     "the size does not match the allocation";
 	for (unsigned int o; pfn < end; pfn += 1UL << o) {
 		uint32_t f = page_flags(pfn_to_page(mm, pfn));
 		const char *why;
@@ -621,7 +630,7 @@ static const char *check_run(const struct za_mm *mm, unsigned long pfn, unsigned
 			return pfn == start ? why_not_allocated(f) : "the size does not match the allocation";
 		if (f & PG_slab)
 			return "the block is a slab of an object cache";
-		if (page_order(pfn_to_page(mm, pfn)) != o)
+		if (page_order(pfn_to_page(mm, pfn)) != o || (f & PG_run) != run)
 			return "the size does not match the allocation";
 		if (mm->debug && (why = check_block_body(mm, pfn, o)))
 			return why;
@@ -632,7 +641,7 @@ static const char *check_run(const struct za_mm *mm, unsigned long pfn, unsigned
 /* Why addr cannot start a run of n pages, before looking at the pages. */
 static const char *bad_run_address(const struct za_mm *mm, const void *addr, unsigned long n)
 {
-	if (!addr_in_arena(mm, addr))
+	if (!virt_is_memory(mm, addr))
 		return "address outside the arena";
 	if ((uintptr_t)addr & (PAGE_SIZE - 1))
 		return "not the start of an allocated block";
@@ -647,7 +656,7 @@ int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size)
 	if (why)
 		return bad_run(mm, fn, addr, size, why);
 	unsigned long pfn = virt_to_pfn(mm, addr);
-	if (!virt_to_page(mm, addr)->run_pages && !(n & (n - 1)) && !(pfn & (n - 1)))
+	if (!(page_flags(virt_to_page(mm, addr)) & PG_run) && !(n & (n - 1)) && !(pfn & (n - 1)))
 		return za_free_pages(mm, addr, pages_order(n));        /* a block of an order */
 	struct za_zone *z = pfn_zone(mm, pfn);
 	uint64_t t0 = zone_lock(z);

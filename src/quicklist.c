@@ -120,7 +120,7 @@ int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *p)
 	if (unlikely(!addr_in_arena(mm, p) || ((uintptr_t)p & (PAGE_SIZE - 1))))
 		return bad_free(mm, p, "not a page of this system");
 	struct za_page *page = za_virt_to_page(mm, p);
-	if (unlikely((page_flags(page) & (PG_alloc | PG_slab)) != PG_alloc || page_order(page)))
+	if (unlikely((page_flags(page) & (PG_alloc | PG_slab | PG_run)) != PG_alloc || page_order(page)))
 		return bad_free(mm, p, "not an allocated order-0 page");
 	if (unlikely(mm->debug) && page->private == QL_ZEROED) {
 		long off = first_dirty_offset(p);

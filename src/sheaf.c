@@ -219,14 +219,16 @@ static za_gfp_t block_gfp(unsigned long pages)
 	return pages >= 1UL << (zm.mm->pageblock_order - 1) ? ZA_GFP_MOVABLE : 0;
 }
 
-/* A page block of this many pages (block_pages()): the newest this thread
- * freed, else a new one from the page allocator. */
-void *block_alloc(unsigned long pages)
+/* A page block of this many pages (block_pages()) aligned to align: the
+ * newest this thread freed, else a new one from the page allocator (a
+ * power of two of pages comes aligned to its size; a freed block may not
+ * be, when realloc made it that size in place). */
+void *block_alloc(unsigned long pages, size_t align)
 {
 	struct thread_cache *tc = tcache;
 	void *p = NULL;
 	for (unsigned int i = tc->nr_blocks; i-- > 0 && !p;)
-		if (tc->block_pages[i] == pages)
+		if (tc->block_pages[i] == pages && !((uintptr_t)tc->blocks[i] & (align - 1)))
 			p = take_slot(tc, i);
 	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))
 		return NULL;

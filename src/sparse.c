@@ -68,21 +68,35 @@ static char *map_at(uintptr_t addr, size_t len)
 	return NULL;
 }
 
+/* A section's memory at the k-th aligned place below the previous one's. */
+static char *map_below_last(struct za_mm *mm, uintptr_t k)
+{
+	uintptr_t size = section_size(mm), below = section_below(mm);
+	uintptr_t last = (uintptr_t)mm->last_section;
+	if (last <= k * size + below || !map_at(last - k * size - below, below + size))
+		return NULL;
+	return (char *)(last - k * size);
+}
+
 /*
  * Maps a section and returns its memory.  First just below the previous
  * one, which is usually free because the OS hands out address space top
- * down; else anywhere, mapping a section more and trimming the excess.
+ * down; else anywhere, mapping a section more and trimming the excess --
+ * which an address-space limit may not allow when one more section
+ * would still fit: then a few more aligned places below the previous one.
  */
 static char *map_section(struct za_mm *mm)
 {
 	uintptr_t size = section_size(mm), below = section_below(mm), mem;
-	uintptr_t last = (uintptr_t)mm->last_section;
-	char *p;
-	if (last > 2 * size + below && map_at(last - 2 * size - below, below + size))
-		return (char *)(last - 2 * size);
+	char *p = map_below_last(mm, 2);
+	if (p)
+		return p;
 	p = mmap(NULL, below + 2 * size, section_prot, section_flags, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
+	if (p == MAP_FAILED) {
+		for (uintptr_t k = 3; k < 3 + 16 && !p; k++)
+			p = map_below_last(mm, k);
+		return p;
+	}
 	mem = ((uintptr_t)p + below + size - 1) & ~(size - 1);
 	if (mem - below > (uintptr_t)p)
 		munmap(p, mem - below - (uintptr_t)p);

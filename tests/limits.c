@@ -14,6 +14,7 @@
  *   soak N                    N random malloc/free/realloc, 16 B..4 MiB
  *   fill SIZE                 SIZE-byte blocks until NULL: "got N" (exit 0)
  *   one SIZE                  one malloc(SIZE): "ok" or "null"
+ *   big-churn SIZE ROUNDS     one SIZE-byte block after another, each freed
  *   cgroup-churn ROUNDS       200 MiB in touched 1 MiB blocks, freed, a
  *                             2 s sleep, ROUNDS times
  */
@@ -306,10 +307,28 @@ static int cgroup_churn(int rounds)
 	return 0;
 }
 
+/* One block of size after another, each freed before the next: under an
+ * address-space limit, freed memory must become available again (debug
+ * mode's quarantine too). */
+static int big_churn(size_t size, int rounds)
+{
+	for (int r = 0; r < rounds; r++) {
+		char *p = malloc(size);
+		if (!p) {
+			printf("null (round %d)\n", r);
+			return 1;
+		}
+		memset(p, 1, PAGE);
+		free(p);
+	}
+	printf("ok %d\n", rounds);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: limits frag LO HI BIG [SLEEP_S] | shift | soak N | fill SIZE"
-			" | one SIZE | cgroup-churn ROUNDS\n");
+			" | one SIZE | cgroup-churn ROUNDS | big-churn SIZE ROUNDS\n");
 	return 2;
 }
 
@@ -345,5 +364,7 @@ int main(int argc, char **argv)
 		return one(num(argv[2]));
 	if (!strcmp(c, "cgroup-churn") && argc == 3)
 		return cgroup_churn((int)num(argv[2]));
+	if (!strcmp(c, "big-churn") && argc == 4)
+		return big_churn(num(argv[2]), (int)num(argv[3]));
 	return usage();
 }

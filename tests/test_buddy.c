@@ -556,11 +556,26 @@ static void test_exact_runs(void)
 	CHECK_EQ(b[9 * 4096 - 1], 3);
 	CHECK_EQ(a[5 * 4096 - 1], 1);
 
+	/* A run is freed and resized as a whole: not by its pieces, not with
+	 * the order calls (a is 5 pages: pieces of 4 and 1 pages, or 1 and
+	 * 4, or 1, 2, 2, by its alignment). */
+	unsigned long pa = pfn_of(mm, a);
+	unsigned int first_order = pa % 4 == 0 ? 2 : pa % 2 ? 0 : 1;
+	char *second = a + (4096UL << first_order);
+	int bad = za_stat(mm, "bad_free");
+	CHECK_EQ(za_free_pages(mm, a, first_order), -1);
+	CHECK_STR_HAS(cap.last, "part of a run");
+	CHECK_EQ(za_resize_pages(mm, a, first_order, first_order + 1), -1);
+	CHECK_EQ(za_free_pages(mm, second, 0), -1);
+	CHECK_EQ(za_free_pages_exact(mm, second, 4096), -1);
+	CHECK_EQ(za_stat(mm, "bad_free"), bad + 4);
+	check_accounting(mm, 14);
+
 	CHECK_EQ(za_free_pages_exact(mm, a, 5 * 4096), 0);
 	CHECK_EQ(za_free_pages_exact(mm, a, 5 * 4096), -1);    /* double free */
 	CHECK_STR_HAS(cap.last, "double free");
 	CHECK_EQ(za_free_pages_exact(mm, b, 9 * 4096), 0);
-	CHECK_EQ(za_stat(mm, "bad_free"), 5);
+	CHECK_EQ(za_stat(mm, "bad_free"), 9);
 	za_mm_set_error_handler(mm, NULL, NULL);
 	check_fully_coalesced(mm, 10);
 

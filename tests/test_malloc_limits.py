@@ -159,6 +159,9 @@ def address_space():
     py = sys.executable
     for limit in (1 * GiB, 4 * GiB):
         cases = [
+            ("fill 100 B", [LIMITS, "fill", "100"]),
+            ("fill 1000 B", [LIMITS, "fill", "1000"]),
+            ("fill 100 KB", [LIMITS, "fill", "100000"]),
             ("fill 1 MiB", [LIMITS, "fill", str(MiB)]),
             ("fill 1 MiB + 64", [LIMITS, "fill", str(MiB + 64)]),
             ("one 300 MiB", [LIMITS, "one", str(300 * MiB)]),
@@ -185,6 +188,14 @@ def address_space():
                     ok = check(z[0] == 0 and mz and int(mz.group(1)) >= want,
                                f"{case}: zonealloc {status(*z)} MiB, glibc {g[1]} (95% is {want})")
             table.append((case, status(*g), status(*z), "ok" if ok else "FAIL"))
+    # Freed memory comes back, debug mode's quarantine included.
+    argv = [LIMITS, "big-churn", str(600 * MiB), "3"]
+    for config in (None, "debug=1"):
+        case = f"RLIMIT_AS 1 GiB: big-churn 600 MiB x3{', ' + config if config else ''}"
+        g, z = run(argv, False, limit=GiB), run(argv, True, config=config, limit=GiB)
+        ok = check(g[1] == "ok 3", f"{case} (glibc): {status(*g)}")
+        ok &= check(z[1] == "ok 3", f"{case}: zonealloc {status(*z)}")
+        table.append((case, status(*g), status(*z), "ok" if ok else "FAIL"))
 
 
 def cgroup_dirs():

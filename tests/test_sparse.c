@@ -180,6 +180,25 @@ static void test_address_space_limit(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* memory=20M in 16M sections: the second section is mapped whole, but its
+ * last 12M are no memory of the system -- no pfn, no descriptor to free. */
+static void test_partial_last_section(void)
+{
+	za_mm_t *mm = test_mm("memory=20M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	char *last = za_page_to_virt(mm, za_pfn_to_page(mm, 5119));
+	char *beyond = last + 8 * 4096;          /* in the mapping, past the end */
+	CHECK(za_virt_to_page(mm, last) != NULL);
+	CHECK(za_virt_to_page(mm, beyond) == NULL);
+	CHECK_EQ(za_free_pages_exact(mm, beyond, 3 * 4096), -1);
+	CHECK_EQ(za_resize_pages_exact(mm, beyond, 3 * 4096, 4096), -1);
+	CHECK_EQ(za_free_pages(mm, beyond, 0), -1);
+	CHECK_EQ(cap.count, 3);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 static void test_section_size_key(void)
 {
 	static const char *bad[] = {
@@ -192,8 +211,13 @@ static void test_section_size_key(void)
 		CHECK_EQ(errno, EINVAL);
 		CHECK_STR_HAS(za_last_error(), "section_size");
 	}
-	za_mm_t *mm = test_mm("memory=64M,zones=Normal,max_order=12");
+	/* auto: 64M, no more than a quarter of the memory, at least the
+	 * max-order block */
+	za_mm_t *mm = test_mm("memory=1G,zones=Normal,max_order=12,deferred_init=1");
 	CHECK_STR_HAS(za_mm_config_string(mm), "section_size=64M");
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	mm = test_mm("memory=64M,zones=Normal,max_order=10");
+	CHECK_STR_HAS(za_mm_config_string(mm), "section_size=16M");
 	CHECK_EQ(za_mm_destroy(mm), 0);
 	mm = test_mm("memory=256M,zones=Normal,max_order=14");
 	CHECK_STR_HAS(za_mm_config_string(mm), "section_size=64M");
@@ -206,6 +230,7 @@ int main(void)
 	test_sections_on_demand();
 	test_grow_when_fragmented();
 	test_address_space_limit();
+	test_partial_last_section();
 	test_section_size_key();
 	printf("test_sparse: ok\n");
 	return 0;
