@@ -8,9 +8,7 @@
  *
  * Sections: `calls` (the default) and `compat` check results and print
  * "extremes: N checks, M failed"; `rss` allocates and frees 200 MB in 1 MiB
- * blocks (`rss-small`: 4000 bytes) and waits for its RSS to fall; `churn`
- * allocates and frees 200 MB three times, two seconds apart (run in a 300
- * MB memory cgroup).
+ * blocks (`rss-small`: 4000 bytes) and waits for its RSS to fall.
  *
  * Expectations, per request: a size below 2^24 + 2 (and an alignment up to
  * 2^20) must succeed with a usable block aligned as asked; one of 2^48 or
@@ -586,29 +584,6 @@ static int rss(size_t size)
 	return 0;
 }
 
-/* Three rounds of 200 MB held at once, two seconds apart, in blocks of the
- * page allocator (1 MiB) and direct mappings (32 MiB). */
-static int churn(void)
-{
-	static char *blocks[138];
-	for (int round = 0; round < 3; round++) {
-		for (size_t i = 0; i < 138; i++) {
-			size_t size = i < 136 ? MIB : 32 * MIB;
-			if (!(blocks[i] = malloc(size))) {
-				printf("FAIL: malloc(%zu) failed in round %d\n", size, round);
-				return 1;
-			}
-			memset(blocks[i], (int)i, size);
-		}
-		printf("churn: round %d, RSS %zu MB\n", round, rss_bytes() / MIB);
-		for (size_t i = 0; i < 138; i++)
-			free(blocks[i]);
-		sleep(2);
-	}
-	printf("churn: survived\n");
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const char *section = argc > 1 ? argv[1] : "calls";
@@ -620,8 +595,6 @@ int main(int argc, char **argv)
 		return rss(MIB);
 	if (!strcmp(section, "rss-small"))
 		return rss(4000);
-	if (!strcmp(section, "churn"))
-		return churn();
 	if (!strcmp(section, "compat")) {
 		compat();
 	} else if (!strcmp(section, "calls")) {

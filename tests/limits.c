@@ -15,7 +15,7 @@
  *   fill SIZE                 SIZE-byte blocks until NULL: "got N" (exit 0)
  *   one SIZE                  one malloc(SIZE): "ok" or "null"
  *   big-churn SIZE ROUNDS     one SIZE-byte block after another, each freed
- *   cgroup-churn ROUNDS       200 MiB in touched 1 MiB blocks, freed, a
+ *   cgroup-churn ROUNDS       200 MiB in touched 1 and 32 MiB blocks, freed, a
  *                             2 s sleep, ROUNDS times
  */
 #include <stdint.h>
@@ -286,18 +286,20 @@ static int one(size_t size)
 	return 0;
 }
 
-/* Under a memory cgroup's limit: freed memory must leave the RSS. */
+/* Under a memory cgroup's limit: freed memory must leave the RSS, from
+ * page blocks (1 MiB) and direct mappings (32 MiB) alike. */
 static int cgroup_churn(int rounds)
 {
-	enum { N = 200 };
+	enum { N = 138 };
 	void **v = table(N);
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < N; i++) {
-			if (!(v[i] = malloc(MiB))) {
-				printf("null (round %d, %d MiB)\n", r, i);
+			size_t size = i < N - 2 ? MiB : 32 * MiB;
+			if (!(v[i] = malloc(size))) {
+				printf("null (round %d, block %d)\n", r, i);
 				return 1;
 			}
-			memset(v[i], r + 1, MiB);
+			memset(v[i], r + 1, size);
 		}
 		for (int i = 0; i < N; i++)
 			free(v[i]);
