@@ -31,12 +31,12 @@
 struct za_malloc zm;
 uint8_t class_by_step[1024 / 16 + 1];
 
-/* Where free() looks first: the system once it exists, before that a
- * system without memory, so that nothing is the arena's.  Atomic (relaxed:
- * plain loads) because a thread may free before it ever allocated, without
- * having synchronised with the bootstrap. */
-static const struct za_mm no_arena;
-static const struct za_mm *_Atomic arena = &no_arena;
+/* Where free() looks first: the system's sparse view, copied here once the
+ * system exists (until then, nothing is the arena's), so that classifying
+ * a pointer follows no pointer to the system.  A thread may free before it
+ * ever allocated, without having synchronised with the bootstrap: the view
+ * is published by its last field (view_copy). */
+static struct sparse_view arena;
 
 /* ------------------------------------------------------------------------
  * Misuse
@@ -209,7 +209,7 @@ static bool init_front_end(void)
 	const char *stats = getenv("ZA_STATS");
 	if (stats && *stats && *stats != '0')
 		atexit(malloc_stats_at_exit);
-	store_relaxed(&arena, mm);
+	view_copy(&arena, &mm->view);
 	return true;
 }
 
@@ -337,8 +337,8 @@ static void describe_arena_page(const void *p, struct block *b)
 static void lookup(const void *p, struct block *b)
 {
 	*b = (struct block){ .kind = B_BAD, .why = "not allocated by zonealloc" };
-	if (addr_in_arena(load_relaxed(&arena), p)) {
-		struct za_page *page = virt_to_page(zm.mm, p);
+	if (view_has(&arena, p)) {
+		struct za_page *page = view_page(&arena, p);
 		struct za_page *slab = virt_to_slab(zm.mm, p);
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
@@ -498,7 +498,7 @@ void *za_calloc(size_t count, size_t size)
 	 * never reused, and a direct mapping is new, zeroed by the kernel and
 	 * resident only where touched. */
 	void *p = za_malloc(n);
-	if (p && addr_in_arena(load_relaxed(&arena), p))
+	if (p && view_has(&arena, p))
 		memset(p, 0, n);
 	return p;
 }
@@ -633,16 +633,16 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 /*
  * The class of p if it is a live object of a malloc slab -- the slab's own
  * descriptor says so, the offset is a multiple of the object size within
- * the slab's objects, and p does not carry the freed signature -- else
- * NR_CLASSES (p needs the full checks).  *slabp is its slab.
+ * the slab's objects, and p does not carry the freed signature (sig) --
+ * else NR_CLASSES (p needs the full checks).  *slabp is its slab.
  */
 static inline __attribute__((always_inline)) unsigned int small_class_of(const void *p,
+									  uint64_t sig,
 									  struct za_page **slabp)
 {
-	const struct za_mm *mm = load_relaxed(&arena);
-	if (unlikely(!addr_in_arena(mm, p)))
+	if (unlikely(!view_has(&arena, p)))
 		return NR_CLASSES;
-	struct za_page *page = virt_to_page(mm, p);
+	struct za_page *page = view_page(&arena, p);
 	if (unlikely(!(page_flags(page) & (PG_slab | PG_tail))))
 		return NR_CLASSES;
 	/* Every page of a slab names its cache and the slab's order, and a slab
@@ -654,7 +654,7 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	struct za_page *slab = page - (o >> PAGE_SHIFT);
 	unsigned int c = s->owner_tag;
 	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
-		     *(const uint64_t *)p == free_signature(p) ||
+		     *(const uint64_t *)p == sig ||
 		     load_relaxed(&zm.classes[c].cache) != s))
 		return NR_CLASSES;
 	*slabp = slab;
@@ -673,12 +673,13 @@ enum { FREE_CHECK = NR_CLASSES, FREE_DONE };
 static inline __attribute__((always_inline)) unsigned int free_fast(void *p, size_t expect_class)
 {
 	struct za_page *slab;
-	unsigned int c = small_class_of(p, &slab);
+	uint64_t sig = free_signature(p);
+	unsigned int c = small_class_of(p, sig, &slab);
 	if (unlikely(c == NR_CLASSES || (expect_class != SIZE_MAX && expect_class != c)))
 		return FREE_CHECK;
 	struct thread_cache *tc = tcache;
 	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
-	*(uint64_t *)p = free_signature(p);
+	*(uint64_t *)p = sig;
 	if (unlikely(sh->size >= sh->capacity))
 		return c;
 	sh->objects[sh->size++] = p;
@@ -728,7 +729,7 @@ void *za_realloc(void *p, size_t n)
 	}
 	/* Growing or shrinking within the class: the common case, answered by
 	 * free's checks alone. */
-	if (n <= SMALL_MAX && small_class_of(p, &slab) == size_class(n))
+	if (n <= SMALL_MAX && small_class_of(p, free_signature(p), &slab) == size_class(n))
 		return p;
 	if (in_boot_heap(p)) {
 		void *q = za_malloc(n);
@@ -762,7 +763,7 @@ void *za_realloc(void *p, size_t n)
 			return p;
 		if (b.kind == B_LARGE &&
 		    !za_resize_pages_exact(zm.mm, p, b.pages << PAGE_SHIFT, want.pages << PAGE_SHIFT)) {
-			set_block_word(za_virt_to_page(zm.mm, p), want.pages, false);
+			set_block_word(virt_to_page(zm.mm, p), want.pages, false);
 			if (want.pages < b.pages)
 				purge_worker_kick();
 			return p;

@@ -255,16 +255,28 @@ struct za_node {
 /* ------------------------------------------------------------------------
  * The memory system
  * ------------------------------------------------------------------------ */
+/*
+ * What the address -> descriptor conversions need (mmzone.h), read-only
+ * once the system exists.  The malloc keeps a copy where free() finds it
+ * without a pointer to follow.
+ */
+struct sparse_view {
+	/* A bit per section-sized piece of address space: it is a present
+	 * section's memory (set by sparse.c, never cleared). */
+	_Atomic unsigned long *map;
+	_Atomic unsigned long map_bits; /* 0: no address is the arena's; set last */
+	uintptr_t mask;                 /* ~(section size - 1) */
+	uintptr_t memmap_size;          /* bytes of descriptors below a section's memory */
+	unsigned int shift;             /* log2 of the section size */
+};
+
 struct za_mm {
 	/* Hot, read-only after creation.  The sparse memory model (sparse.c):
-	 * the pfn space [0, nr_pages) is cut into sections of
-	 * 2^section_shift bytes, each mapped where the OS puts it, when a
-	 * zone first grows into it. */
+	 * the pfn space [0, nr_pages) is cut into sections of 2^view.shift
+	 * bytes, each mapped where the OS puts it, when a zone first grows
+	 * into it. */
+	struct sparse_view view;
 	char *_Atomic *section_mem;     /* [nr_sections]: a present section's memory, else NULL */
-	_Atomic unsigned long *section_map;     /* bit per section-sized piece of address
-						 * space: it is a present section's memory */
-	unsigned long section_map_bits;
-	unsigned int section_shift;
 	unsigned long nr_pages;
 	unsigned long nr_sections;
 	_Atomic uint8_t *pageblock_mt;  /* migratetype per pageblock */
@@ -338,12 +350,12 @@ struct mem_section_header {
 
 static inline uintptr_t section_size(const struct za_mm *mm)
 {
-	return (uintptr_t)1 << mm->section_shift;
+	return ~mm->view.mask + 1;
 }
 
 static inline unsigned int pfn_section_shift(const struct za_mm *mm)
 {
-	return mm->section_shift - PAGE_SHIFT;
+	return mm->view.shift - PAGE_SHIFT;
 }
 
 static inline unsigned long pfn_to_section_nr(const struct za_mm *mm, unsigned long pfn)
@@ -354,7 +366,7 @@ static inline unsigned long pfn_to_section_nr(const struct za_mm *mm, unsigned l
 /* Bytes of descriptors per section. */
 static inline uintptr_t section_memmap_size(const struct za_mm *mm)
 {
-	return (section_size(mm) >> PAGE_SHIFT) * sizeof(struct za_page);
+	return mm->view.memmap_size;
 }
 
 static inline struct za_page *section_memmap(const struct za_mm *mm, uintptr_t mem)
@@ -371,7 +383,7 @@ static inline const struct mem_section_header *section_header(const struct za_mm
  * boundary above them. */
 static inline uintptr_t page_section_mem(const struct za_mm *mm, const struct za_page *p)
 {
-	return ((uintptr_t)p + section_size(mm)) & ~(section_size(mm) - 1);
+	return ((uintptr_t)p + section_size(mm)) & mm->view.mask;
 }
 
 static inline unsigned long page_section_index(const struct za_mm *mm, const struct za_page *p)
@@ -411,12 +423,34 @@ static inline void *pfn_to_virt(const struct za_mm *mm, unsigned long pfn)
 
 /* Is addr in the memory of a present section?  One bit of the section map,
  * indexed by the address alone. */
+static inline bool view_has(const struct sparse_view *v, const void *addr)
+{
+	const unsigned long bits = 8 * sizeof(unsigned long);
+	unsigned long nbits = atomic_load_explicit(&v->map_bits, memory_order_acquire);
+	unsigned long bit = (uintptr_t)addr >> v->shift;
+	return bit < nbits && (load_relaxed(&v->map[bit / bits]) >> (bit % bits) & 1);
+}
+
+/* Publishes a copy of a system's view (the malloc's). */
+static inline void view_copy(struct sparse_view *dst, const struct sparse_view *src)
+{
+	dst->map = src->map;
+	dst->mask = src->mask;
+	dst->memmap_size = src->memmap_size;
+	dst->shift = src->shift;
+	atomic_store_explicit(&dst->map_bits, load_relaxed(&src->map_bits), memory_order_release);
+}
+
+/* The descriptor of addr, which view_has(). */
+static inline struct za_page *view_page(const struct sparse_view *v, const void *addr)
+{
+	uintptr_t mem = (uintptr_t)addr & v->mask;
+	return (struct za_page *)(mem - v->memmap_size) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
+}
+
 static inline bool addr_in_arena(const struct za_mm *mm, const void *addr)
 {
-	unsigned long bit = (uintptr_t)addr >> mm->section_shift;
-	const unsigned long bits = 8 * sizeof(unsigned long);
-	return bit < mm->section_map_bits &&
-	       (load_relaxed(&mm->section_map[bit / bits]) >> (bit % bits) & 1);
+	return view_has(&mm->view, addr);
 }
 
 /* Is addr a page of the system's memory: in the arena, and not in the part
@@ -426,8 +460,7 @@ static inline bool virt_is_memory(const struct za_mm *mm, const void *addr);
 /* addr must be in the arena. */
 static inline struct za_page *virt_to_page(const struct za_mm *mm, const void *addr)
 {
-	uintptr_t mem = (uintptr_t)addr & ~(section_size(mm) - 1);
-	return section_memmap(mm, mem) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
+	return view_page(&mm->view, addr);
 }
 
 /* The first page of the order-`order` block holding page p: blocks are
@@ -440,7 +473,7 @@ static inline struct za_page *page_block_start(const struct za_mm *mm, struct za
 
 static inline unsigned long virt_to_pfn(const struct za_mm *mm, const void *addr)
 {
-	uintptr_t mem = (uintptr_t)addr & ~(section_size(mm) - 1);
+	uintptr_t mem = (uintptr_t)addr & mm->view.mask;
 	return section_header(mm, mem)->start_pfn + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
 }
 

@@ -51,7 +51,7 @@ static void *fresh_page(struct za_mm *mm, struct quicklist *q, za_gfp_t gfp, voi
 	if (!p)
 		return NULL;
 	counter_add_atomic(&q->stat[QL_BYTES_ZEROED], PAGE_SIZE);
-	za_virt_to_page(mm, p)->private = ctor ? QL_CONSTRUCTED : QL_ZEROED;
+	virt_to_page(mm, p)->private = ctor ? QL_CONSTRUCTED : QL_ZEROED;
 	if (ctor)
 		ctor(p);
 	return p;
@@ -86,7 +86,7 @@ static void release_page(struct za_mm *mm, void (*dtor)(void *), void *p)
 {
 	if (dtor)
 		dtor(p);
-	za_virt_to_page(mm, p)->private = 0;
+	virt_to_page(mm, p)->private = 0;
 	za_free_pages(mm, p, 0);
 }
 

@@ -190,7 +190,7 @@ static struct thread_cache *this_thread_cache(void);
 /* The block goes back to the page allocator. */
 static void block_release(void *p, unsigned long pages)
 {
-	set_block_word(za_virt_to_page(zm.mm, p), 0, false);
+	set_block_word(virt_to_page(zm.mm, p), 0, false);
 	za_free_pages_exact(zm.mm, p, pages << PAGE_SHIFT);
 }
 
@@ -232,7 +232,7 @@ void *block_alloc(unsigned long pages, size_t align)
 			p = take_slot(tc, i);
 	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))
 		return NULL;
-	set_block_word(za_virt_to_page(zm.mm, p), pages, false);
+	set_block_word(virt_to_page(zm.mm, p), pages, false);
 	return p;
 }
 
@@ -251,7 +251,7 @@ void block_free(void *p, unsigned long pages)
 		unsigned long old_pages = tc->block_pages[0];
 		block_release(take_slot(tc, 0), old_pages);
 	}
-	set_block_word(za_virt_to_page(zm.mm, p), pages, true);
+	set_block_word(virt_to_page(zm.mm, p), pages, true);
 	tc->blocks[tc->nr_blocks] = p;
 	tc->block_pages[tc->nr_blocks++] = (unsigned int)pages;
 	tc->block_bytes += bytes;

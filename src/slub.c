@@ -263,7 +263,7 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 		if (!addr)
 			return NULL;
 	}
-	struct za_page *slab = za_virt_to_page(mm, addr);
+	struct za_page *slab = virt_to_page(mm, addr);
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		slab[i].private = (unsigned long)slab;
 		slab[i].slab_cache = s;
@@ -881,10 +881,10 @@ void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 			za_cache_free(s, head);         /* checks, reports */
 			continue;
 		}
+		/* An object start of this slab's memory needs no other check. */
 		void *tail = head;
 		unsigned int cnt = 1;
-		for (; i < n && objs[i] && objs[i] != tail && addr_in_arena(s->mm, objs[i]) &&
-		       virt_to_slab(s->mm, objs[i]) == slab &&
+		for (; i < n && objs[i] && objs[i] != tail &&
 		       object_in_slab(s, slab, objs[i], st_objects(slab_state(slab))); i++, cnt++) {
 			set_freepointer(s, tail, objs[i]);
 			tail = objs[i];

@@ -6,7 +6,7 @@
  * uses, and under an address-space limit (RLIMIT_AS) it grows until the OS
  * says no, leaving the rest to everything else in the process.
  *
- * The pfn space [0, nr_pages) is cut into sections of 2^section_shift
+ * The pfn space [0, nr_pages) is cut into sections of 2^view.shift
  * bytes, at least one max-order block, so a block never crosses one.  A
  * present section is one mapping, wherever the OS puts it:
  *
@@ -48,12 +48,15 @@ static uintptr_t section_below(const struct za_mm *mm)
 int sparse_init(struct za_mm *mm)
 {
 	const unsigned long bits = 8 * sizeof(unsigned long);
-	mm->section_shift = (unsigned int)__builtin_ctzll(mm->cfg.section_size);
+	struct sparse_view *v = &mm->view;
+	v->shift = (unsigned int)__builtin_ctzll(mm->cfg.section_size);
+	v->mask = ~(uintptr_t)(mm->cfg.section_size - 1);
+	v->memmap_size = (mm->cfg.section_size >> PAGE_SHIFT) * sizeof(struct za_page);
+	store_relaxed(&v->map_bits, 1UL << (USER_VA_BITS - v->shift));
+	v->map = meta_alloc(mm, (load_relaxed(&v->map_bits) + bits - 1) / bits * sizeof(long));
 	mm->nr_sections = (mm->nr_pages + (1UL << pfn_section_shift(mm)) - 1) >> pfn_section_shift(mm);
-	mm->section_map_bits = 1UL << (USER_VA_BITS - mm->section_shift);
 	mm->section_mem = meta_alloc(mm, mm->nr_sections * sizeof(*mm->section_mem));
-	mm->section_map = meta_alloc(mm, (mm->section_map_bits + bits - 1) / bits * sizeof(long));
-	return mm->section_mem && mm->section_map ? 0 : -1;
+	return mm->section_mem && v->map ? 0 : -1;
 }
 
 /* A mapping of len bytes at exactly addr, or NULL. */
@@ -118,7 +121,7 @@ static void populate(char *mem, size_t len)
 static void online_section(struct za_mm *mm, unsigned long nr, char *mem)
 {
 	const unsigned long bits = 8 * sizeof(unsigned long);
-	unsigned long bit = (uintptr_t)mem >> mm->section_shift;
+	unsigned long bit = (uintptr_t)mem >> mm->view.shift;
 	((struct mem_section_header *)section_header(mm, (uintptr_t)mem))->start_pfn =
 		nr << pfn_section_shift(mm);
 	if (mm->cfg.hugepages)
@@ -126,7 +129,7 @@ static void online_section(struct za_mm *mm, unsigned long nr, char *mem)
 	if (mm->cfg.populate)
 		populate(mem, section_size(mm));
 	atomic_store_explicit(&mm->section_mem[nr], mem, memory_order_release);
-	atomic_fetch_or_explicit(&mm->section_map[bit / bits], 1UL << (bit % bits),
+	atomic_fetch_or_explicit(&mm->view.map[bit / bits], 1UL << (bit % bits),
 				 memory_order_release);
 	mm->last_section = mem;
 	atomic_fetch_add_explicit(&mm->nr_present_sections, 1, memory_order_relaxed);
@@ -144,7 +147,7 @@ bool sparse_add_section(struct za_mm *mm, unsigned long nr)
 	za_lock(&mm->hotplug_lock);
 	bool present = section_present(mm, nr);
 	if (!present && (mem = map_section(mm)) &&
-	    ((uintptr_t)mem >> mm->section_shift) >= mm->section_map_bits) {
+	    ((uintptr_t)mem >> mm->view.shift) >= load_relaxed(&mm->view.map_bits)) {
 		munmap(mem - section_below(mm), section_below(mm) + section_size(mm));
 		mem = NULL;
 	}
