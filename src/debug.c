@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local __attribute__((tls_model("initial-exec"))) char last_error[256];
@@ -36,6 +37,17 @@ void za_report_error(struct za_mm *mm, const char *fmt, ...)
 	else
 		fprintf(stderr, "zonealloc: %s\n", msg);
 }
+
+#ifdef ZA_DEBUG_VM
+void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *cond)
+{
+	if (mm)
+		za_report_error((struct za_mm *)mm, "VM_BUG_ON at %s:%d: %s", file, line, cond);
+	else
+		fprintf(stderr, "zonealloc: VM_BUG_ON at %s:%d: %s\n", file, line, cond);
+	abort();
+}
+#endif
 
 /* ------------------------------------------------------------------------
  * za_verify

@@ -23,7 +23,7 @@ static unsigned int kmalloc_index(size_t size)
 	};
 	if (size <= 192)
 		return small[(size - 1) / 8];
-	return (unsigned int)(64 - __builtin_clzl(size - 1)) - 1;   /* 256 -> 7 */
+	return order_base_2(size) - 1;      /* 256 -> 7 */
 }
 
 /* The cache of class i, created on first use (a system that never calls

@@ -20,4 +20,9 @@ void za_lock_slow(za_lock_t *l)
 	} while (za_cycles() - start < SPIN_CYCLES);
 	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
 		za_futex_wait(&l->word, 2);
+	lock_owner_set(l);
 }
+
+#ifdef ZA_DEBUG_VM
+__thread char za__thread_tag __attribute__((tls_model("initial-exec")));
+#endif

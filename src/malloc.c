@@ -28,244 +28,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-struct za_malloc zm;
-uint8_t class_by_step[1024 / 16 + 1];
-
-/* Where free() looks first: the system's sparse view, copied here once the
- * system exists (until then, nothing is the arena's), so that classifying
- * a pointer follows no pointer to the system.  A thread may free before it
- * ever allocated, without having synchronised with the bootstrap: the view
- * is published by its last field (view_copy). */
-static struct sparse_view arena;
-
-/* ------------------------------------------------------------------------
- * Misuse
- * ------------------------------------------------------------------------ */
-void malloc_misuse(const char *fmt, ...)
-{
-	char msg[320] = "zonealloc: ";
-	size_t len = strlen(msg);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg + len, sizeof(msg) - len - 1, fmt, ap);
-	va_end(ap);
-	len = strlen(msg);
-	msg[len++] = '\n';
-	if (write(STDERR_FILENO, msg, len) < 0)
-		msg[0] = 0;
-	abort();
-}
-
-/* What the page allocator and the slab caches report under the malloc
- * front end is misuse too. */
-static void report_and_abort(const char *msg, void *ctx)
-{
-	(void)ctx;
-	malloc_misuse("%s", msg);
-}
-
-/* ------------------------------------------------------------------------
- * Bootstrap
- *
- * Creating the system may itself call malloc (pthread_atfork does, for
- * one): such calls, from the creating thread only, get memory from a small
- * static heap that free() recognises and ignores.  Other threads wait.
- * ------------------------------------------------------------------------ */
-enum { BOOT_NONE, BOOT_RUNNING, BOOT_DONE, BOOT_FAILED };
-static _Atomic int boot_state;
-static __thread bool booting __attribute__((tls_model("initial-exec")));
-
-static struct {
-	_Alignas(MALLOC_ALIGN) char heap[128 << 10];
-	_Atomic size_t used;
-} boot_heap;
-
-/* Each block is preceded by its size, for realloc. */
-static void *boot_alloc(size_t n)
-{
-	size_t need = MALLOC_ALIGN + ((n + MALLOC_ALIGN - 1) & ~(size_t)(MALLOC_ALIGN - 1));
-	size_t at = atomic_fetch_add(&boot_heap.used, need);
-	if (n > sizeof(boot_heap.heap) || at + need > sizeof(boot_heap.heap)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	char *p = boot_heap.heap + at + MALLOC_ALIGN;   /* never used before: zero */
-	*(size_t *)(p - sizeof(size_t)) = n;
-	return p;
-}
-
-static bool in_boot_heap(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)boot_heap.heap < sizeof(boot_heap.heap);
-}
-
-static size_t boot_size(const void *p)
-{
-	return *(const size_t *)((const char *)p - sizeof(size_t));
-}
-
-/* The address space the process may have (ulimit -v), or 0 if unlimited. */
-static uint64_t address_space_limit(void)
-{
-	struct rlimit as;
-	return !getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY ? as.rlim_cur : 0;
-}
-
-/* The machine's memory, or the address space the process may have if
- * that is less: more could never be used. */
-static uint64_t usable_memory(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 1ULL << 32;
-	uint64_t limit = address_space_limit();
-	return limit && limit < mem ? limit : mem;
-}
-
-/*
- * The default system: the machine's memory size in one zone, grown on
- * demand (deferred_init: sections of address space are taken from the OS
- * as the zone grows into them), no kswapd (nothing to page out; free memory
- * goes back to the OS through the purge worker instead).  The watermarks
- * stay the kernel's: the free memory they keep at hand is address space,
- * and runs placed in it use less memory than with a zone grown a block at
- * a time (zabench malloc's large).  Under an address-space limit, sections of half
- * the size: the last one, which the limit may not leave room for, is what
- * the program loses.  ZA_CONFIG, appended by za_mm_create, overrides any of
- * it.  Should the metadata of that size not fit, smaller systems are tried.
- */
-static za_mm_t *create_system(void)
-{
-	char config[256];
-	uint64_t mem = usable_memory();
-	const char *section = address_space_limit() ? "32M" : "auto";
-	for (; mem >= (16ULL << 20); mem /= 2) {        /* one max-order block */
-		snprintf(config, sizeof(config),
-			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0,"
-			 "section_size=%s",
-			 (unsigned long long)(mem >> 20), section);
-		za_mm_t *mm = za_mm_create(config);
-		if (mm || errno != ENOMEM)
-			return mm;
-	}
-	za_set_last_error("%llu MiB of memory or address space (ulimit -v) is too little",
-			  (unsigned long long)(usable_memory() >> 20));
-	return NULL;
-}
-
-static unsigned int sheaf_capacity(unsigned int size)
-{
-	unsigned int cap = 32768 / size;
-	return cap < 2 ? 2 : cap > SHEAF_MAX_CAPACITY ? SHEAF_MAX_CAPACITY : cap;
-}
-
-static void init_classes(void)
-{
-	for (size_t step = 0; step <= 1024 / 16; step++)
-		class_by_step[step] = (uint8_t)(step <= 8 ? (step ? step - 1 : 0)
-							 : size_class_computed(step * 16));
-	for (unsigned int c = 0; c < NR_CLASSES; c++) {
-		struct malloc_class *mc = &zm.classes[c];
-		mc->size = class_size(c);
-		mc->capacity = sheaf_capacity(mc->size);
-		/* About 64 KiB of full sheaves per class in the barn, 2..8. */
-		unsigned int full = (64u << 10) / (mc->capacity * mc->size);
-		zm.barns[c].max_full = full < 2 ? 2 : full > 8 ? 8 : full;
-	}
-}
-
-static void fork_prepare(void);
-static void fork_parent(void);
-static void fork_child(void);
-
-static bool init_front_end(void)
-{
-	za_mm_t *mm = create_system();
-	if (!mm) {
-		malloc_misuse("cannot create the default memory system: %s", za_last_error());
-		return false;
-	}
-	za_mm_set_error_handler(mm, report_and_abort, NULL);
-	zm.mm = mm;
-	/* slub_debug asks for checked slab caches: the sheaves, the free
-	 * signature and the alignment of classes assume plain ones, so it
-	 * means debug mode. */
-	zm.debug = mm->debug || mm->cfg.slub_debug[0];
-	zm.large_max_pages = 1UL << mm->max_order;
-	if (getrandom(&zm.free_key, sizeof(zm.free_key), GRND_NONBLOCK) != sizeof(zm.free_key))
-		zm.free_key = za_cycles() * 0x9E3779B97F4A7C15ULL;
-	zm.free_key |= 1;
-	init_classes();
-	zm.sheaf_cache = za_cache_create(mm, "malloc-sheaf",
-					 sizeof(struct sheaf) + SHEAF_MAX_CAPACITY * sizeof(void *),
-					 0, 0, NULL);
-	zm.thread_cache_cache = za_cache_create(mm, "malloc-thread", sizeof(struct thread_cache),
-						ZA_CACHELINE, 0, NULL);
-	if (!zm.sheaf_cache || !zm.thread_cache_cache ||
-	    pthread_key_create(&zm.thread_key, thread_cache_exit))
-		return false;
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	if (zm.debug)
-		malloc_debug_init();
-	const char *stats = getenv("ZA_STATS");
-	if (stats && *stats && *stats != '0')
-		atexit(malloc_stats_at_exit);
-	view_copy(&arena, &mm->view);
-	return true;
-}
-
-/* True once the system exists; false for this thread's calls made while
- * creating it (they use the boot heap). */
-static __attribute__((noinline, cold)) bool bootstrap(void)
-{
-	int expect = BOOT_NONE;
-	if (booting)
-		return false;
-	if (atomic_compare_exchange_strong(&boot_state, &expect, BOOT_RUNNING)) {
-		booting = true;
-		bool ok = init_front_end();
-		booting = false;
-		atomic_store_explicit(&boot_state, ok ? BOOT_DONE : BOOT_FAILED, memory_order_release);
-		return ok;
-	}
-	while (atomic_load_explicit(&boot_state, memory_order_acquire) == BOOT_RUNNING)
-		sched_yield();
-	return atomic_load_explicit(&boot_state, memory_order_acquire) == BOOT_DONE;
-}
-
-static inline bool ready(void)
-{
-	return likely(atomic_load_explicit(&boot_state, memory_order_acquire) == BOOT_DONE) ||
-	       bootstrap();
-}
-
-za_mm_t *za_malloc_system(void)
-{
-	return ready() ? zm.mm : NULL;
-}
-
-/* ------------------------------------------------------------------------
- * Classes and their caches
- * ------------------------------------------------------------------------ */
-za_cache_t *malloc_class_cache(unsigned int c)
-{
-	struct malloc_class *mc = &zm.classes[c];
-	za_cache_t *cache = atomic_load_explicit(&mc->cache, memory_order_acquire);
-	if (likely(cache))
-		return cache;
-	za_lock(&zm.threads_lock);
-	if (!(cache = load_relaxed(&mc->cache))) {
-		char name[32];
-		snprintf(name, sizeof(name), "malloc-%u", mc->size);
-		unsigned int flags = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
-						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : ZA_SLAB_FREEPTR_EARLY;
-		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
-		if (cache)
-			cache->owner_tag = c;
-		atomic_store_explicit(&mc->cache, cache, memory_order_release);
-	}
-	za_unlock(&zm.threads_lock);
-	return cache;
-}
 
 /* The smallest class of at least n bytes whose objects are all aligned to
  * align (a power of two <= 4096), or NR_CLASSES if none is. */
@@ -337,8 +99,8 @@ static void describe_arena_page(const void *p, struct block *b)
 static void lookup(const void *p, struct block *b)
 {
 	*b = (struct block){ .kind = B_BAD, .why = "not allocated by zonealloc" };
-	if (view_has(&arena, p)) {
-		struct za_page *page = view_page(&arena, p);
+	if (view_has(&malloc_arena, p)) {
+		struct za_page *page = view_page(&malloc_arena, p);
 		struct za_page *slab = virt_to_slab(zm.mm, p);
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
@@ -413,7 +175,7 @@ static void plan(size_t n, size_t align, struct block *b)
 	}
 	/* Runs are page aligned; a larger alignment takes a block of a size
 	 * at least as large, which is aligned to it. */
-	unsigned long pages = align > PAGE_SIZE ? 1UL << block_order(n > align ? n : align)
+	unsigned long pages = align > PAGE_SIZE ? 1UL << get_order(n > align ? n : align)
 						: block_pages(n);
 	if (pages <= zm.large_max_pages)
 		*b = (struct block){ .kind = B_LARGE, .pages = pages, .size = pages << PAGE_SHIFT };
@@ -451,7 +213,7 @@ static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 {
 	struct block b;
-	if (!ready())
+	if (!malloc_ready())
 		return boot_alloc(n);
 	if (unlikely(n > PTRDIFF_MAX)) {
 		errno = ENOMEM;
@@ -498,7 +260,7 @@ void *za_calloc(size_t count, size_t size)
 	 * never reused, and a direct mapping is new, zeroed by the kernel and
 	 * resident only where touched. */
 	void *p = za_malloc(n);
-	if (p && view_has(&arena, p))
+	if (p && view_has(&malloc_arena, p))
 		memset(p, 0, n);
 	return p;
 }
@@ -527,7 +289,7 @@ void *za_memalign(size_t align, size_t n)
 	/* 16 < align < 2^63 here when it is not a power of two, so the next
 	 * one up is at most 2^63: the shift stays within size_t. */
 	if (!valid_alignment(align))
-		align = (size_t)1 << (64 - __builtin_clzl(align));
+		align = (size_t)1 << order_base_2(align);
 	return malloc_slow(n, align);
 }
 
@@ -611,7 +373,7 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 	struct block b;
 	if (!p || in_boot_heap(p))
 		return;
-	if (!ready())
+	if (!malloc_ready())
 		malloc_misuse("%s(%p): not allocated by zonealloc", fn, p);
 	if (zm.debug) {
 		debug_free(p, expect_size, expect_align, fn);
@@ -640,9 +402,9 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 									  uint64_t sig,
 									  struct za_page **slabp)
 {
-	if (unlikely(!view_has(&arena, p)))
+	if (unlikely(!view_has(&malloc_arena, p)))
 		return NR_CLASSES;
-	struct za_page *page = view_page(&arena, p);
+	struct za_page *page = view_page(&malloc_arena, p);
 	if (unlikely(!(page_flags(page) & (PG_slab | PG_tail))))
 		return NR_CLASSES;
 	/* Every page of a slab names its cache and the slab's order, and a slab
@@ -737,7 +499,7 @@ void *za_realloc(void *p, size_t n)
 			memcpy(q, p, n < boot_size(p) ? n : boot_size(p));
 		return q;
 	}
-	if (!ready())
+	if (!malloc_ready())
 		malloc_misuse("realloc(%p): not allocated by zonealloc", p);
 	if (zm.debug) {
 		size_t have = debug_usable_size(p, "realloc");
@@ -796,7 +558,7 @@ size_t za_malloc_usable_size(void *p)
 		return 0;
 	if (in_boot_heap(p))
 		return boot_size(p);
-	if (!ready())
+	if (!malloc_ready())
 		malloc_misuse("malloc_usable_size(%p): not allocated by zonealloc", p);
 	if (zm.debug)
 		return debug_usable_size(p, "malloc_usable_size");
@@ -810,7 +572,7 @@ size_t za_malloc_usable_size(void *p)
 int za_malloc_trim(size_t pad)
 {
 	(void)pad;
-	if (!ready())
+	if (!malloc_ready())
 		return 0;
 	sheaves_flush_thread();
 	sheaves_flush_barns();
@@ -819,164 +581,6 @@ int za_malloc_trim(size_t pad)
 	return za_purge(zm.mm, 0) > 0;
 }
 
-/* Every lock of the front end and the system, in the order code nests
- * them, so that the child of a fork finds none held. */
-static void fork_prepare(void)
-{
-	for (unsigned int c = 0; c < NR_CLASSES; c++)
-		za_lock(&zm.barns[c].lock);
-	za_lock(&zm.threads_lock);
-	malloc_debug_lock(true);
-	vmalloc_lock();
-	mm_lock_all(zm.mm);
-}
-
-static void fork_unlock(bool in_child)
-{
-	mm_unlock_all(zm.mm, in_child);
-	vmalloc_unlock();
-	malloc_debug_lock(false);
-	za_unlock(&zm.threads_lock);
-	for (unsigned int c = 0; c < NR_CLASSES; c++)
-		za_unlock(&zm.barns[c].lock);
-}
-
-static void fork_parent(void)
-{
-	fork_unlock(false);
-}
-
-static void fork_child(void)
-{
-	fork_unlock(true);
-	purge_worker_after_fork(sheaves_after_fork_child());
-}
-
-/* ------------------------------------------------------------------------
- * The C library's names, and C++'s
- * ------------------------------------------------------------------------ */
 #ifdef ZA_MALLOC_OVERRIDE
-#define ALIAS(name) __attribute__((alias(#name), visibility("default")))
-
-void *malloc(size_t n) ALIAS(za_malloc);
-void free(void *p) ALIAS(za_free);
-void *calloc(size_t count, size_t size) ALIAS(za_calloc);
-void *realloc(void *p, size_t n) ALIAS(za_realloc);
-void *reallocarray(void *p, size_t count, size_t size) ALIAS(za_reallocarray);
-void *memalign(size_t align, size_t n) ALIAS(za_memalign);
-void *aligned_alloc(size_t align, size_t n) ALIAS(za_aligned_alloc);
-int posix_memalign(void **out, size_t align, size_t n) ALIAS(za_posix_memalign);
-void *valloc(size_t n) ALIAS(za_valloc);
-void *pvalloc(size_t n) ALIAS(za_pvalloc);
-size_t malloc_usable_size(void *p) ALIAS(za_malloc_usable_size);
-void free_sized(void *p, size_t n) ALIAS(za_free_sized);
-void free_aligned_sized(void *p, size_t align, size_t n) ALIAS(za_free_aligned_sized);
-int malloc_trim(size_t pad) ALIAS(za_malloc_trim);
-__attribute__((visibility("default"))) struct mallinfo2 mallinfo2(void)
-{
-	return za_mallinfo2();
-}
-
-__attribute__((visibility("default"))) struct mallinfo mallinfo(void)
-{
-	return za_mallinfo();
-}
-
-/*
- * C++: operator new and delete by their (Itanium ABI, LP64) names, so the
- * library needs no C++ runtime.  A failing new calls the program's
- * new_handler until it gives up, then throws std::bad_alloc through the
- * C++ runtime's own function; both are weak references, present whenever
- * the program is C++ (the only case in which these are called).
- */
-typedef void (*new_handler_fn)(void);
-extern new_handler_fn _ZSt15get_new_handlerv(void) __attribute__((weak));
-extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
-
-static void *cxx_new(size_t n, size_t align, bool nothrow)
-{
-	for (;;) {
-		void *p = align > MALLOC_ALIGN ? za_memalign(align, n) : za_malloc(n);
-		if (p)
-			return p;
-		new_handler_fn handler = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
-		if (handler)
-			handler();
-		else if (nothrow)
-			return NULL;
-		else if (_ZSt17__throw_bad_allocv)
-			_ZSt17__throw_bad_allocv();
-		else
-			malloc_misuse("operator new(%zu): out of memory", n);
-	}
-}
-
-/* C++'s delete with an alignment and no size. */
-static void free_aligned(void *p, size_t align)
-{
-	if (p && ((uintptr_t)p & (align - 1)))
-		malloc_misuse("delete(%p, align %zu): not aligned as the allocation was", p, align);
-	za_free(p);
-}
-
-#define NEW(name, ...) void *name(__VA_ARGS__) __attribute__((visibility("default")))
-#define DELETE(name, ...) void name(__VA_ARGS__) __attribute__((visibility("default")))
-typedef struct nothrow_t nothrow_t;
-NEW(_Znwm, size_t n);
-NEW(_Znam, size_t n);
-NEW(_ZnwmRKSt9nothrow_t, size_t n, const nothrow_t *nt);
-NEW(_ZnamRKSt9nothrow_t, size_t n, const nothrow_t *nt);
-NEW(_ZnwmSt11align_val_t, size_t n, size_t align);
-NEW(_ZnamSt11align_val_t, size_t n, size_t align);
-NEW(_ZnwmSt11align_val_tRKSt9nothrow_t, size_t n, size_t align, const nothrow_t *nt);
-NEW(_ZnamSt11align_val_tRKSt9nothrow_t, size_t n, size_t align, const nothrow_t *nt);
-DELETE(_ZdlPv, void *p);
-DELETE(_ZdaPv, void *p);
-DELETE(_ZdlPvm, void *p, size_t n);
-DELETE(_ZdaPvm, void *p, size_t n);
-DELETE(_ZdlPvSt11align_val_t, void *p, size_t align);
-DELETE(_ZdaPvSt11align_val_t, void *p, size_t align);
-DELETE(_ZdlPvmSt11align_val_t, void *p, size_t n, size_t align);
-DELETE(_ZdaPvmSt11align_val_t, void *p, size_t n, size_t align);
-DELETE(_ZdlPvRKSt9nothrow_t, void *p, const nothrow_t *nt);
-DELETE(_ZdaPvRKSt9nothrow_t, void *p, const nothrow_t *nt);
-DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, void *p, size_t align, const nothrow_t *nt);
-DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, void *p, size_t align, const nothrow_t *nt);
-
-void *_Znwm(size_t n) { return cxx_new(n, 0, false); }
-void *_Znam(size_t n) { return cxx_new(n, 0, false); }
-void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *nt) { (void)nt; return cxx_new(n, 0, true); }
-void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *nt) { (void)nt; return cxx_new(n, 0, true); }
-void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a, false); }
-void *_ZnamSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a, false); }
-void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *nt)
-{
-	(void)nt;
-	return cxx_new(n, a, true);
-}
-void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *nt)
-{
-	(void)nt;
-	return cxx_new(n, a, true);
-}
-void _ZdlPv(void *p) { za_free(p); }
-void _ZdaPv(void *p) { za_free(p); }
-void _ZdlPvm(void *p, size_t n) { za_free_sized(p, n); }
-void _ZdaPvm(void *p, size_t n) { za_free_sized(p, n); }
-void _ZdlPvSt11align_val_t(void *p, size_t a) { free_aligned(p, a); }
-void _ZdaPvSt11align_val_t(void *p, size_t a) { free_aligned(p, a); }
-void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { za_free_aligned_sized(p, a, n); }
-void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { za_free_aligned_sized(p, a, n); }
-void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *nt) { (void)nt; za_free(p); }
-void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *nt) { (void)nt; za_free(p); }
-void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *nt)
-{
-	(void)nt;
-	free_aligned(p, a);
-}
-void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *nt)
-{
-	(void)nt;
-	free_aligned(p, a);
-}
-#endif /* ZA_MALLOC_OVERRIDE */
+#include "malloc_override.c"
+#endif

@@ -62,7 +62,7 @@ static void *zero_alloc(size_t align)
 	/* Addresses below 2^47 and align <= ZERO_ALIGN_MAX: no sum wraps.  The
 	 * next offset only grows, so an address is never handed out twice. */
 	do {
-		uintptr_t a = ((uintptr_t)zero_region + at + align - 1) & ~(uintptr_t)(align - 1);
+		uintptr_t a = ALIGN_UP((uintptr_t)zero_region + at, (uintptr_t)align);
 		start = a - (uintptr_t)zero_region;
 		if (start >= ZERO_REGION)
 			return debug_malloc(1, align, false);
@@ -118,7 +118,7 @@ static void release(uintptr_t start, size_t len, bool mapping)
 		vmalloc_free((void *)start);
 	} else {
 		mprotect((void *)start, len, PROT_READ | PROT_WRITE);
-		za_free_pages(zm.mm, (void *)start, block_order(len));
+		za_free_pages(zm.mm, (void *)start, get_order(len));
 	}
 }
 
@@ -272,7 +272,7 @@ static void fill_tail(char *end_of_request, char *end)
 static char *debug_block(size_t total, size_t align, char **end)
 {
 	char *block = NULL;
-	unsigned int order = block_order(total);
+	unsigned int order = get_order(total);
 	if (total <= SMALL_MAX) {
 		unsigned int c = size_class(total);
 		za_cache_t *cache = malloc_class_cache(c);

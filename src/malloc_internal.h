@@ -45,7 +45,7 @@ static inline unsigned int class_size(unsigned int c)
 /* The class of n > 128 bytes: four classes per power of two. */
 static inline unsigned int size_class_computed(size_t n)
 {
-	unsigned int x = (unsigned int)n - 1, b = 31 - (unsigned int)__builtin_clz(x);
+	unsigned int x = (unsigned int)n - 1, b = fls_u(x) - 1;
 	return 8 + (b - 7) * 4 + ((x >> (b - 2)) & 3);
 }
 
@@ -169,15 +169,33 @@ struct za_malloc {
 
 extern struct za_malloc zm;
 
+/* malloc_init.c: the bootstrap, the boot heap, class caches, misuse. */
+enum { BOOT_NONE, BOOT_RUNNING, BOOT_DONE, BOOT_FAILED };
+extern _Atomic int malloc_boot_state;
+/* The system's sparse view, copied once the system exists (until then
+ * nothing is the arena's), so that classifying a pointer follows no
+ * pointer to the system.  A thread may free before it ever allocated,
+ * without having synchronised with the bootstrap: the view is published
+ * by its last field (view_copy). */
+extern struct sparse_view malloc_arena;
+bool malloc_bootstrap(void);
+
+/* True once the system exists; false for the creating thread's own calls
+ * while it is created (they use the boot heap). */
+static inline bool malloc_ready(void)
+{
+	return likely(atomic_load_explicit(&malloc_boot_state, memory_order_acquire) == BOOT_DONE) ||
+	       malloc_bootstrap();
+}
+
+void *boot_alloc(size_t n);
+bool in_boot_heap(const void *p);
+size_t boot_size(const void *p);
 za_cache_t *malloc_class_cache(unsigned int c);
-struct za_page *malloc_block_head(const void *p);
 void malloc_misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
 
-/* The page order of a block of n bytes. */
-static inline unsigned int block_order(size_t n)
-{
-	return n <= PAGE_SIZE ? 0 : 64 - (unsigned int)__builtin_clzl((n - 1) >> PAGE_SHIFT);
-}
+/* malloc.c */
+struct za_page *malloc_block_head(const void *p);
 
 /* Pages of a block of n bytes: whole pages, not a power of two of them --
  * but up to 2^PCP_MAX_ORDER pages, the power of two the per-CPU lists
@@ -185,7 +203,7 @@ static inline unsigned int block_order(size_t n)
 static inline unsigned long block_pages(size_t n)
 {
 	unsigned long pages = (unsigned long)(n >> PAGE_SHIFT) + !!(n & (PAGE_SIZE - 1));
-	return pages <= 1UL << PCP_MAX_ORDER ? 1UL << block_order(n) : pages;
+	return pages <= 1UL << PCP_MAX_ORDER ? 1UL << get_order(n) : pages;
 }
 
 /* malloc_stats.c */

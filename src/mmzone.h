@@ -9,6 +9,7 @@
 #include "zonealloc.h"
 
 #include <pthread.h>
+#include "bitops.h"
 #include "config.h"
 #include "lock.h"
 #include "platform.h"
@@ -582,7 +583,7 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 					   unsigned long end)
 {
 	unsigned int align = pfn ? (unsigned int)__builtin_ctzl(pfn) : mm->max_order;
-	unsigned int fit = 63 - (unsigned int)__builtin_clzl(end - pfn);
+	unsigned int fit = fls_ul(end - pfn) - 1;
 	unsigned int o = align < fit ? align : fit;
 	return o < mm->max_order ? o : mm->max_order;
 }

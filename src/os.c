@@ -2,11 +2,13 @@
  * The operating-system primitives the rest of the library uses: anonymous
  * memory for metadata, futexes, and the calibration of the cycle counter.
  */
+#include "bitops.h"
 #include "platform.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,4 +79,12 @@ uint64_t za_cycles_to_ns(uint64_t cycles)
 {
 	pthread_once(&calibrate_once, calibrate);
 	return (uint64_t)(((unsigned __int128)cycles * ns_per_2_32_cycles) >> 32);
+}
+
+uint64_t get_random_u64(void)
+{
+	uint64_t v;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = za_cycles() * 0x9E3779B97F4A7C15ULL;
+	return v;
 }

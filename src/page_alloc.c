@@ -48,9 +48,8 @@ static int64_t default_reserve_ratio(const char *name)
  * grows with CPUs and zone size, at most 125. */
 static int stat_threshold(const struct za_mm *mm, const struct za_zone *z)
 {
-	int fls_cpus = 32 - __builtin_clz((unsigned int)mm->nr_cpus);
-	unsigned long mem = z->nr_pages >> (27 - PAGE_SHIFT);      /* in 128 MiB */
-	int fls_mem = mem ? 64 - __builtin_clzl(mem) : 0;
+	int fls_cpus = (int)fls_u((unsigned int)mm->nr_cpus);
+	int fls_mem = (int)fls_ul(z->nr_pages >> (27 - PAGE_SHIFT));      /* in 128 MiB */
 	int t = 2 * fls_cpus * (1 + fls_mem);
 	return t > 125 ? 125 : t;
 }
@@ -420,16 +419,10 @@ static unsigned long size_to_pages(size_t size)
 	return (unsigned long)(size >> PAGE_SHIFT) + !!(size & (PAGE_SIZE - 1));
 }
 
-/* The order of the smallest block of at least n pages (n >= 1). */
-static unsigned int pages_order(unsigned long n)
-{
-	return n == 1 ? 0 : 64 - (unsigned int)__builtin_clzl(n - 1);
-}
-
 void *za_alloc_pages_exact(za_mm_t *mm, za_gfp_t gfp, size_t size)
 {
 	unsigned long n = size ? size_to_pages(size) : 1;
-	unsigned int order = n > 1UL << mm->max_order ? mm->max_order + 1 : pages_order(n);
+	unsigned int order = n > 1UL << mm->max_order ? mm->max_order + 1 : order_base_2(n);
 	return alloc_pages(mm, -1, gfp, order, n == 1UL << order ? 0 : n);
 }
 
@@ -657,7 +650,7 @@ int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size)
 		return bad_run(mm, fn, addr, size, why);
 	unsigned long pfn = virt_to_pfn(mm, addr);
 	if (!(page_flags(virt_to_page(mm, addr)) & PG_run) && !(n & (n - 1)) && !(pfn & (n - 1)))
-		return za_free_pages(mm, addr, pages_order(n));        /* a block of an order */
+		return za_free_pages(mm, addr, order_base_2(n));        /* a block of an order */
 	struct za_zone *z = pfn_zone(mm, pfn);
 	uint64_t t0 = zone_lock(z);
 	if (!(why = check_run(mm, pfn, n))) {

@@ -153,14 +153,26 @@ static inline unsigned int slab_index(const struct za_kmem_cache *s, const struc
 	return (unsigned int)object_div(s, (size_t)((const char *)obj - slab_base(s, slab)));
 }
 
+/*
+ * The one definition of "p is an object start of a slab": p lies within
+ * the span = objects * size bytes from base (the slab's first object,
+ * slab_base()) at a multiple of the object size.  *idx is the object's
+ * index, also when p is inside an object (then false).
+ */
+static inline bool slab_object_at(const struct za_kmem_cache *s, const char *base, size_t span,
+				  const void *p, size_t *idx)
+{
+	size_t off = (size_t)((const char *)p - base);
+	*idx = object_div(s, off);
+	return off < span && *idx * s->size == off;
+}
+
 /* Is p NULL or an object start of this slab of `objects` objects? */
 static inline bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *slab,
 				  const void *p, unsigned int objects)
 {
-	if (!p)
-		return true;
-	size_t off = (size_t)((const char *)p - slab_base(s, slab));
-	return off < (size_t)objects * s->size && object_div(s, off) * s->size == off;
+	size_t idx;
+	return !p || slab_object_at(s, slab_base(s, slab), (size_t)objects * s->size, p, &idx);
 }
 
 /* The slab holding addr (inside the arena), or NULL if it is not a slab. */

@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 /* ------------------------------------------------------------------------
  * Counters
@@ -748,8 +747,8 @@ static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache
 	struct kmem_cache_cpu *c = &s->cpu_slab[this_cpu(s->mm)];
 	if (likely(!s->debug) && likely(za_trylock(&c->lock))) {
 		if (likely(slab == c->slab)) {
-			size_t off = (size_t)((char *)obj - c->base);
-			if (unlikely(off >= c->span || object_div(s, off) * s->size != off)) {
+			size_t idx;
+			if (unlikely(!slab_object_at(s, c->base, c->span, obj, &idx))) {
 				za_tryunlock(&c->lock);
 				return free_other(s, slab, obj, caller);   /* checked there */
 			}
@@ -1051,20 +1050,6 @@ void slab_lock_all(struct za_mm *mm, bool lock)
  * Sizing: the kernel's calculate_sizes, calculate_order (its 6.7+ form)
  * and set_cpu_partial, with seed 002's doubling for big systems.
  * ------------------------------------------------------------------------ */
-#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((size_t)(a) - 1))
-
-static unsigned int fls_u(unsigned int x)
-{
-	return x ? 32 - (unsigned int)__builtin_clz(x) : 0;
-}
-
-static unsigned int get_order(size_t size)
-{
-	unsigned int order = 0;
-	while ((PAGE_SIZE << order) < size)
-		order++;
-	return order;
-}
 
 static unsigned int order_objects(unsigned int order, unsigned int size)
 {
@@ -1178,20 +1163,12 @@ static void calculate_sizes(struct za_kmem_cache *s)
 	s->recip = (uint64_t)(((unsigned __int128)1 << 64) / s->size) + 1;
 }
 
-static uint64_t random_u64(void)
-{
-	uint64_t v;
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-		v = za_cycles() * 0x9E3779B97F4A7C15ULL;
-	return v;
-}
-
 /* slab_freelist_random: a permutation of the object indices. */
 static void init_random_seq(struct za_kmem_cache *s, uint16_t *seq)
 {
 	for (unsigned int i = 0; i < s->objects; i++)
 		seq[i] = (uint16_t)i;
-	uint64_t r = random_u64() | 1;
+	uint64_t r = get_random_u64() | 1;
 	for (unsigned int i = s->objects - 1; i > 0; i--) {
 		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
 		unsigned int j = (unsigned int)(r % (i + 1));
@@ -1260,7 +1237,7 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->cpu_partial_slabs = cpu_partial_slabs(s);
 	s->min_partial = calculate_min_partial(s->size);
 	if (mm->cfg.slab_freelist_hardened)
-		s->random = (uintptr_t)random_u64() | 1;
+		s->random = (uintptr_t)get_random_u64() | 1;
 	if (mm->cfg.slab_freelist_random)
 		init_random_seq(s, (uint16_t *)(s->node + mm->nr_nodes));
 

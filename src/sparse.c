@@ -100,7 +100,7 @@ static char *map_section(struct za_mm *mm)
 			p = map_below_last(mm, k);
 		return p;
 	}
-	mem = ((uintptr_t)p + below + size - 1) & ~(size - 1);
+	mem = ALIGN_UP((uintptr_t)p + below, size);
 	if (mem - below > (uintptr_t)p)
 		munmap(p, mem - below - (uintptr_t)p);
 	munmap((char *)mem + size, (uintptr_t)p + below + 2 * size - (mem + size));

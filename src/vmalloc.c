@@ -163,7 +163,7 @@ void *vmalloc_alloc(size_t size, size_t align)
 	if (extra) {
 		/* p is page aligned, so the aligned start is within extra of it
 		 * and aligned + len <= p + map. */
-		char *aligned = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+		char *aligned = (char *)ALIGN_UP((uintptr_t)p, (uintptr_t)align);
 		if (aligned > p)
 			munmap(p, (size_t)(aligned - p));
 		munmap(aligned + len, (size_t)(p + extra - aligned));

@@ -1,0 +1,33 @@
+/*
+ * Executable invariants (the kernel's mmdebug.h).  With ZA_DEBUG_VM (CMake
+ * -DZA_DEBUG_VM=ON, on in the sanitizer builds of .ci/run) a broken
+ * invariant is reported where it breaks -- file, line and the condition,
+ * through the system's error handler -- and the process aborts.  Without
+ * it the checks compile to nothing: their operands are not evaluated.
+ */
+#ifndef ZA_DEBUG_VM_H
+#define ZA_DEBUG_VM_H
+
+struct za_mm;
+
+#ifdef ZA_DEBUG_VM
+void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *cond)
+	__attribute__((noreturn, cold));
+
+/* cond must not hold; mm (may be NULL) says whose error handler hears it. */
+#define VM_BUG_ON(mm, cond)                                                     \
+	do {                                                                    \
+		if (__builtin_expect(!!(cond), 0))                              \
+			za__vm_bug((mm), __FILE__, __LINE__, #cond);            \
+	} while (0)
+#else
+#define VM_BUG_ON(mm, cond)                                                     \
+	do {                                                                    \
+		if (0) {                                                        \
+			(void)(mm);                                             \
+			(void)(cond);                                           \
+		}                                                               \
+	} while (0)
+#endif
+
+#endif /* ZA_DEBUG_VM_H */
