@@ -40,18 +40,18 @@ static unsigned int aligned_class(size_t n, size_t align)
 }
 
 /* ------------------------------------------------------------------------
- * What a pointer is
+ * What a pointer is: its allocation
  * ------------------------------------------------------------------------ */
-enum block_kind { B_SMALL, B_LARGE, B_HUGE, B_BOOT, B_BAD };
+enum alloc_kind { A_SMALL, A_LARGE, A_MAPPED, A_BOOT, A_BAD };
 
-struct block {
-	enum block_kind kind;
-	unsigned int cls;               /* B_SMALL */
-	unsigned long pages;            /* B_LARGE */
+struct alloc_info {
+	enum alloc_kind kind;
+	unsigned int cls;               /* A_SMALL */
+	unsigned long pages;            /* A_LARGE */
 	size_t size;                    /* usable */
-	const char *why;                /* B_BAD */
-	const void *start;              /* B_BAD inside a block: where it starts */
-	bool freed;                     /* B_SMALL, B_BAD: the memory is free */
+	const char *why;                /* A_BAD */
+	const void *start;              /* A_BAD inside a block: where it starts */
+	bool freed;                     /* A_SMALL, A_BAD: the memory is free */
 };
 
 /* The head of the allocated or free arena block holding p, or NULL. */
@@ -77,10 +77,10 @@ static struct za_page *block_start(struct za_page *head)
 	return head && (page_flags(head) & PG_alloc) && block_word(head) ? head : NULL;
 }
 
-static void describe_arena_page(const void *p, struct block *b)
+static void describe_arena_page(const void *p, struct alloc_info *b)
 {
 	struct za_page *head = malloc_block_head(p), *start;
-	b->kind = B_BAD;
+	b->kind = A_BAD;
 	if (!head) {
 		b->why = "not allocated by zonealloc";  /* memory the zone has not grown into */
 	} else if (page_flags(head) & (PG_pcp | PG_buddy)) {
@@ -96,46 +96,48 @@ static void describe_arena_page(const void *p, struct block *b)
 }
 
 /* Classifies p (not NULL) without touching its memory. */
-static void lookup(const void *p, struct block *b)
+static void lookup(const void *p, struct alloc_info *b)
 {
-	*b = (struct block){ .kind = B_BAD, .why = "not allocated by zonealloc" };
+	*b = (struct alloc_info){ .kind = A_BAD, .why = "not allocated by zonealloc" };
 	if (view_has(&malloc_arena, p)) {
 		struct za_page *page = view_page(&malloc_arena, p);
 		struct za_page *slab = virt_to_slab(zm.mm, p);
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
 			unsigned int c = s->owner_tag;
-			size_t o = (size_t)((const char *)p - slab_base(s, slab));
+			unsigned int objects = st_objects(load_relaxed(&slab->slab_state));
+			size_t idx, off = (size_t)((uintptr_t)p - (uintptr_t)slab_base(s, slab));
+			bool start = slab_object_at(s, off, objects, &idx);
 			if (load_relaxed(&zm.classes[c].cache) != s) {
 				b->why = "not allocated by malloc (an internal object)";
-			} else if (object_div(s, o) >= st_objects(load_relaxed(&slab->slab_state))) {
+			} else if (idx >= objects) {
 				b->why = "not allocated by malloc (past a slab's last object)";
-			} else if (object_div(s, o) * s->size != o) {
+			} else if (!start) {
 				b->why = "inside an object";
-				b->start = slab_base(s, slab) + object_div(s, o) * s->size;
+				b->start = slab_base(s, slab) + idx * s->size;
 				b->size = s->object_size;
 			} else {
-				*b = (struct block){ .kind = B_SMALL, .cls = c, .size = s->object_size,
+				*b = (struct alloc_info){ .kind = A_SMALL, .cls = c, .size = s->object_size,
 						     .freed = *(const uint64_t *)p == free_signature(p) };
 			}
 		} else if ((page_flags(page) & PG_alloc) && block_word(page) &&
 			   !((uintptr_t)p & (PAGE_SIZE - 1))) {
 			unsigned long pages = block_word(page) >> 1;
-			*b = (struct block){ .kind = B_LARGE, .pages = pages,
+			*b = (struct alloc_info){ .kind = A_LARGE, .pages = pages,
 					     .size = pages << PAGE_SHIFT, .freed = block_word(page) & 1 };
 		} else {
 			describe_arena_page(p, b);
 		}
 	} else if (in_boot_heap(p)) {
-		*b = (struct block){ .kind = B_BOOT, .size = boot_size(p) };
+		*b = (struct alloc_info){ .kind = A_BOOT, .size = boot_size(p) };
 	} else if ((b->size = vmalloc_size(p))) {
-		b->kind = B_HUGE;
+		b->kind = A_MAPPED;
 	}
 }
 
-static const char *block_name(const struct block *b, char *buf, size_t len)
+static const char *alloc_name(const struct alloc_info *b, char *buf, size_t len)
 {
-	if (b->kind == B_SMALL)
+	if (b->kind == A_SMALL)
 		snprintf(buf, len, "malloc-%u", class_size(b->cls));
 	else
 		snprintf(buf, len, "%zu-byte block", b->size);
@@ -143,19 +145,19 @@ static const char *block_name(const struct block *b, char *buf, size_t len)
 }
 
 /* Looks p up for fn, ending the process unless it is a live allocation. */
-static void lookup_live(const void *p, struct block *b, const char *fn)
+static void lookup_live(const void *p, struct alloc_info *b, const char *fn)
 {
 	char name[40];
 	lookup(p, b);
 	if (b->freed && !strcmp(fn, "free"))
 		malloc_misuse("double free of %p (%s)", p,
-			      b->kind == B_BAD ? b->why : block_name(b, name, sizeof(name)));
+			      b->kind == A_BAD ? b->why : alloc_name(b, name, sizeof(name)));
 	if (b->freed)
 		malloc_misuse("%s(%p): the pointer was freed (%s)", fn, p,
-			      b->kind == B_BAD ? b->why : block_name(b, name, sizeof(name)));
-	if (b->kind == B_BAD && b->start)
+			      b->kind == A_BAD ? b->why : alloc_name(b, name, sizeof(name)));
+	if (b->kind == A_BAD && b->start)
 		malloc_misuse("%s(%p): %s (the %zu-byte block at %p)", fn, p, b->why, b->size, b->start);
-	if (b->kind == B_BAD)
+	if (b->kind == A_BAD)
 		malloc_misuse("%s(%p): %s", fn, p, b->why);
 }
 
@@ -164,12 +166,12 @@ static void lookup_live(const void *p, struct block *b, const char *fn)
  * ------------------------------------------------------------------------ */
 /* What an allocation of n bytes aligned to align (a power of two) gets:
  * a class, a page block of some order, or a mapping of its own. */
-static void plan(size_t n, size_t align, struct block *b)
+static void plan(size_t n, size_t align, struct alloc_info *b)
 {
 	if (n <= SMALL_MAX && align <= PAGE_SIZE) {
 		unsigned int c = align <= MALLOC_ALIGN ? size_class(n) : aligned_class(n, align);
 		if (c < NR_CLASSES) {
-			*b = (struct block){ .kind = B_SMALL, .cls = c, .size = class_size(c) };
+			*b = (struct alloc_info){ .kind = A_SMALL, .cls = c, .size = class_size(c) };
 			return;
 		}
 	}
@@ -178,9 +180,9 @@ static void plan(size_t n, size_t align, struct block *b)
 	unsigned long pages = align > PAGE_SIZE ? 1UL << get_order(n > align ? n : align)
 						: block_pages(n);
 	if (pages <= zm.large_max_pages)
-		*b = (struct block){ .kind = B_LARGE, .pages = pages, .size = pages << PAGE_SHIFT };
+		*b = (struct alloc_info){ .kind = A_LARGE, .pages = pages, .size = pages << PAGE_SHIFT };
 	else
-		*b = (struct block){ .kind = B_HUGE, .size = n };
+		*b = (struct alloc_info){ .kind = A_MAPPED, .size = n };
 }
 
 /* The hit: the main sheaf's last object, no longer carrying the freed
@@ -212,7 +214,7 @@ static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 /* Every allocation but the fast path: align is a power of two. */
 static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 {
-	struct block b;
+	struct alloc_info b;
 	if (!malloc_ready())
 		return boot_alloc(n);
 	if (unlikely(n > PTRDIFF_MAX)) {
@@ -223,9 +225,9 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 		return debug_malloc(n, align, false);
 	plan(n, align, &b);
 	switch (b.kind) {
-	case B_SMALL:
+	case A_SMALL:
 		return class_alloc(b.cls);
-	case B_LARGE: {
+	case A_LARGE: {
 		/* The arena's own memory is exhausted (or the address space
 		 * left for it): a mapping of the request's size may still fit. */
 		void *p = block_alloc(b.pages, align);
@@ -335,17 +337,17 @@ void *za_pvalloc(size_t n)
 /* ------------------------------------------------------------------------
  * Freeing
  * ------------------------------------------------------------------------ */
-static void free_block(void *p, const struct block *b)
+static void free_alloc(void *p, const struct alloc_info *b)
 {
 	switch (b->kind) {
-	case B_SMALL:
+	case A_SMALL:
 		*(uint64_t *)p = free_signature(p);
 		sheaf_free_slow(b->cls, p);
 		break;
-	case B_LARGE:
+	case A_LARGE:
 		block_free(p, b->pages);
 		break;
-	case B_HUGE:
+	case A_MAPPED:
 		vmalloc_free(p);
 		break;
 	default:
@@ -354,15 +356,15 @@ static void free_block(void *p, const struct block *b)
 }
 
 /* Does a sized free's claim match the block? */
-static bool matches(const struct block *b, size_t n, size_t align)
+static bool matches(const struct alloc_info *b, size_t n, size_t align)
 {
-	struct block want;
+	struct alloc_info want;
 	plan(n, align, &want);
-	if (b->kind == B_HUGE)          /* planned so, or a page block that fell back */
-		return want.kind != B_SMALL && n <= b->size && b->size - n < PAGE_SIZE;
+	if (b->kind == A_MAPPED)          /* planned so, or a page block that fell back */
+		return want.kind != A_SMALL && n <= b->size && b->size - n < PAGE_SIZE;
 	if (want.kind != b->kind)
 		return false;
-	return b->kind == B_SMALL ? want.cls == b->cls : want.pages == b->pages;
+	return b->kind == A_SMALL ? want.cls == b->cls : want.pages == b->pages;
 }
 
 /* Everything but the fast path.  expect_size/align: a sized free's claim
@@ -370,7 +372,7 @@ static bool matches(const struct block *b, size_t n, size_t align)
 static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, size_t expect_align,
 						const char *fn)
 {
-	struct block b;
+	struct alloc_info b;
 	if (!p || in_boot_heap(p))
 		return;
 	if (!malloc_ready())
@@ -385,11 +387,11 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 		if (expect_align > MALLOC_ALIGN)
 			snprintf(align, sizeof(align), ", align %zu", expect_align);
 		malloc_misuse("%s(%p, size %zu%s): the size or alignment does not match the allocation (%s)",
-			      fn, p, expect_size, align, block_name(&b, name, sizeof(name)));
+			      fn, p, expect_size, align, alloc_name(&b, name, sizeof(name)));
 	}
 	if ((uintptr_t)p & (expect_align - 1))
 		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
-	free_block(p, &b);
+	free_alloc(p, &b);
 }
 
 /*
@@ -409,13 +411,15 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 		return NR_CLASSES;
 	/* Every page of a slab names its cache and the slab's order, and a slab
 	 * is a block of memory aligned to its size (a section's memory is
-	 * aligned to the section's): the offset into it and its head
-	 * descriptor are arithmetic, not loads. */
+	 * aligned to the section's): its start and its head descriptor are
+	 * arithmetic, not loads. */
 	struct za_kmem_cache *s = page->slab_cache;
-	size_t o = (uintptr_t)p & ((PAGE_SIZE << page_order(page)) - 1), idx = object_div(s, o);
-	struct za_page *slab = page - (o >> PAGE_SHIFT);
+	size_t in_slab = (uintptr_t)p & ((PAGE_SIZE << page_order(page)) - 1);
+	struct za_page *slab = page - (in_slab >> PAGE_SHIFT);
+	size_t idx;
 	unsigned int c = s->owner_tag;
-	if (unlikely(idx * s->size != o || idx >= st_objects(load_relaxed(&slab->slab_state)) ||
+	if (unlikely(!slab_object_at(s, in_slab - s->red_left_pad,
+				     st_objects(load_relaxed(&slab->slab_state)), &idx) ||
 		     *(const uint64_t *)p == sig ||
 		     load_relaxed(&zm.classes[c].cache) != s))
 		return NR_CLASSES;
@@ -517,26 +521,26 @@ void *za_realloc(void *p, size_t n)
 	 * remapped -- so that free_sized(p, n) holds, as C23 asks.  Otherwise:
 	 * copy.
 	 */
-	struct block b, want;
+	struct alloc_info b, want;
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
 	if (want.kind == b.kind) {
-		if (b.kind == B_LARGE && want.pages == b.pages)
+		if (b.kind == A_LARGE && want.pages == b.pages)
 			return p;
-		if (b.kind == B_LARGE &&
+		if (b.kind == A_LARGE &&
 		    !za_resize_pages_exact(zm.mm, p, b.pages << PAGE_SHIFT, want.pages << PAGE_SHIFT)) {
 			set_block_word(virt_to_page(zm.mm, p), want.pages, false);
 			if (want.pages < b.pages)
 				purge_worker_kick();
 			return p;
 		}
-		if (b.kind == B_HUGE)
+		if (b.kind == A_MAPPED)
 			return vmalloc_realloc(p, n);
 	}
 	void *q = za_malloc(n);
 	if (q) {
 		memcpy(q, p, n < b.size ? n : b.size);
-		free_block(p, &b);
+		free_alloc(p, &b);
 	}
 	return q;
 }
@@ -553,7 +557,7 @@ void *za_reallocarray(void *p, size_t count, size_t size)
 
 size_t za_malloc_usable_size(void *p)
 {
-	struct block b;
+	struct alloc_info b;
 	if (!p)
 		return 0;
 	if (in_boot_heap(p))

@@ -342,8 +342,9 @@ static bool find_block(const void *p, struct dbg_block *b)
 		struct za_page *slab = virt_to_slab(zm.mm, h), *head;
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
-			size_t o = (size_t)(h - slab_base(s, slab));
-			b->start = slab_base(s, slab) + object_div(s, o) * s->size;
+			size_t idx, off = (size_t)(h - slab_base(s, slab));
+			slab_object_at(s, off, MAX_OBJS_PER_SLAB, &idx);
+			b->start = slab_base(s, slab) + idx * s->size;
 			b->end = b->start + s->object_size;
 			b->small = true;
 			return h < b->end;

@@ -122,16 +122,22 @@ struct malloc_class {
 	za_cache_t *_Atomic cache;      /* created on first use */
 };
 
+/* thread_cache.c */
 extern __thread struct thread_cache *tcache __attribute__((tls_model("initial-exec")));
 extern struct thread_cache boot_tcache, exited_tcache;
-
-void *sheaf_alloc_slow(unsigned int c);
-void sheaf_free_slow(unsigned int c, void *obj);
+struct thread_cache *this_thread_cache(void);
 void *block_alloc(unsigned long pages, size_t align);
 void block_free(void *p, unsigned long pages);
 void thread_cache_exit(void *tc);
-void sheaves_flush_barns(void);
 void sheaves_flush_thread(void);
+
+/* sheaf.c */
+extern struct sheaf empty_sheaf;
+void *sheaf_alloc_slow(unsigned int c);
+void sheaf_free_slow(unsigned int c, void *obj);
+void sheaves_give_back(struct thread_cache *tc);
+void sheaves_empty(struct thread_cache *tc);
+void sheaves_flush_barns(void);
 void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
 			uint64_t *free_misses);
 bool sheaves_after_fork_child(void);

@@ -28,14 +28,7 @@
 
 #include <string.h>
 
-static struct sheaf empty_sheaf;        /* capacity 0: every fast path misses */
-
-#define EMPTY_SHEAVES { [0 ... NR_CLASSES - 1] = &empty_sheaf }
-struct thread_cache boot_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES,
-				    .remote = EMPTY_SHEAVES };
-struct thread_cache exited_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES,
-				      .remote = EMPTY_SHEAVES, .exited = true };
-__thread struct thread_cache *tcache __attribute__((tls_model("initial-exec"))) = &boot_tcache;
+struct sheaf empty_sheaf;       /* capacity 0: every fast path misses */
 
 static void swap_sheaves(struct sheaf **a, struct sheaf **b)
 {
@@ -182,125 +175,6 @@ static void put_empty(unsigned int c, struct sheaf *s)
 		sheaf_delete(s);
 }
 
-/* ------------------------------------------------------------------------
- * The thread's page blocks
- * ------------------------------------------------------------------------ */
-static struct thread_cache *this_thread_cache(void);
-
-/* The block goes back to the page allocator. */
-static void block_release(void *p, unsigned long pages)
-{
-	set_block_word(virt_to_page(zm.mm, p), 0, false);
-	za_free_pages_exact(zm.mm, p, pages << PAGE_SHIFT);
-}
-
-/* Takes slot i out, keeping the others in order. */
-static void *take_slot(struct thread_cache *tc, unsigned int i)
-{
-	void *p = tc->blocks[i];
-	tc->block_bytes -= tc->block_pages[i] << PAGE_SHIFT;
-	tc->nr_blocks--;
-	memmove(&tc->blocks[i], &tc->blocks[i + 1], (tc->nr_blocks - i) * sizeof(void *));
-	memmove(&tc->block_pages[i], &tc->block_pages[i + 1],
-		(tc->nr_blocks - i) * sizeof(tc->block_pages[0]));
-	return p;
-}
-
-/*
- * Mobility grouping for the malloc, as the kernel groups its pages: blocks
- * of half a pageblock or more -- those a fragmented zone fails to serve --
- * are movable and kept apart, so that the slabs (unmovable) do not scatter
- * over the pageblocks they need.  Smaller blocks live among the slabs and
- * reuse the memory slabs free, as slabs reuse theirs: kept apart, each
- * kind would hold its own resident memory.
- */
-static za_gfp_t block_gfp(unsigned long pages)
-{
-	return pages >= 1UL << (zm.mm->pageblock_order - 1) ? ZA_GFP_MOVABLE : 0;
-}
-
-/* A page block of this many pages (block_pages()) aligned to align: the
- * newest this thread freed, else a new one from the page allocator (a
- * power of two of pages comes aligned to its size; a freed block may not
- * be, when realloc made it that size in place). */
-void *block_alloc(unsigned long pages, size_t align)
-{
-	struct thread_cache *tc = tcache;
-	void *p = NULL;
-	for (unsigned int i = tc->nr_blocks; i-- > 0 && !p;)
-		if (tc->block_pages[i] == pages && !((uintptr_t)tc->blocks[i] & (align - 1)))
-			p = take_slot(tc, i);
-	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))
-		return NULL;
-	set_block_word(virt_to_page(zm.mm, p), pages, false);
-	return p;
-}
-
-/* Keeps the block, marked freed; the oldest go to the page allocator when
- * the slots or the bytes run out. */
-void block_free(void *p, unsigned long pages)
-{
-	struct thread_cache *tc = this_thread_cache();
-	size_t bytes = pages << PAGE_SHIFT;
-	if (!tc || bytes > BLOCK_CACHE_BYTES / 2) {
-		block_release(p, pages);
-		purge_worker_kick();
-		return;
-	}
-	while (tc->nr_blocks == BLOCK_CACHE_SLOTS || tc->block_bytes + bytes > BLOCK_CACHE_BYTES) {
-		unsigned long old_pages = tc->block_pages[0];
-		block_release(take_slot(tc, 0), old_pages);
-	}
-	set_block_word(virt_to_page(zm.mm, p), pages, true);
-	tc->blocks[tc->nr_blocks] = p;
-	tc->block_pages[tc->nr_blocks++] = (unsigned int)pages;
-	tc->block_bytes += bytes;
-	purge_worker_kick();
-}
-
-static void release_blocks(struct thread_cache *tc)
-{
-	if (!tc->nr_blocks)
-		return;
-	while (tc->nr_blocks) {
-		unsigned long pages = tc->block_pages[0];
-		block_release(take_slot(tc, 0), pages);
-	}
-	purge_worker_kick();
-}
-
-/* ------------------------------------------------------------------------
- * Threads
- * ------------------------------------------------------------------------ */
-static struct thread_cache *thread_cache_create(void)
-{
-	struct thread_cache *tc = za_cache_alloc(zm.thread_cache_cache, 0);
-	if (!tc)
-		return NULL;
-	*tc = boot_tcache;
-	za_lock(&zm.threads_lock);
-	tc->next = zm.threads;
-	if (tc->next)
-		tc->next->prev = tc;
-	zm.threads = tc;
-	za_unlock(&zm.threads_lock);
-	/* Set before pthread_setspecific, which may itself allocate. */
-	tcache = tc;
-	pthread_setspecific(zm.thread_key, tc);
-	return tc;
-}
-
-/* The thread's cache, created on its first allocation; NULL for a thread
- * that has exited (its key destructors may still allocate) or when no
- * memory is left for one. */
-static struct thread_cache *this_thread_cache(void)
-{
-	struct thread_cache *tc = tcache;
-	if (tc == &exited_tcache)
-		return NULL;
-	return tc == &boot_tcache ? thread_cache_create() : tc;
-}
-
 static void flush_sheaf_of(unsigned int c, struct sheaf **sp)
 {
 	struct sheaf *s = *sp;
@@ -316,46 +190,26 @@ static void flush_sheaf_of(unsigned int c, struct sheaf **sp)
 	put_empty(c, s);
 }
 
-/* The pthread key's destructor: the thread's objects go to the barn (whole
- * sheaves) or back to the slab caches, its counters to the totals. */
-void thread_cache_exit(void *arg)
+/* A thread is gone: its sheaves go to the barn (whole) or their objects
+ * back to the slab caches. */
+void sheaves_give_back(struct thread_cache *tc)
 {
-	struct thread_cache *tc = arg;
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		flush_sheaf_of(c, &tc->main[c]);
 		flush_sheaf_of(c, &tc->spare[c]);
 		flush_sheaf_of(c, &tc->remote[c]);
 	}
-	release_blocks(tc);
-	za_lock(&zm.threads_lock);
-	if (tc->prev)
-		tc->prev->next = tc->next;
-	else
-		zm.threads = tc->next;
-	if (tc->next)
-		tc->next->prev = tc->prev;
-	za_unlock(&zm.threads_lock);
-	counter_add_atomic(&zm.exited_alloc_hits, load_relaxed(&tc->alloc_hits));
-	counter_add_atomic(&zm.exited_alloc_misses, load_relaxed(&tc->alloc_misses));
-	counter_add_atomic(&zm.exited_free_hits, load_relaxed(&tc->free_hits));
-	counter_add_atomic(&zm.exited_free_misses, load_relaxed(&tc->free_misses));
-	tcache = &exited_tcache;
-	za_cache_free(zm.thread_cache_cache, tc);
 }
 
-/* malloc_trim: this thread's sheaves back to the slab caches, its blocks
- * to the page allocator. */
-void sheaves_flush_thread(void)
+/* malloc_trim: the thread's objects back to the slab caches; it keeps the
+ * (empty) sheaves. */
+void sheaves_empty(struct thread_cache *tc)
 {
-	struct thread_cache *tc = tcache;
-	if (tc == &boot_tcache || tc == &exited_tcache)
-		return;
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		sheaf_flush(c, tc->main[c]);
 		sheaf_flush(c, tc->spare[c]);
 		sheaf_flush(c, tc->remote[c]);
 	}
-	release_blocks(tc);
 }
 
 /* Every barn's sheaves back to the slab caches, and the sheaves freed. */
@@ -378,41 +232,6 @@ void sheaves_flush_barns(void)
 			sheaf_delete(s);
 		}
 	}
-}
-
-void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
-			uint64_t *free_misses)
-{
-	*alloc_hits = load_relaxed(&zm.exited_alloc_hits);
-	*alloc_misses = load_relaxed(&zm.exited_alloc_misses);
-	*free_hits = load_relaxed(&zm.exited_free_hits);
-	*free_misses = load_relaxed(&zm.exited_free_misses);
-	za_lock(&zm.threads_lock);
-	for (struct thread_cache *tc = zm.threads; tc; tc = tc->next) {
-		*alloc_hits += load_relaxed(&tc->alloc_hits);
-		*alloc_misses += load_relaxed(&tc->alloc_misses);
-		*free_hits += load_relaxed(&tc->free_hits);
-		*free_misses += load_relaxed(&tc->free_misses);
-	}
-	za_unlock(&zm.threads_lock);
-}
-
-/*
- * In a forked child only the forking thread exists.  The other threads'
- * sheaves may have been mid-update when the fork happened, so their
- * objects are not trusted: they are forgotten (a bounded leak in the
- * child), and only this thread's cache stays listed.  Returns whether
- * other threads had caches, i.e. the parent was multithreaded.
- */
-bool sheaves_after_fork_child(void)
-{
-	struct thread_cache *self = tcache;
-	bool listed = self != &boot_tcache && self != &exited_tcache;
-	bool others = zm.threads && (zm.threads != self || self->next);
-	zm.threads = listed ? self : NULL;
-	if (listed)
-		self->next = self->prev = NULL;
-	return others;
 }
 
 /* ------------------------------------------------------------------------

@@ -81,6 +81,7 @@ struct kmem_cache_cpu {
 	struct za_page *slab;           /* frozen */
 	char *base;                     /* slab's first object ... */
 	size_t span;                    /* ... and its objects' extent, for the fast path's checks */
+	unsigned int objects;           /* ... and how many */
 	struct za_page *partial;        /* unfrozen slabs with free objects */
 	za_counter_t stat[NR_SLAB_CPU_EVENTS];
 } __attribute__((aligned(ZA_CACHELINE)));
@@ -154,25 +155,24 @@ static inline unsigned int slab_index(const struct za_kmem_cache *s, const struc
 }
 
 /*
- * The one definition of "p is an object start of a slab": p lies within
- * the span = objects * size bytes from base (the slab's first object,
- * slab_base()) at a multiple of the object size.  *idx is the object's
- * index, also when p is inside an object (then false).
+ * The one definition of "an object start of a slab": off, the distance
+ * from the slab's first object (slab_base()), is a multiple of the object
+ * size below its `objects` objects.  *idx is the object's index, also when
+ * off is inside an object (then false).
  */
-static inline bool slab_object_at(const struct za_kmem_cache *s, const char *base, size_t span,
-				  const void *p, size_t *idx)
+static inline bool slab_object_at(const struct za_kmem_cache *s, size_t off, unsigned int objects,
+				  size_t *idx)
 {
-	size_t off = (size_t)((const char *)p - base);
 	*idx = object_div(s, off);
-	return off < span && *idx * s->size == off;
+	return *idx < objects && *idx * s->size == off;
 }
 
 /* Is p NULL or an object start of this slab of `objects` objects? */
 static inline bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *slab,
 				  const void *p, unsigned int objects)
 {
-	size_t idx;
-	return !p || slab_object_at(s, slab_base(s, slab), (size_t)objects * s->size, p, &idx);
+	size_t idx, off = (size_t)((uintptr_t)p - (uintptr_t)slab_base(s, slab));
+	return !p || slab_object_at(s, off, objects, &idx);
 }
 
 /* The slab holding addr (inside the arena), or NULL if it is not a slab. */

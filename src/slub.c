@@ -484,7 +484,8 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 install:
 	c->slab = slab;
 	c->base = slab_base(s, slab);
-	c->span = (size_t)st_objects(slab_state(slab)) * s->size;
+	c->objects = st_objects(slab_state(slab));
+	c->span = (size_t)c->objects * s->size;
 load:
 	c->freelist = next_free(s, slab, obj);
 	return obj;
@@ -747,8 +748,8 @@ static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache
 	struct kmem_cache_cpu *c = &s->cpu_slab[this_cpu(s->mm)];
 	if (likely(!s->debug) && likely(za_trylock(&c->lock))) {
 		if (likely(slab == c->slab)) {
-			size_t idx;
-			if (unlikely(!slab_object_at(s, c->base, c->span, obj, &idx))) {
+			size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)c->base);
+			if (unlikely(!slab_object_at(s, off, c->objects, &idx))) {
 				za_tryunlock(&c->lock);
 				return free_other(s, slab, obj, caller);   /* checked there */
 			}
