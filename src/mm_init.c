@@ -12,6 +12,7 @@
  * what it uses -- which is what a malloc needs.
  */
 #include "mmzone.h"
+#include "pcp.h"
 #include "percpu.h"
 #include "quicklist.h"
 #include "slab.h"
@@ -383,22 +384,6 @@ void za_mm_set_error_handler(za_mm_t *mm, za_error_fn fn, void *ctx)
 {
 	mm->error_ctx = ctx;
 	mm->error_fn = fn;
-}
-
-void za_drain_pages(za_mm_t *mm, int cpu)
-{
-	if (cpu >= mm->nr_cpus) {
-		errno = EINVAL;
-		return;
-	}
-	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
-		for (int c = cpu < 0 ? 0 : cpu; c < (cpu < 0 ? mm->nr_cpus : cpu + 1); c++)
-			pcp_drain_cpu(mm->zone_by_id[id], c);
-}
-
-void za_drain_all_pages(za_mm_t *mm)
-{
-	za_drain_pages(mm, -1);
 }
 
 /* ------------------------------------------------------------------------

@@ -605,14 +605,6 @@ void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int
 void buddy_add_initial_block(struct za_zone *z, unsigned long pfn);
 const char *migratetype_name(int mt);
 
-/* pcp.c (the hit paths are in pcp.h) */
-void pcp_init(struct za_zone *z, int nr_cpus);
-void pcp_drain_cpu(struct za_zone *z, int cpu);
-static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
-{
-	return order == 0 || (order <= PCP_MAX_ORDER && mm->pcp_high_order);
-}
-
 /* page_alloc.c */
 void setup_zone_watermarks(struct za_mm *mm);
 

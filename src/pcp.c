@@ -16,6 +16,7 @@
  */
 #include "pcp.h"
 
+#include <errno.h>
 #include <stdint.h>
 
 /*
@@ -219,4 +220,20 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 		free_pcppages_bulk(z, pcp, pcp_count(pcp));
 	}
 	za_tryunlock(&pcp->lock);
+}
+
+void za_drain_pages(za_mm_t *mm, int cpu)
+{
+	if (cpu >= mm->nr_cpus) {
+		errno = EINVAL;
+		return;
+	}
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
+		for (int c = cpu < 0 ? 0 : cpu; c < (cpu < 0 ? mm->nr_cpus : cpu + 1); c++)
+			pcp_drain_cpu(mm->zone_by_id[id], c);
+}
+
+void za_drain_all_pages(za_mm_t *mm)
+{
+	za_drain_pages(mm, -1);
 }

@@ -9,9 +9,17 @@
 
 #include "mmzone.h"
 
+/* pcp.c */
+void pcp_init(struct za_zone *z, int nr_cpus);
+void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list);
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp);
+
+static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
+{
+	return order == 0 || (order <= PCP_MAX_ORDER && mm->pcp_high_order);
+}
 
 /*
  * fair_zone: the zone's allocation batch, seen from one CPU.  An allocation

@@ -1,0 +1,41 @@
+/*
+ * The layers above the page allocator, as the memory system sees them:
+ * created and destroyed with it, locked for fork, counted, reported and
+ * verified through one table (mm_layers.c), so that the page allocator
+ * calls none of them by name.
+ */
+#ifndef ZA_MM_LAYERS_H
+#define ZA_MM_LAYERS_H
+
+#include <stdio.h>
+#include "mmzone.h"
+
+enum lock_all_mode { LOCK_ALL, UNLOCK_ALL, UNLOCK_ALL_IN_CHILD };
+
+struct mm_layer {
+	const char *name;
+	/* At creation, after the zones (in table order): 0, or -1 with errno. */
+	int (*init)(struct za_mm *mm);
+	/* At destroy, in table order: give back what it holds. */
+	void (*exit)(struct za_mm *mm);
+	/* fork: take every lock of the layer, in the order its code nests
+	 * them, or release them (in a forked child, where a lock that
+	 * remembers its owner must be made anew). */
+	void (*lock_all)(struct za_mm *mm, enum lock_all_mode mode);
+	/* Its events: za_stat's names, and their totals folded. */
+	int nr_events;
+	const char *(*event_name)(int i);
+	void (*fold_events)(struct za_mm *mm, uint64_t *totals);
+	/* Pages it holds free for its users, per node (< 0: all), if any. */
+	long (*held_pages)(const struct za_mm *mm, int node);
+	/* A za_report() of its own. */
+	const char *report_name;
+	void (*report)(struct za_mm *mm, FILE *out);
+	/* za_verify: its invariants, 0 or -1 (reported). */
+	int (*verify)(struct za_mm *mm);
+};
+
+enum { LAYER_RECLAIM, LAYER_SLAB, LAYER_QUICKLIST, LAYER_MALLOC, NR_MM_LAYERS };
+extern const struct mm_layer mm_layers[NR_MM_LAYERS];
+
+#endif /* ZA_MM_LAYERS_H */
