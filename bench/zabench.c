@@ -1,7 +1,7 @@
 /*
  * zabench: reproduces the seed patches' measurements A/B in one run.
- * See ../shared/EXPERIMENTS.md and README.md; `zabench --help` lists the
- * experiments.
+ * See docs/seeds.md (which experiment reproduces which patch) and
+ * README.md; `zabench --help` lists the experiments.
  */
 #include "bench.h"
 

@@ -56,8 +56,9 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        seed 001: a per-CPU bulk free picks its pages
  *                        before taking the zone lock
  *   percpu_pagelist_high_fraction=0
- *                        0: per-CPU high as the seeds set it; F >= 8: each
- *                        CPU may hold 1/F of the zone (the kernel's sysctl)
+ *                        0: per-CPU high as the seeds set it; F >= 8: the
+ *                        node's CPUs may hold 1/F of the zone between them,
+ *                        each at least 4 batches (the kernel's sysctl)
  *   watermark_scale_factor=10
  *                        gap between min/low/high watermarks, in 1/10000
  *                        of the zone's pages
@@ -70,11 +71,18 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        at a time, as allocations need them (the kernel's
  *                        deferred struct page init); creating a system the
  *                        size of the machine then costs nothing until used
+ *   section_size=auto    the sparse memory model's section: the unit in which
+ *                        address space (and the page descriptors, 1/64 of
+ *                        it) is taken from the OS; a power of two, 2M..64G,
+ *                        at least the max-order block; auto = 64M (at most
+ *                        a quarter of memory), or the max-order block if
+ *                        larger
  *   purge_delay_ms=1000  the malloc front end returns memory free this long
  *                        to the OS (0: never); za_purge() does it on demand
  *   debug=0              check every free completely, report leaks on destroy
  *   hugepages=0          ask for transparent huge pages on the arena
- *   populate=0           pre-fault the whole arena at creation
+ *   populate=0           pre-fault each section of the arena as it is mapped
+ *                        (the whole arena at creation unless deferred_init=1)
  *
  * The keys of object caches, quicklists and reclaim are listed with them.
  *

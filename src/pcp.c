@@ -43,7 +43,8 @@ static int zone_batchsize(unsigned long managed)
  * room for one batch per order-0 migratetype plus a batch of the largest
  * cached order, so a single refill rarely forces a drain on the next free.
  * percpu_pagelist_high_fraction=F (the kernel's sysctl, F >= 8) instead
- * gives each CPU of the zone's node 1/F of the zone, at least 4 batches.
+ * gives the CPUs of the zone's node 1/F of the zone between them, each at
+ * least 4 batches.
  */
 static int zone_highsize(const struct za_zone *z, int batch)
 {
