@@ -483,10 +483,14 @@ void za_stat_reset_peaks(za_mm_t *mm);
 int za_report(za_mm_t *mm, const char *what, FILE *out);
 
 /*
- * Checks every invariant of the page allocator (free lists, block
- * alignment, per-CPU counts, free page counters) under the locks.  Returns 0
- * if all hold, else -1 and reports the first violation.  Slow: for tests and
- * debugging.
+ * Checks the system's invariants, each part under its locks: the page
+ * allocator (free lists, block alignment, runs, per-CPU counts, free page
+ * counters), the slab caches (every slab's free list and in-use count,
+ * CPU slabs frozen, partial lists holding partial slabs, the counters), the
+ * quicklists, the LRU lists and, for the malloc's system, its sheaves and
+ * barns.  Returns 0 if all hold, else -1 (errno EINVAL) and reports the
+ * first violation.  Call it when no other thread is freeing: a slab's list
+ * takes remote frees without a lock.  Slow: for tests and debugging.
  */
 int za_verify(za_mm_t *mm);
 

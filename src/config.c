@@ -25,42 +25,43 @@ struct key {
 	size_t offset;
 	int64_t min, max;
 	bool auto_ok;
+	const char *(*check)(const char *value);        /* K_STRING: why it is bad, or NULL */
 };
 
 #define FIELD(f) offsetof(struct za_config, f)
 
 static const struct key keys[] = {
-	{ "memory",                K_SIZE,   FIELD(memory), 0, 0, false },
-	{ "nodes",                 K_INT,    FIELD(nodes), 1, ZA_MAX_NODES, false },
-	{ "zones",                 K_ZONES,  FIELD(zones), 0, 0, false },
-	{ "cpus",                  K_INT,    FIELD(cpus), 1, ZA_MAX_CPUS, true },
-	{ "max_order",             K_INT,    FIELD(max_order), 0, ZA_MAX_ORDER_LIMIT, false },
-	{ "pcp_high_order",        K_BOOL,   FIELD(pcp_high_order), 0, 1, false },
-	{ "bulkfree_outside_lock", K_BOOL,   FIELD(bulkfree_outside_lock), 0, 1, false },
-	{ "percpu_pagelist_high_fraction", K_INT, FIELD(percpu_pagelist_high_fraction), 0, 1 << 20, false },
-	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false },
-	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true },
-	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true },
-	{ "lock_stats",            K_BOOL,   FIELD(lock_stats), 0, 1, false },
-	{ "slub_min_order",        K_INT,    FIELD(slub_min_order), 0, ZA_MAX_ORDER_LIMIT, false },
-	{ "slub_max_order",        K_INT,    FIELD(slub_max_order), 0, ZA_MAX_ORDER_LIMIT, false },
-	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false },
-	{ "nr_cpus",               K_INT,    FIELD(nr_cpus), 1, 65536, true },
-	{ "slub_big_system",       K_BOOL,   FIELD(slub_big_system), 0, 1, false },
-	{ "slub_debug",            K_STRING, FIELD(slub_debug), 0, 128, false },
-	{ "slab_freelist_random",  K_BOOL,   FIELD(slab_freelist_random), 0, 1, false },
-	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false },
-	{ "fair_zone",             K_BOOL,   FIELD(fair_zone), 0, 1, false },
-	{ "kswapd_wake_high",      K_BOOL,   FIELD(kswapd_wake_high), 0, 1, false },
-	{ "kswapd",                K_BOOL,   FIELD(kswapd), 0, 1, false },
-	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false },
-	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false },
-	{ "deferred_init",         K_BOOL,   FIELD(deferred_init), 0, 1, false },
-	{ "section_size",          K_SIZE,   FIELD(section_size), 0, 0, true },
-	{ "purge_delay_ms",        K_INT,    FIELD(purge_delay_ms), 0, 3600000, false },
-	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false },
-	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false },
-	{ "populate",              K_BOOL,   FIELD(populate), 0, 1, false },
+	{ "memory",                K_SIZE,   FIELD(memory), 0, 0, false, NULL },
+	{ "nodes",                 K_INT,    FIELD(nodes), 1, ZA_MAX_NODES, false, NULL },
+	{ "zones",                 K_ZONES,  FIELD(zones), 0, 0, false, NULL },
+	{ "cpus",                  K_INT,    FIELD(cpus), 1, ZA_MAX_CPUS, true, NULL },
+	{ "max_order",             K_INT,    FIELD(max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
+	{ "pcp_high_order",        K_BOOL,   FIELD(pcp_high_order), 0, 1, false, NULL },
+	{ "bulkfree_outside_lock", K_BOOL,   FIELD(bulkfree_outside_lock), 0, 1, false, NULL },
+	{ "percpu_pagelist_high_fraction", K_INT, FIELD(percpu_pagelist_high_fraction), 0, 1 << 20, false, NULL },
+	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false, NULL },
+	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true, NULL },
+	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true, NULL },
+	{ "lock_stats",            K_BOOL,   FIELD(lock_stats), 0, 1, false, NULL },
+	{ "slub_min_order",        K_INT,    FIELD(slub_min_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
+	{ "slub_max_order",        K_INT,    FIELD(slub_max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
+	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false, NULL },
+	{ "nr_cpus",               K_INT,    FIELD(nr_cpus), 1, 65536, true, NULL },
+	{ "slub_big_system",       K_BOOL,   FIELD(slub_big_system), 0, 1, false, NULL },
+	{ "slub_debug",            K_STRING, FIELD(slub_debug), 0, 128, false, slub_debug_check },
+	{ "slab_freelist_random",  K_BOOL,   FIELD(slab_freelist_random), 0, 1, false, NULL },
+	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false, NULL },
+	{ "fair_zone",             K_BOOL,   FIELD(fair_zone), 0, 1, false, NULL },
+	{ "kswapd_wake_high",      K_BOOL,   FIELD(kswapd_wake_high), 0, 1, false, NULL },
+	{ "kswapd",                K_BOOL,   FIELD(kswapd), 0, 1, false, NULL },
+	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false, NULL },
+	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false, NULL },
+	{ "deferred_init",         K_BOOL,   FIELD(deferred_init), 0, 1, false, NULL },
+	{ "section_size",          K_SIZE,   FIELD(section_size), 0, 0, true, NULL },
+	{ "purge_delay_ms",        K_INT,    FIELD(purge_delay_ms), 0, 3600000, false, NULL },
+	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false, NULL },
+	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false, NULL },
+	{ "populate",              K_BOOL,   FIELD(populate), 0, 1, false, NULL },
 };
 
 void za_config_defaults(struct za_config *cfg)
@@ -265,12 +266,19 @@ static int parse_pair(struct za_config *cfg, const char *s, int len)
 		if (parse_ratios(field, k, val, vlen))
 			return bad_value(k->name, val, vlen, "auto or ratios like 256:32");
 		return 0;
-	case K_STRING:
+	case K_STRING: {
 		if (vlen >= k->max)
 			return bad_value(k->name, val, vlen, "a shorter value");
 		memcpy(field, val, (size_t)vlen);
 		((char *)field)[vlen] = 0;
+		const char *why = k->check ? k->check(field) : NULL;
+		if (why) {
+			za_set_last_error("config: key '%s': %s", k->name, why);
+			errno = EINVAL;
+			return -1;
+		}
 		return 0;
+	}
 	case K_BOOL:
 		if (parse_bool(val, vlen, &v))
 			return bad_value(k->name, val, vlen, "0 or 1");

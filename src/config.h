@@ -61,6 +61,9 @@ struct za_config {
 
 void za_config_defaults(struct za_config *cfg);
 
+/* slub_debug.c: why a slub_debug value is bad, or NULL. */
+const char *slub_debug_check(const char *spec);
+
 /* Applies str over cfg.  On error returns -1, errno EINVAL, and sets the
  * thread's last error to a message naming the key. */
 int za_config_parse(struct za_config *cfg, const char *str);

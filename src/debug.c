@@ -1,7 +1,7 @@
 /*
  * Error reporting and the invariant checker.
  */
-#include "mmzone.h"
+#include "mm_layers.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -52,14 +52,6 @@ void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *
 /* ------------------------------------------------------------------------
  * za_verify
  * ------------------------------------------------------------------------ */
-#define VERIFY(mm, cond, ...)                                   \
-	do {                                                    \
-		if (!(cond)) {                                  \
-			za_report_error((mm), "verify: " __VA_ARGS__); \
-			return -1;                              \
-		}                                               \
-	} while (0)
-
 static int verify_free_block(struct za_zone *z, struct za_page *page, unsigned int order)
 {
 	struct za_mm *mm = z->mm;
@@ -195,6 +187,9 @@ int za_verify(za_mm_t *mm)
 		if (r)
 			goto fail;
 	}
+	for (int l = 0; l < NR_MM_LAYERS; l++)
+		if (mm_layers[l].verify && mm_layers[l].verify(mm))
+			goto fail;
 	return 0;
 fail:
 	errno = EINVAL;

@@ -138,6 +138,7 @@ void sheaf_free_slow(unsigned int c, void *obj);
 void sheaves_give_back(struct thread_cache *tc);
 void sheaves_empty(struct thread_cache *tc);
 void sheaves_flush_barns(void);
+int malloc_verify(struct za_mm *mm);    /* za_verify's malloc layer: barns and sheaves */
 void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
 			uint64_t *free_misses);
 bool sheaves_after_fork_child(void);

@@ -11,12 +11,10 @@
  * system the size of the machine's memory starts in microseconds and costs
  * what it uses -- which is what a malloc needs.
  */
-#include "mmzone.h"
+#include "mm_layers.h"
 #include "pcp.h"
 #include "percpu.h"
 #include "quicklist.h"
-#include "slab.h"
-#include "vmscan.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -72,9 +70,6 @@ static int resolve_layout(struct za_config *cfg)
 		cfg->nr_cpus = machine_nr_cpus();
 	if (cfg->slub_max_order > cfg->max_order || cfg->slub_min_order > cfg->slub_max_order)
 		return layout_error("slub_max_order", "need slub_min_order <= slub_max_order <= max_order");
-	const char *bad = slub_debug_check(cfg->slub_debug);
-	if (bad)
-		return layout_error("slub_debug", "%s", bad);
 	if (node_bytes < block * (uint64_t)cfg->nr_zones)
 		return layout_error("memory", "%llu bytes leave a zone of some node smaller than one "
 				    "max-order block (%llu bytes)",
@@ -317,6 +312,15 @@ static int parse_config(struct za_config *cfg, const char *config)
 	return resolve_layout(cfg);
 }
 
+/* Every layer gives back what it holds (also after a partial creation:
+ * each exit copes with a layer never set up). */
+static void exit_layers(struct za_mm *mm)
+{
+	for (int i = 0; i < NR_MM_LAYERS; i++)
+		if (mm_layers[i].exit)
+			mm_layers[i].exit(mm);
+}
+
 za_mm_t *za_mm_create(const char *config)
 {
 	struct za_config cfg;
@@ -344,13 +348,14 @@ za_mm_t *za_mm_create(const char *config)
 		return NULL;
 	}
 	za_config_format(&mm->cfg, mm->config_string, len);
-	if (vmscan_init(mm)) {
-		int err = errno;
-		vmscan_exit(mm);
-		slub_destroy_all(mm);
-		free_mm(mm);
-		errno = err;
-		return NULL;
+	for (int i = 0; i < NR_MM_LAYERS; i++) {
+		if (mm_layers[i].init && mm_layers[i].init(mm)) {
+			int err = errno;
+			exit_layers(mm);
+			free_mm(mm);
+			errno = err;
+			return NULL;
+		}
 	}
 	return mm;
 }
@@ -359,10 +364,7 @@ long za_mm_destroy(za_mm_t *mm)
 {
 	if (!mm)
 		return 0;
-	filemap_close_all(mm);
-	vmscan_exit(mm);
-	slub_destroy_all(mm);
-	za_quicklist_shrink(mm);
+	exit_layers(mm);
 	za_drain_all_pages(mm);
 	long leaked = (long)mm->nr_pages;
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
@@ -388,15 +390,13 @@ void za_mm_set_error_handler(za_mm_t *mm, za_error_fn fn, void *ctx)
 
 /* ------------------------------------------------------------------------
  * fork: every lock of the allocation paths, taken in the order the code
- * nests them (reclaim before shrinkers before caches; a cache's CPU locks
- * before its node locks; per-CPU page lists before zone locks), so that a
- * thread holding one of them can always finish and let it go.  Open files'
- * own locks are not included.
+ * nests them -- the layers' (mm_layers.c) before the page allocator's
+ * purge lock, per-CPU page lists, zone and LRU locks, and the hotplug lock,
+ * a leaf -- so that a thread holding one of them can always finish and let
+ * it go.  Open files' own locks are not included.
  * ------------------------------------------------------------------------ */
-static void lock_percpu_lists(struct za_mm *mm, bool lock)
+static void lock_pcp_lists(struct za_mm *mm, bool lock)
 {
-	for (int i = 0; i < mm->nr_cpus * mm->nr_quick; i++)
-		lock ? za_trylock_wait(&mm->quicklists[i].lock) : za_tryunlock(&mm->quicklists[i].lock);
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
 		for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
 			za_trylock_t *l = &mm->zone_by_id[id]->pcp[cpu].lock;
@@ -406,13 +406,11 @@ static void lock_percpu_lists(struct za_mm *mm, bool lock)
 
 void mm_lock_all(struct za_mm *mm)
 {
-	pthread_rwlock_wrlock(&mm->reclaim_lock);
-	za_lock(&mm->files_lock);
-	za_lock(&mm->shrinker_lock);
+	for (int i = 0; i < NR_MM_LAYERS; i++)
+		if (mm_layers[i].lock_all)
+			mm_layers[i].lock_all(mm, LOCK_ALL);
 	za_lock(&mm->purge_lock);
-	za_lock(&mm->caches_lock);
-	slab_lock_all(mm, true);
-	lock_percpu_lists(mm, true);
+	lock_pcp_lists(mm, true);
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		za_lock(&mm->zone_by_id[id]->lock);
 		za_lock(&mm->zone_by_id[id]->lru_lock);
@@ -420,8 +418,6 @@ void mm_lock_all(struct za_mm *mm)
 	za_lock(&mm->hotplug_lock);     /* a leaf: its holder maps a section, nothing else */
 }
 
-/* In the child of a fork, the rwlock cannot be unlocked (it remembers the
- * parent's thread), only made anew; the za_locks are plain words. */
 void mm_unlock_all(struct za_mm *mm, bool in_child)
 {
 	za_unlock(&mm->hotplug_lock);
@@ -429,16 +425,11 @@ void mm_unlock_all(struct za_mm *mm, bool in_child)
 		za_unlock(&mm->zone_by_id[id]->lru_lock);
 		za_unlock(&mm->zone_by_id[id]->lock);
 	}
-	lock_percpu_lists(mm, false);
-	slab_lock_all(mm, false);
-	za_unlock(&mm->caches_lock);
+	lock_pcp_lists(mm, false);
 	za_unlock(&mm->purge_lock);
-	za_unlock(&mm->shrinker_lock);
-	za_unlock(&mm->files_lock);
-	if (in_child)
-		pthread_rwlock_init(&mm->reclaim_lock, NULL);
-	else
-		pthread_rwlock_unlock(&mm->reclaim_lock);
+	for (int i = NR_MM_LAYERS - 1; i >= 0; i--)
+		if (mm_layers[i].lock_all)
+			mm_layers[i].lock_all(mm, in_child ? UNLOCK_ALL_IN_CHILD : UNLOCK_ALL);
 }
 
 /* ------------------------------------------------------------------------

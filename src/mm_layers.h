@@ -35,6 +35,9 @@ struct mm_layer {
 	int (*verify)(struct za_mm *mm);
 };
 
+/* The most events a layer may have (vmstat.c folds them into a buffer). */
+#define MAX_LAYER_EVENTS 32
+
 enum { LAYER_RECLAIM, LAYER_SLAB, LAYER_QUICKLIST, LAYER_MALLOC, NR_MM_LAYERS };
 extern const struct mm_layer mm_layers[NR_MM_LAYERS];
 

@@ -23,9 +23,8 @@ struct kswapd;
 #define PAGE_SHIFT ZA_PAGE_SHIFT
 #define PAGE_SIZE  ZA_PAGE_SIZE
 
-/* Orders above this are "costly": never cached per CPU (the kernel's
- * PAGE_ALLOC_COSTLY_ORDER). */
-#define PCP_MAX_ORDER 3
+/* PCP_MAX_ORDER, the largest order cached per CPU, is in vmstat.h: the
+ * per-CPU events are counted by order. */
 #define PAGEBLOCK_ORDER_DEFAULT 9
 
 enum za_migratetype {
@@ -237,6 +236,9 @@ struct za_zone {
 	/* fair_zone (seed 003): what the fast path may still allocate here
 	 * before the zone counts as full; reset in the slow path. */
 	_Atomic long alloc_batch __attribute__((aligned(ZA_CACHELINE)));
+	/* Pages in slabs (the kernel's NR_SLAB_*): slub.c adds and subtracts
+	 * as slabs come and go (rare: atomic). */
+	_Atomic long nr_slab_pages;
 
 	/* The file LRU lists (vmscan.c), under lru_lock. */
 	za_lock_t lru_lock __attribute__((aligned(ZA_CACHELINE)));
@@ -510,6 +512,14 @@ static inline unsigned long zone_deferred_pages(const struct za_zone *z)
 	return z->start_pfn + z->nr_pages - zone_init_end_pfn(z);
 }
 
+static inline long mm_slab_pages(const struct za_mm *mm)
+{
+	long n = 0;
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
+		n += load_relaxed(&mm->zone_by_id[id]->nr_slab_pages);
+	return n;
+}
+
 static inline long node_free_pages(const struct za_mm *mm, int node)
 {
 	long n = 0;
@@ -629,6 +639,16 @@ void sparse_release(struct za_mm *mm);
 
 /* debug.c */
 void za_report_error(struct za_mm *mm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* za_verify's checks, in every layer's verify hook: a broken invariant is
+ * reported (as "verify: ...") and the hook returns -1. */
+#define VERIFY(mm, cond, ...)                                                  \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			za_report_error((mm), "verify: " __VA_ARGS__);         \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
 
 /* percpu.h has the CPU lookup; mm_init.c the system's layout. */
 

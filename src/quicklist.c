@@ -210,6 +210,57 @@ long za_quicklist_shrink(za_mm_t *mm)
 	return freed;
 }
 
+/* ------------------------------------------------------------------------
+ * The quicklist layer's hooks (mm_layers.c)
+ * ------------------------------------------------------------------------ */
+void quicklist_exit(struct za_mm *mm)
+{
+	za_quicklist_shrink(mm);
+}
+
+void quicklist_lock_all(struct za_mm *mm, enum lock_all_mode mode)
+{
+	for (int i = 0; i < mm->nr_cpus * mm->nr_quick; i++)
+		mode == LOCK_ALL ? za_trylock_wait(&mm->quicklists[i].lock)
+				 : za_tryunlock(&mm->quicklists[i].lock);
+}
+
+/* A list holds as many pages as it counts, each an allocated order-0 page
+ * of a node of the list's CPU, tagged zeroed or constructed. */
+static int verify_list(struct za_mm *mm, int cpu, int nr)
+{
+	struct quicklist *q = ql(mm, cpu, nr);
+	long n = 0;
+	for (void **p = q->page; p; p = p[0], n++) {
+		VERIFY(mm, n < load_relaxed(&q->nr_pages) && addr_in_arena(mm, p),
+		       "quicklist %d of cpu %d: %p is not one of its %ld pages", nr, cpu, (void *)p,
+		       load_relaxed(&q->nr_pages));
+		const struct za_page *page = virt_to_page(mm, p);
+		VERIFY(mm, (page_flags(page) & (PG_alloc | PG_slab | PG_run)) == PG_alloc &&
+			   !page_order(page) && (page->private == QL_ZEROED || page->private == QL_CONSTRUCTED) &&
+			   pfn_zone(mm, page_to_pfn(mm, page))->node == mm->cpu_node[cpu],
+		       "quicklist %d of cpu %d: page %p has flags %#x order %u tag %lu", nr, cpu,
+		       (void *)p, page_flags(page), page_order(page), page->private);
+	}
+	VERIFY(mm, n == load_relaxed(&q->nr_pages), "quicklist %d of cpu %d: %ld pages, counted %ld",
+	       nr, cpu, n, load_relaxed(&q->nr_pages));
+	return 0;
+}
+
+int quicklist_verify(struct za_mm *mm)
+{
+	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+		for (int nr = 0; nr < mm->nr_quick; nr++) {
+			struct quicklist *q = ql(mm, cpu, nr);
+			za_trylock_wait(&q->lock);
+			int r = verify_list(mm, cpu, nr);
+			za_tryunlock(&q->lock);
+			if (r)
+				return -1;
+		}
+	return 0;
+}
+
 unsigned long za_quicklist_total_size(za_mm_t *mm)
 {
 	return (unsigned long)quicklist_pages(mm, -1);
@@ -225,7 +276,7 @@ long quicklist_pages(const struct za_mm *mm, int node)
 	return n;
 }
 
-void quicklist_stat_fold(const struct za_mm *mm, uint64_t totals[NR_QL_EVENTS])
+void quicklist_stat_fold(struct za_mm *mm, uint64_t *totals)
 {
 	memset(totals, 0, sizeof(uint64_t) * NR_QL_EVENTS);
 	for (int i = 0; i < mm->nr_cpus * mm->nr_quick; i++)

@@ -335,3 +335,67 @@ void sheaf_free_slow(unsigned int c, void *obj)
 	if (kick)
 		purge_worker_kick();
 }
+
+/* ------------------------------------------------------------------------
+ * za_verify for the malloc's system (mm_layers.c), at a quiescent point
+ * ------------------------------------------------------------------------ */
+
+/* A sheaf of class c holds no more than its capacity, the class's. */
+static int verify_sheaf(unsigned int c, const struct sheaf *s, const char *what)
+{
+	VERIFY(zm.mm, s == &empty_sheaf || (s->capacity == zm.classes[c].capacity &&
+					    s->size <= s->capacity),
+	       "malloc-%u: a %s sheaf holds %u of %u (class capacity %u)", class_size(c), what,
+	       s->size, s->capacity, zm.classes[c].capacity);
+	return 0;
+}
+
+/* A barn's lists hold full and empty sheaves, as many as it counts. */
+static int verify_barn(unsigned int c, struct barn *b)
+{
+	unsigned int full = 0, empty = 0;
+	for (const struct sheaf *s = b->full; s; s = s->next, full++)
+		VERIFY(zm.mm, !verify_sheaf(c, s, "barn") && s->size == s->capacity,
+		       "malloc-%u: a full sheaf of the barn holds %u of %u", class_size(c), s->size,
+		       s->capacity);
+	for (const struct sheaf *s = b->empty; s; s = s->next, empty++)
+		VERIFY(zm.mm, !verify_sheaf(c, s, "barn") && !s->size,
+		       "malloc-%u: an empty sheaf of the barn holds %u", class_size(c), s->size);
+	VERIFY(zm.mm, full == b->nr_full && empty == b->nr_empty,
+	       "malloc-%u: the barn has %u full and %u empty sheaves, counted %u and %u",
+	       class_size(c), full, empty, b->nr_full, b->nr_empty);
+	return 0;
+}
+
+/* Every thread's sheaves: within capacity, the spare full or empty. */
+static int verify_threads(void)
+{
+	for (const struct thread_cache *tc = zm.threads; tc; tc = tc->next)
+		for (unsigned int c = 0; c < NR_CLASSES; c++) {
+			const struct sheaf *spare = tc->spare[c];
+			if (verify_sheaf(c, tc->main[c], "main") || verify_sheaf(c, spare, "spare") ||
+			    verify_sheaf(c, tc->remote[c], "remote"))
+				return -1;
+			VERIFY(zm.mm, !spare->size || spare->size == spare->capacity,
+			       "malloc-%u: a spare sheaf holds %u of %u", class_size(c), spare->size,
+			       spare->capacity);
+		}
+	return 0;
+}
+
+int malloc_verify(struct za_mm *mm)
+{
+	if (mm != zm.mm)
+		return 0;
+	for (unsigned int c = 0; c < NR_CLASSES; c++) {
+		za_lock(&zm.barns[c].lock);
+		int r = verify_barn(c, &zm.barns[c]);
+		za_unlock(&zm.barns[c].lock);
+		if (r)
+			return -1;
+	}
+	za_lock(&zm.threads_lock);
+	int r = verify_threads();
+	za_unlock(&zm.threads_lock);
+	return r;
+}

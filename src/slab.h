@@ -21,7 +21,7 @@
 #ifndef ZA_SLAB_H
 #define ZA_SLAB_H
 
-#include "mmzone.h"
+#include "mm_layers.h"
 
 #define SLAB_NONE        0xFFFFu
 #define MAX_OBJS_PER_SLAB 32767u
@@ -190,16 +190,18 @@ static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *a
 /* slub.c */
 int slab_free_object(struct za_page *slab, void *obj, void *caller);   /* kfree */
 void *slab_alloc_caller(struct za_kmem_cache *s, za_gfp_t gfp, void *caller);
-void slab_stat_fold(struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS]);
-long slab_pages(struct za_mm *mm);
+void slab_stat_fold(struct za_mm *mm, uint64_t *totals);
 void slabinfo_report(struct za_mm *mm, FILE *out);
 const char *slab_event_name(int i);
 void slub_destroy_all(struct za_mm *mm);
 long slab_shrink_reclaim(struct za_mm *mm);
 void slab_lock_all(struct za_mm *mm, bool lock);
+void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode);
+
+/* slub_verify.c */
+int slab_verify(struct za_mm *mm);
 
 /* slub_debug.c: checks and reports of debug caches. */
-const char *slub_debug_check(const char *spec);     /* NULL if valid, else why not */
 unsigned int slub_debug_flags_for(const struct za_mm *mm, const char *cache_name);
 unsigned int debug_metadata_size(const struct za_kmem_cache *s);
 void debug_init_object(struct za_kmem_cache *s, void *obj);

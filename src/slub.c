@@ -86,7 +86,7 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	return v;
 }
 
-void slab_stat_fold(struct za_mm *mm, uint64_t totals[NR_SLAB_EVENTS])
+void slab_stat_fold(struct za_mm *mm, uint64_t *totals)
 {
 	memset(totals, 0, sizeof(uint64_t) * NR_SLAB_EVENTS);
 	za_lock(&mm->caches_lock);
@@ -301,6 +301,7 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	set_page_flags(slab, PG_alloc | PG_slab);
 
 	struct kmem_cache_node *kn = slab_node(s, slab);
+	atomic_fetch_add(&mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	atomic_fetch_add(&kn->nr_slabs, 1);
 	atomic_fetch_add(&kn->nr_pages, 1L << order);
 	atomic_fetch_add(&kn->total_objects, (long)objects);
@@ -312,6 +313,7 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 {
 	unsigned int order = page_order(slab);
 	struct kmem_cache_node *n = slab_node(s, slab);
+	atomic_fetch_sub(&s->mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	atomic_fetch_sub(&n->nr_slabs, 1);
 	atomic_fetch_sub(&n->nr_pages, 1L << order);
 	atomic_fetch_sub(&n->total_objects, (long)st_objects(slab_state(slab)));
@@ -1024,6 +1026,19 @@ long za_cache_destroy(za_cache_t *s)
 	return 0;
 }
 
+/* The slab layer's fork hook (mm_layers.c): the cache list, then every
+ * cache's locks. */
+void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode)
+{
+	if (mode == LOCK_ALL) {
+		za_lock(&mm->caches_lock);
+		slab_lock_all(mm, true);
+	} else {
+		slab_lock_all(mm, false);
+		za_unlock(&mm->caches_lock);
+	}
+}
+
 void slub_destroy_all(struct za_mm *mm)
 {
 	while (mm->caches) {
@@ -1034,9 +1049,8 @@ void slub_destroy_all(struct za_mm *mm)
 	}
 }
 
-/* fork (mm_lock_all): every cache's CPU locks, then its node locks, in the
- * order the allocation paths nest them; or all of them released.  Under
- * caches_lock. */
+/* Every cache's CPU locks, then its node locks, in the order the
+ * allocation paths nest them; or all of them released.  Under caches_lock. */
 void slab_lock_all(struct za_mm *mm, bool lock)
 {
 	for (struct za_kmem_cache *s = mm->caches; s; s = s->next) {
@@ -1262,17 +1276,6 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 		.min_partial = s->min_partial,
 		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
 	};
-}
-
-long slab_pages(struct za_mm *mm)
-{
-	long pages = 0;
-	za_lock(&mm->caches_lock);
-	for (const struct za_kmem_cache *s = mm->caches; s; s = s->next)
-		for (int n = 0; n < mm->nr_nodes; n++)
-			pages += atomic_load(&s->node[n].nr_pages);
-	za_unlock(&mm->caches_lock);
-	return pages;
 }
 
 /* /proc/slabinfo, version 2.1, with the slab order appended. */

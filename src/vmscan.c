@@ -361,16 +361,16 @@ static unsigned long shrinker_count(struct za_mm *mm)
  */
 static unsigned long slab_count(void *mm)
 {
-	return (unsigned long)slab_pages(mm);
+	return (unsigned long)mm_slab_pages(mm);
 }
 
 static unsigned long slab_scan(void *mm, unsigned long nr)
 {
-	long before = slab_pages(mm);
+	long before = mm_slab_pages(mm);
 	if ((long)nr < before)
 		return 0;
 	slab_shrink_reclaim(mm);
-	long after = slab_pages(mm);
+	long after = mm_slab_pages(mm);
 	return before > after ? (unsigned long)(before - after) : 0;
 }
 
@@ -583,6 +583,63 @@ int vmscan_init(struct za_mm *mm)
 			errno = EAGAIN;
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The reclaim layer's hooks (mm_layers.c)
+ * ------------------------------------------------------------------------ */
+void reclaim_exit(struct za_mm *mm)
+{
+	filemap_close_all(mm);
+	vmscan_exit(mm);
+}
+
+/* The rwlock remembers its holder: in a forked child it is made anew. */
+void reclaim_lock_all(struct za_mm *mm, enum lock_all_mode mode)
+{
+	if (mode == LOCK_ALL) {
+		pthread_rwlock_wrlock(&mm->reclaim_lock);
+		za_lock(&mm->files_lock);
+		za_lock(&mm->shrinker_lock);
+		return;
+	}
+	za_unlock(&mm->shrinker_lock);
+	za_unlock(&mm->files_lock);
+	if (mode == UNLOCK_ALL_IN_CHILD)
+		pthread_rwlock_init(&mm->reclaim_lock, NULL);
+	else
+		pthread_rwlock_unlock(&mm->reclaim_lock);
+}
+
+/* A page's LRU flags agree with the list it is on, and each list's count
+ * with its length. */
+static int verify_lru(struct za_zone *z, int lru)
+{
+	struct za_mm *mm = z->mm;
+	long n = 0;
+	for (struct za_list *l = z->lru[lru].next; l != &z->lru[lru]; l = l->next, n++) {
+		const struct za_page *page = container_of(l, struct za_page, lru);
+		uint32_t f = page_flags(page);
+		VERIFY(mm, (f & PG_lru) && !(f & PG_active) == (lru == LRU_INACTIVE) && page->mapping,
+		       "zone %s: page pfn %lu on the %s list has flags %#x", z->name,
+		       page_to_pfn(mm, page), lru == LRU_ACTIVE ? "active" : "inactive", f);
+	}
+	VERIFY(mm, n == load_relaxed(&z->nr_lru[lru]), "zone %s: %ld pages on the %s list, counted %ld",
+	       z->name, n, lru == LRU_ACTIVE ? "active" : "inactive", load_relaxed(&z->nr_lru[lru]));
+	return 0;
+}
+
+int reclaim_verify(struct za_mm *mm)
+{
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		za_lock(&z->lru_lock);
+		int r = verify_lru(z, LRU_INACTIVE) || verify_lru(z, LRU_ACTIVE) ? -1 : 0;
+		za_unlock(&z->lru_lock);
+		if (r)
+			return -1;
 	}
 	return 0;
 }

@@ -1,7 +1,7 @@
 #ifndef ZA_VMSCAN_H
 #define ZA_VMSCAN_H
 
-#include "mmzone.h"
+#include "mm_layers.h"
 
 #define SWAP_CLUSTER_MAX 32
 #define DEF_PRIORITY 12
@@ -19,6 +19,11 @@ struct shrinker {
 
 int vmscan_init(struct za_mm *mm);      /* built-in shrinkers, kswapd threads */
 void vmscan_exit(struct za_mm *mm);
+
+/* The reclaim layer's hooks (mm_layers.c). */
+void reclaim_exit(struct za_mm *mm);
+void reclaim_lock_all(struct za_mm *mm, enum lock_all_mode mode);
+int reclaim_verify(struct za_mm *mm);
 
 /* The page allocator's slow path. */
 bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone);

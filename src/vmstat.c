@@ -2,9 +2,7 @@
  * Counters (folded from their per-CPU, per-zone and global parts on read)
  * and the kernel-format text reports.
  */
-#include "mmzone.h"
-#include "quicklist.h"
-#include "slab.h"
+#include "mm_layers.h"
 
 #include <errno.h>
 #include <string.h>
@@ -14,6 +12,8 @@ struct event_info {
 	bool is_max;        /* fold by maximum, not sum */
 	bool cycles;        /* stored in cycles, read in ns */
 };
+
+_Static_assert(NR_PCP_ORDERS == 4, "event_info names each per-CPU order");
 
 static const struct event_info event_info[NR_EVENTS] = {
 	[EV_PGALLOC] = { .name = "pgalloc" },
@@ -90,8 +90,8 @@ enum gauge {
 	G_NR_SECTIONS,               /* present sections (sparse.c) */
 	G_NR_FREE_PAGES_MT,          /* + migratetype: pages on its free lists */
 	G_NR_PAGEBLOCKS_MT = G_NR_FREE_PAGES_MT + MT_TYPES,   /* + migratetype: managed pageblocks of it */
-	G_PCP_ALLOC_HIT = G_NR_PAGEBLOCKS_MT + MT_TYPES,   /* + order 0..3: served without a refill */
-	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + 4,   /* + order */
+	G_PCP_ALLOC_HIT = G_NR_PAGEBLOCKS_MT + MT_TYPES,   /* + per-CPU order: served without a refill */
+	G_NR_FREE_BLOCKS = G_PCP_ALLOC_HIT + NR_PCP_ORDERS,   /* + order */
 	/* + node: pages on the quicklists of the node's CPUs.  Names are
 	 * process-wide, so every node a system may have gets one. */
 	G_NR_QUICKLIST_PAGES_NODE = G_NR_FREE_BLOCKS + ZA_MAX_ORDER_LIMIT + 1,
@@ -279,6 +279,7 @@ static long zone_gauge(struct za_zone *z, enum gauge g)
 	case G_NR_ALLOC_BATCH:
 		return load_relaxed(&z->alloc_batch);
 	case G_NR_SLAB_PAGES:
+		return load_relaxed(&z->nr_slab_pages);
 	case G_NR_QUICKLIST_PAGES:
 	default:
 		break;
@@ -297,10 +298,9 @@ static long zone_gauge(struct za_zone *z, enum gauge g)
 
 static long gauge_value(struct za_mm *mm, enum gauge g, int zone_idx)
 {
-	if (g == G_NR_SLAB_PAGES)
-		return slab_pages(mm);         /* not kept per zone */
+	long (*quicklist_pages)(const struct za_mm *, int) = mm_layers[LAYER_QUICKLIST].held_pages;
 	if (g == G_NR_QUICKLIST_PAGES)
-		return quicklist_pages(mm, -1);
+		return quicklist_pages(mm, -1);   /* kept per CPU, not per zone */
 	if (g == G_NR_SECTIONS)
 		return (long)load_relaxed(&mm->nr_present_sections);   /* not per zone */
 	if (g >= G_NR_QUICKLIST_PAGES_NODE)
@@ -315,45 +315,65 @@ static long gauge_value(struct za_mm *mm, enum gauge g, int zone_idx)
 /* ------------------------------------------------------------------------
  * Lookup by name
  * ------------------------------------------------------------------------ */
-/* The index space: page allocator events, slab events, quicklist events,
- * gauges. */
-#define SLAB_BASE  NR_EVENTS
-#define QL_BASE    (SLAB_BASE + NR_SLAB_EVENTS)
-#define GAUGE_BASE (QL_BASE + NR_QL_EVENTS)
+/* The index space: the page allocator's events, then each layer's events
+ * in table order, then the gauges. */
+static int layer_events_base(int layer)
+{
+	int base = NR_EVENTS;
+	for (int l = 0; l < layer; l++)
+		base += mm_layers[l].nr_events;
+	return base;
+}
+
+#define GAUGE_BASE layer_events_base(NR_MM_LAYERS)
 
 int za_stat_count(void)
 {
 	return GAUGE_BASE + NR_GAUGES;
 }
 
+/* The layer whose events hold index i (>= NR_EVENTS, < GAUGE_BASE); *first
+ * is its first index. */
+static int layer_of_stat(int i, int *first)
+{
+	int l = 0;
+	*first = NR_EVENTS;
+	while (i >= *first + mm_layers[l].nr_events)
+		*first += mm_layers[l++].nr_events;
+	return l;
+}
+
 const char *za_stat_name(int i)
 {
 	if (i < 0 || i >= za_stat_count())
 		return NULL;
-	if (i < SLAB_BASE)
+	if (i < NR_EVENTS)
 		return event_info[i].name;
-	if (i < QL_BASE)
-		return slab_event_name(i - SLAB_BASE);
-	return i < GAUGE_BASE ? quicklist_event_name(i - QL_BASE) : gauge_name(i - GAUGE_BASE);
+	if (i >= GAUGE_BASE)
+		return gauge_name(i - GAUGE_BASE);
+	int first, l = layer_of_stat(i, &first);
+	return mm_layers[l].event_name(i - first);
 }
 
-/* slab: the slab events, folded once by the caller, or NULL to fold here. */
-static long long stat_value(struct za_mm *mm, int i, int zone_idx, const uint64_t *slab)
+/* The layers' event totals, each folded once per read of many counters
+ * (a fold walks every cache or CPU of the layer). */
+struct layer_totals {
+	bool folded[NR_MM_LAYERS];
+	uint64_t v[NR_MM_LAYERS][MAX_LAYER_EVENTS];
+};
+
+static long long stat_value(struct za_mm *mm, int i, int zone_idx, struct layer_totals *t)
 {
-	if (i < SLAB_BASE)
+	if (i < NR_EVENTS)
 		return (long long)event_value(mm, (enum za_event)i, zone_idx);
-	if (i < QL_BASE) {
-		uint64_t totals[NR_SLAB_EVENTS];
-		if (!slab)
-			slab_stat_fold(mm, totals);
-		return (long long)(slab ? slab : totals)[i - SLAB_BASE];
+	if (i >= GAUGE_BASE)
+		return gauge_value(mm, (enum gauge)(i - GAUGE_BASE), zone_idx);
+	int first, l = layer_of_stat(i, &first);
+	if (!t->folded[l]) {
+		mm_layers[l].fold_events(mm, t->v[l]);
+		t->folded[l] = true;
 	}
-	if (i < GAUGE_BASE) {
-		uint64_t totals[NR_QL_EVENTS];
-		quicklist_stat_fold(mm, totals);
-		return (long long)totals[i - QL_BASE];
-	}
-	return gauge_value(mm, (enum gauge)(i - GAUGE_BASE), zone_idx);
+	return (long long)t->v[l][i - first];
 }
 
 static int find_stat(const char *name, size_t len)
@@ -368,15 +388,16 @@ long long za_stat(za_mm_t *mm, const char *name)
 {
 	size_t len = strlen(name);
 	int i = find_stat(name, len);
+	struct layer_totals t = { 0 };
 	if (i >= 0)
-		return stat_value(mm, i, -1, NULL);
+		return stat_value(mm, i, -1, &t);
 	/* "<counter>_<Zone>" */
 	for (int zi = 0; zi < mm->nr_zones; zi++) {
 		const char *zn = mm->cfg.zones[zi].name;
 		size_t zl = strlen(zn);
 		if (len > zl + 1 && name[len - zl - 1] == '_' && !strcmp(name + len - zl, zn) &&
 		    (i = find_stat(name, len - zl - 1)) >= 0)
-			return stat_value(mm, i, zi, NULL);
+			return stat_value(mm, i, zi, &t);
 	}
 	errno = EINVAL;
 	return -1;
@@ -384,10 +405,10 @@ long long za_stat(za_mm_t *mm, const char *name)
 
 enum za_stat_kind za_stat_kind(int i)
 {
-	if (i < SLAB_BASE)
+	if (i < NR_EVENTS)
 		return event_info[i].is_max ? ZA_STAT_PEAK : ZA_STAT_EVENT;
 	if (i < GAUGE_BASE)
-		return ZA_STAT_EVENT;           /* slab and quicklist events */
+		return ZA_STAT_EVENT;           /* the layers' events */
 	enum gauge g = (enum gauge)(i - GAUGE_BASE);
 	return g >= G_PCP_ALLOC_HIT && g < G_NR_FREE_BLOCKS ? ZA_STAT_EVENT : ZA_STAT_GAUGE;
 }
@@ -410,10 +431,9 @@ void za_stat_reset_peaks(za_mm_t *mm)
 int za_stat_all(za_mm_t *mm, long long *vals, int n)
 {
 	int count = za_stat_count() < n ? za_stat_count() : n;
-	uint64_t slab[NR_SLAB_EVENTS];
-	slab_stat_fold(mm, slab);
+	struct layer_totals t = { 0 };
 	for (int i = 0; i < count; i++)
-		vals[i] = stat_value(mm, i, -1, slab);
+		vals[i] = stat_value(mm, i, -1, &t);
 	return count;
 }
 
@@ -449,7 +469,7 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 			fprintf(out, "%s%lu", j ? ", " : "", z->lowmem_reserve[j]);
 		fprintf(out, ")\n");
 		for (int g = 0; g < G_PCP_ALLOC_HIT; g++)   /* the per-zone gauges */
-			if (g != G_NR_SLAB_PAGES && g != G_NR_QUICKLIST_PAGES && g != G_NR_SECTIONS)
+			if (g != G_NR_QUICKLIST_PAGES && g != G_NR_SECTIONS)
 				fprintf(out, "      %-24s %ld\n", gauge_name(g), zone_gauge(z, (enum gauge)g));
 		for (int e = 0; e < NR_EVENTS; e++) {
 			uint64_t v = zone_event(z, (enum za_event)e);
@@ -477,14 +497,13 @@ static bool stat_applies(const struct za_mm *mm, int i)
 
 static void report_vmstat(struct za_mm *mm, FILE *out)
 {
-	uint64_t slab[NR_SLAB_EVENTS];
-	slab_stat_fold(mm, slab);
+	struct layer_totals t = { 0 };
 	for (int i = 0; i < za_stat_count(); i++)
 		if (stat_applies(mm, i))
-			fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1, slab));
+			fprintf(out, "%s %lld\n", za_stat_name(i), stat_value(mm, i, -1, &t));
 	for (int zi = 0; zi < mm->nr_zones; zi++)
 		fprintf(out, "pgalloc_%s %lld\n", mm->cfg.zones[zi].name,
-			stat_value(mm, EV_PGALLOC, zi, NULL));
+			stat_value(mm, EV_PGALLOC, zi, &t));
 }
 
 static void report_pagetypeinfo(struct za_mm *mm, FILE *out)
@@ -534,11 +553,16 @@ int za_report(za_mm_t *mm, const char *what, FILE *out)
 		{ "zoneinfo", report_zoneinfo },
 		{ "vmstat", report_vmstat },
 		{ "pagetypeinfo", report_pagetypeinfo },
-		{ "slabinfo", slabinfo_report },
 	};
 	for (size_t i = 0; i < ZA_ARRAY_SIZE(reports); i++) {
 		if (!strcmp(what, reports[i].name)) {
 			reports[i].fn(mm, out);
+			return 0;
+		}
+	}
+	for (int l = 0; l < NR_MM_LAYERS; l++) {
+		if (mm_layers[l].report_name && !strcmp(what, mm_layers[l].report_name)) {
+			mm_layers[l].report(mm, out);
 			return 0;
 		}
 	}

@@ -14,12 +14,17 @@
 
 #include "platform.h"
 
+/* Orders above this are "costly": never cached per CPU (the kernel's
+ * PAGE_ALLOC_COSTLY_ORDER). */
+#define PCP_MAX_ORDER 3
+#define NR_PCP_ORDERS (PCP_MAX_ORDER + 1)
+
 enum za_event {
-	/* per-CPU, + order 0..3 */
+	/* per-CPU, + order 0..PCP_MAX_ORDER */
 	EV_PCP_ALLOC,               /* allocations served by the lists */
-	EV_PCP_ALLOC_MISS = EV_PCP_ALLOC + 4,   /* ... of which had to refill first */
-	EV_PCP_FREE = EV_PCP_ALLOC_MISS + 4,
-	EV_PCP_DRAIN = EV_PCP_FREE + 4,
+	EV_PCP_ALLOC_MISS = EV_PCP_ALLOC + NR_PCP_ORDERS,   /* ... of which had to refill first */
+	EV_PCP_FREE = EV_PCP_ALLOC_MISS + NR_PCP_ORDERS,
+	EV_PCP_DRAIN = EV_PCP_FREE + NR_PCP_ORDERS,
 	EV_PCP_SPLIT,               /* refilled blocks split onto the lists, outside the zone lock */
 	NR_PCP_EVENTS,              /* the per-CPU sets keep only the events above */
 	/* per zone; reading adds the per-CPU lists' share, counted by order above */

@@ -126,8 +126,10 @@ static void test_random_accounting(int high_order, int outside)
 			memset(addr[slot], slot & 0xff, 64);
 			held += 1L << ord[slot];
 		}
-		if (step % 1000 == 0)
+		if (step % 1000 == 0) {
 			check_accounting(mm, held);
+			CHECK(za_verify(mm) == 0);
+		}
 	}
 	check_accounting(mm, held);
 	for (int i = 0; i < SLOTS; i++)

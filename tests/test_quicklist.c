@@ -156,6 +156,29 @@ static void test_tag_cleared_on_release(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* za_verify walks the quicklists: a write over a cached page's link is
+ * found and reported; undone, all holds again. */
+static void test_verify_finds_corrupt_list(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	void *p = za_quicklist_alloc(mm, 0, 0, NULL), *q = za_quicklist_alloc(mm, 0, 0, NULL);
+	CHECK(p && q);
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, p), 0);
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, q), 0);
+	void *link;
+	memcpy(&link, q, sizeof(link));
+	memset(q, 0x5a, sizeof(link));                /* written after its free */
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	CHECK_EQ(za_verify(mm), -1);
+	CHECK_EQ(cap.count, 1);
+	CHECK_STR_HAS(cap.last, "quicklist 0 of cpu 0");
+	memcpy(q, &link, sizeof(link));
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_quicklist_shrink(mm), 2);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /*
  * Memory pressure empties the quicklists through reclaim: with kswapd=0 an
  * allocation that finds no free page reclaims directly (allocstall), and
@@ -311,6 +334,7 @@ static void test_cpus_and_nodes(void)
 	CHECK_EQ(dtors, 1);
 	CHECK_EQ(za_stat(tmm, "nr_quicklist_pages_node1"), 1);
 	CHECK_EQ(za_stat(tmm, "nr_quicklist_pages_node0"), 0);
+	CHECK(za_verify(tmm) == 0);
 	CHECK_EQ(za_mm_destroy(tmm), 0);
 }
 
@@ -318,6 +342,7 @@ int main(void)
 {
 	test_lifo_and_calls();
 	test_trim_bounds();
+	test_verify_finds_corrupt_list();
 	test_zero_check();
 	test_tag_cleared_on_release();
 	test_shrunk_under_pressure();

@@ -129,6 +129,7 @@ static void run(const char *config, double seconds)
 		CHECK(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
+	CHECK(za_verify(mm) == 0);          /* quiescent, the shared blocks still held */
 	for (int i = 0; i < SHARED; i++) {
 		struct block *b = atomic_exchange(&shared[i], NULL);
 		if (b) {
@@ -140,6 +141,7 @@ static void run(const char *config, double seconds)
 	CHECK_EQ(za_stat(mm, "bad_free"), 0);
 	CHECK_EQ(za_stat(mm, "pgalloc"), za_stat(mm, "pgfree"));
 	check_fully_coalesced(mm, 10);
+	CHECK(za_verify(mm) == 0);
 	printf("  %-70s %8ld ops, %ld failed allocations, %lld contended zone locks\n", config,
 	       atomic_load(&total_ops), atomic_load(&failed_allocs),
 	       za_stat(mm, "zone_lock_contended"));
