@@ -119,9 +119,11 @@ void za_mm_set_error_handler(za_mm_t *mm, za_error_fn fn, void *ctx);
  * ------------------------------------------------------------------------ */
 typedef unsigned int za_gfp_t;
 
-/* Zone limit: the highest zone index the allocation may use (default: any).
- * Zones are indexed from 0, lowest first, as configured by zones=. */
-#define ZA_GFP_ZONE(i)       ((za_gfp_t)(((i) + 1) & 0x7))
+/* Zone limit: the highest zone index the allocation may use (default: any),
+ * in the low bits (ZA_GFP_ZONE_MASK).  Zones are indexed from 0, lowest
+ * first, as configured by zones=. */
+#define ZA_GFP_ZONE_MASK     ((za_gfp_t)0x7)
+#define ZA_GFP_ZONE(i)       ((za_gfp_t)(((i) + 1) & ZA_GFP_ZONE_MASK))
 #define ZA_GFP_DMA32         ZA_GFP_ZONE(0)   /* only the lowest zone */
 /* Migratetype (default unmovable); at most one of the two. */
 #define ZA_GFP_MOVABLE       ((za_gfp_t)1 << 3)

@@ -1,6 +1,7 @@
 /*
  * The buddy allocator: per zone, free lists per order and migratetype.
- * Everything here runs under the zone lock.
+ * Everything here but buddy_coalesce runs under the zone lock (asserted
+ * at the entry points with zone_lock_assert_held).
  *
  * Invariants (checked by za_verify()):
  *  - a free block of order k starts at a pfn aligned to 2^k and lies in one
@@ -13,6 +14,9 @@
  *  - free_area[k].nr_free is the number of blocks on the order-k lists and
  *    zone->nr_free_pages the pages in all of them.  Pages on per-CPU lists
  *    are not free pages: they left the buddy lists under the lock.
+ * With ZA_DEBUG_VM the list operations also check them as they go: a block
+ * enters the lists aligned, of this zone and from no state, and leaves
+ * them free and of the order it was listed at.
  */
 #include "mmzone.h"
 
@@ -29,6 +33,11 @@ static const int fallbacks[MT_TYPES][MT_TYPES - 1] = {
 	[MT_MOVABLE]     = { MT_RECLAIMABLE, MT_UNMOVABLE },
 	[MT_RECLAIMABLE] = { MT_UNMOVABLE, MT_MOVABLE },
 };
+
+static bool page_is_buddy(const struct za_page *buddy, unsigned int order)
+{
+	return (page_flags(buddy) & PG_buddy) && page_order(buddy) == order;
+}
 
 static void add_nr_free(struct za_free_area *area, long n)
 {
@@ -52,10 +61,14 @@ static void add_to_free_list(struct za_zone *z, struct za_page *page,
 			     unsigned int order, int mt, bool tail, bool dirty, unsigned long epoch)
 {
 	struct za_free_area *area = &z->free_area[order];
+	zone_lock_assert_held(z);
+	VM_BUG_ON_PAGE(z->mm, page_flags(page) || order > z->mm->max_order || mt >= MT_TYPES, page);
+	VM_BUG_ON_PAGE(z->mm, page_to_pfn(z->mm, page) & ((1UL << order) - 1), page);
+	VM_BUG_ON_PAGE(z->mm, pfn_zone(z->mm, page_to_pfn(z->mm, page)) != z, page);
 	set_page_order(page, order);
 	set_page_mt(page, mt);
 	set_page_flags(page, dirty ? PG_buddy | PG_mem_dirty : PG_buddy);
-	page->private = epoch;
+	set_page_private(page, epoch);
 	if (tail || !dirty)
 		list_add_tail(&page->lru, &area->free_list[mt]);
 	else
@@ -67,6 +80,8 @@ static void add_to_free_list(struct za_zone *z, struct za_page *page,
 static bool del_from_free_list(struct za_zone *z, struct za_page *page, unsigned int order)
 {
 	bool dirty = page_flags(page) & PG_mem_dirty;
+	zone_lock_assert_held(z);
+	VM_BUG_ON_PAGE(z->mm, !page_is_buddy(page, order), page);
 	list_del(&page->lru);
 	set_page_flags(page, 0);
 	add_nr_free(&z->free_area[order], -1);
@@ -76,17 +91,13 @@ static bool del_from_free_list(struct za_zone *z, struct za_page *page, unsigned
 static void move_to_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
 {
 	struct za_list *list = &z->free_area[order].free_list[mt];
+	VM_BUG_ON_PAGE(z->mm, !page_is_buddy(page, order), page);
 	list_del(&page->lru);
 	set_page_mt(page, mt);
 	if (page_flags(page) & PG_mem_dirty)
 		list_add(&page->lru, list);
 	else
 		list_add_tail(&page->lru, list);
-}
-
-static bool page_is_buddy(const struct za_page *buddy, unsigned int order)
-{
-	return (page_flags(buddy) & PG_buddy) && page_order(buddy) == order;
 }
 
 static void set_pageblock_range(struct za_mm *mm, unsigned long pfn, unsigned int order, int mt)
@@ -123,16 +134,18 @@ static void free_block(struct za_zone *z, struct za_page *page, unsigned int ord
 	struct za_mm *mm = z->mm;
 	unsigned long pfn = page_to_pfn(mm, page);
 
+	VM_BUG_ON_PAGE(mm, page_flags(page) & (PG_buddy | PG_slab | PG_run), page);
 	set_page_flags(page, 0);
 	while (order < mm->max_order) {
 		unsigned long buddy_pfn = pfn ^ (1UL << order);
 		struct za_page *buddy = pfn_to_page(mm, buddy_pfn);
 		if (!page_is_buddy(buddy, order))
 			break;
+		VM_BUG_ON_PAGE(mm, pfn_zone(mm, buddy_pfn) != z, buddy);   /* zones are aligned */
 		/* One merged block, one type: the freed block's wins. */
 		if (order >= mm->pageblock_order && pageblock_mt(mm, buddy_pfn) != mt)
 			set_pageblock_range(mm, buddy_pfn, order, mt);
-		unsigned long buddy_epoch = buddy->private;
+		unsigned long buddy_epoch = page_private(buddy);
 		if (del_from_free_list(z, buddy, order)) {
 			epoch = dirty && epoch > buddy_epoch ? epoch : buddy_epoch;
 			dirty = true;
@@ -147,6 +160,7 @@ static void free_block(struct za_zone *z, struct za_page *page, unsigned int ord
 
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
 {
+	zone_lock_assert_held(z);
 	add_free_pages(z, 1L << order);
 	free_block(z, page, order, mt, true, load_relaxed(&z->mm->purge_epoch));
 }
@@ -159,7 +173,8 @@ void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int
 static void take_block(struct za_zone *z, struct za_page *page, unsigned int low,
 		       unsigned int high, int mt)
 {
-	unsigned long epoch = page->private;
+	unsigned long epoch = page_private(page);
+	VM_BUG_ON_PAGE(z->mm, low > high, page);
 	bool dirty = del_from_free_list(z, page, high);
 	while (high > low) {
 		high--;
@@ -300,6 +315,7 @@ static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, i
 
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt)
 {
+	zone_lock_assert_held(z);
 	struct za_page *page = rmqueue_smallest(z, order, mt);
 	if (!page)
 		page = rmqueue_fallback(z, order, mt);
@@ -321,6 +337,7 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 				 int mt, struct za_list *out)
 {
 	unsigned long got = 0;
+	zone_lock_assert_held(z);
 	while (got < pages) {
 		unsigned long want = pages - got;
 		struct za_page *page = NULL;
@@ -350,12 +367,16 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 /* ------------------------------------------------------------------------
  * Coalescing a batch of blocks before they enter the lists
  * ------------------------------------------------------------------------ */
-#define COALESCE_SLOTS 128      /* power of two, twice the largest batch */
+#define COALESCE_BITS 7
+#define COALESCE_SLOTS (1U << COALESCE_BITS)
 #define COALESCE_MASK (COALESCE_SLOTS - 1)
+/* Linear probing stays short while the table is at most half full. */
+_Static_assert(COALESCE_SLOTS >= 2 * BUDDY_COALESCE_MAX, "twice the largest batch");
 
+/* Fibonacci hashing: the product's top bits. */
 static unsigned int slot_of(unsigned long pfn)
 {
-	return (unsigned int)((pfn * 0x9E3779B97F4A7C15ULL) >> 57) & COALESCE_MASK;
+	return (unsigned int)((pfn * 0x9E3779B97F4A7C15ULL) >> (64 - COALESCE_BITS));
 }
 
 static int coalesce_find(struct za_mm *mm, struct za_page **tab, unsigned long pfn,
@@ -392,14 +413,16 @@ static void coalesce_remove(struct za_mm *mm, struct za_page **tab, unsigned int
  * the set merges with it, again and again, below the pageblock order, so
  * that the pieces share a pageblock and its migratetype.  Absorbed heads
  * get flags 0.  Returns how many blocks are left in blocks[]; the merges
- * done are added to *merges.  n is at most COALESCE_SLOTS / 2.
+ * done are added to *merges.  n is at most BUDDY_COALESCE_MAX.
  */
 int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned long *merges)
 {
 	struct za_page *tab[COALESCE_SLOTS] = { 0 };
+	VM_BUG_ON(mm, n > BUDDY_COALESCE_MAX);
 	for (int k = 0; k < n; k++) {
 		struct za_page *b = blocks[k];
 		unsigned int o;
+		VM_BUG_ON_PAGE(mm, page_flags(b) & (PG_buddy | PG_alloc), b);
 		while ((o = page_order(b)) < mm->pageblock_order) {
 			unsigned long pfn = page_to_pfn(mm, b);
 			int i = coalesce_find(mm, tab, pfn ^ (1UL << o), o);
@@ -438,6 +461,7 @@ int buddy_coalesce(struct za_mm *mm, struct za_page **blocks, int n, unsigned lo
 bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order)
 {
 	struct za_mm *mm = z->mm;
+	zone_lock_assert_held(z);
 	if (pfn & ((1UL << new_order) - 1))
 		return false;                   /* an upper half somewhere on the way */
 	for (unsigned int o = order; o < new_order; o++) {
@@ -456,6 +480,7 @@ bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsign
 void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order)
 {
 	struct za_mm *mm = z->mm;
+	VM_BUG_ON(mm, new_order > order);
 	for (unsigned int o = order; o-- > new_order;) {
 		unsigned long half = pfn + (1UL << o);
 		buddy_free(z, pfn_to_page(mm, half), o, pageblock_mt(mm, half));
@@ -496,6 +521,7 @@ static void carve(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
 	if (last <= start || pfn >= end) {
 		add_to_free_list(z, pfn_to_page(z->mm, pfn), order, mt, false, dirty, epoch);
 	} else if (pfn < start || last > end) {
+		VM_BUG_ON(z->mm, !order);       /* a page is either in or out */
 		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
 		carve(z, pfn, order - 1, start, end, mt, dirty, epoch);
 		carve(z, pfn + (1UL << (order - 1)), order - 1, start, end, mt, dirty, epoch);
@@ -513,6 +539,7 @@ bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int
 	struct za_mm *mm = z->mm;
 	unsigned long end = pfn + n, p, next;
 	unsigned long pb = 1UL << mm->pageblock_order;
+	zone_lock_assert_held(z);
 	if (pfn < z->start_pfn || end > zone_init_end_pfn(z) || end <= pfn ||
 	    pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, end - 1))
 		return false;
@@ -528,7 +555,7 @@ bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int
 	for (p = pfn; p < end; p = next) {
 		struct za_page *b = free_block_holding(mm, p);
 		unsigned int order = page_order(b);
-		unsigned long head = page_to_pfn(mm, b), epoch = b->private;
+		unsigned long head = page_to_pfn(mm, b), epoch = page_private(b);
 		int bmt = page_mt(b);
 		bool dirty = del_from_free_list(z, b, order);
 		next = head + (1UL << order);
@@ -614,6 +641,8 @@ static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt,
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt)
 {
 	unsigned int o;
+	zone_lock_assert_held(z);
+	VM_BUG_ON(z->mm, n <= 1UL << (order - 1) || n >= 1UL << order);
 	struct za_page *page = take_next_run(z, n, mt, false);
 	if (page)
 		return page;
@@ -626,7 +655,7 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 		return NULL;
 	}
 	/* take_block left the block's state in its flags and private word */
-	carve_run(z, page, order, n, page_flags(page) & PG_mem_dirty, page->private);
+	carve_run(z, page, order, n, page_flags(page) & PG_mem_dirty, page_private(page));
 	z->exact_next = page_to_pfn(z->mm, page) + n;
 	z->exact_limit = page_to_pfn(z->mm, page) + (1UL << order);
 	return page;
@@ -645,13 +674,14 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max)
 {
 	int n = 0;
+	zone_lock_assert_held(z);
 	for (unsigned int o = z->mm->max_order + 1; o-- > 0 && n < max;) {
 		for (int mt = 0; mt < MT_TYPES && n < max; mt++) {
 			struct za_list *head = &z->free_area[o].free_list[mt];
 			for (struct za_list *l = head->next, *next; l != head && n < max; l = next) {
 				next = l->next;
 				struct za_page *page = container_of(l, struct za_page, lru);
-				if (!(page_flags(page) & PG_mem_dirty) || page->private > max_epoch)
+				if (!(page_flags(page) & PG_mem_dirty) || page_private(page) > max_epoch)
 					continue;
 				del_from_free_list(z, page, o);
 				set_page_order(page, o);

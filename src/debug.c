@@ -39,10 +39,15 @@ void za_report_error(struct za_mm *mm, const char *fmt, ...)
 }
 
 #ifdef ZA_DEBUG_VM
-void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *cond)
+void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *cond,
+		const struct za_page *page)
 {
+	char what[96] = "";
+	if (mm && page)
+		snprintf(what, sizeof(what), " (page pfn %lu flags %#x order %u mt %d)",
+			 page_to_pfn(mm, page), page_flags(page), page_order(page), page_mt(page));
 	if (mm)
-		za_report_error((struct za_mm *)mm, "VM_BUG_ON at %s:%d: %s", file, line, cond);
+		za_report_error((struct za_mm *)mm, "VM_BUG_ON at %s:%d: %s%s", file, line, cond, what);
 	else
 		fprintf(stderr, "zonealloc: VM_BUG_ON at %s:%d: %s\n", file, line, cond);
 	abort();

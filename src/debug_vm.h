@@ -9,16 +9,25 @@
 #define ZA_DEBUG_VM_H
 
 struct za_mm;
+struct za_page;
 
 #ifdef ZA_DEBUG_VM
-void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *cond)
-	__attribute__((noreturn, cold));
+void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *cond,
+		const struct za_page *page) __attribute__((noreturn, cold));
 
 /* cond must not hold; mm (may be NULL) says whose error handler hears it. */
 #define VM_BUG_ON(mm, cond)                                                     \
 	do {                                                                    \
 		if (__builtin_expect(!!(cond), 0))                              \
-			za__vm_bug((mm), __FILE__, __LINE__, #cond);            \
+			za__vm_bug((mm), __FILE__, __LINE__, #cond, NULL);      \
+	} while (0)
+
+/* The same, naming the page descriptor it is about: pfn, flags, order,
+ * migratetype (the kernel's VM_BUG_ON_PAGE). */
+#define VM_BUG_ON_PAGE(mm, cond, page)                                          \
+	do {                                                                    \
+		if (__builtin_expect(!!(cond), 0))                              \
+			za__vm_bug((mm), __FILE__, __LINE__, #cond, (page));    \
 	} while (0)
 #else
 #define VM_BUG_ON(mm, cond)                                                     \
@@ -26,6 +35,14 @@ void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *
 		if (0) {                                                        \
 			(void)(mm);                                             \
 			(void)(cond);                                           \
+		}                                                               \
+	} while (0)
+#define VM_BUG_ON_PAGE(mm, cond, page)                                          \
+	do {                                                                    \
+		if (0) {                                                        \
+			(void)(mm);                                             \
+			(void)(cond);                                           \
+			(void)(page);                                           \
 		}                                                               \
 	} while (0)
 #endif

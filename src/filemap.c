@@ -78,9 +78,12 @@ static bool page_try_get(struct za_page *page)
 	return true;
 }
 
+/* Drops a reference the caller holds: never the last (the index's, which
+ * only reclaim and close drop, by moving the count from 1 to 0). */
 static void put_page(struct za_page *page)
 {
-	atomic_fetch_sub_explicit(&page->refcount, 1, memory_order_release);
+	int old = atomic_fetch_sub_explicit(&page->refcount, 1, memory_order_release);
+	VM_BUG_ON(NULL, old <= 1);
 }
 
 /* The page at index with a reference taken, or NULL. */
@@ -343,6 +346,7 @@ bool remove_from_page_cache(struct za_page *page)
 {
 	struct za_file *f = page->mapping;
 	int one = 1;
+	VM_BUG_ON_PAGE(f->mm, test_page_flag(page, PG_lru), page);   /* isolated by reclaim */
 	if (!atomic_compare_exchange_strong_explicit(&page->refcount, &one, 0, memory_order_acq_rel,
 						     memory_order_relaxed))
 		return false;

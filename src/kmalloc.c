@@ -13,6 +13,7 @@
 static const unsigned int kmalloc_sizes[] = {
 	8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
 };
+_Static_assert(ZA_ARRAY_SIZE(kmalloc_sizes) == NR_KMALLOC_CACHES, "one cache per size");
 
 /* The class of a size up to KMALLOC_MAX_CACHE: 1..8 -> 8, 65..96 -> 96,
  * 129..192 -> 192, otherwise the next power of two. */
@@ -46,6 +47,7 @@ static __attribute__((noinline)) struct za_kmem_cache *kmalloc_cache_create(stru
 
 static inline struct za_kmem_cache *kmalloc_cache(struct za_mm *mm, unsigned int i)
 {
+	VM_BUG_ON(mm, i >= NR_KMALLOC_CACHES || kmalloc_sizes[NR_KMALLOC_CACHES - 1] != KMALLOC_MAX_CACHE);
 	struct za_kmem_cache *s = atomic_load_explicit(&mm->kmalloc_caches[i], memory_order_acquire);
 	return likely(s) ? s : kmalloc_cache_create(mm, i);
 }

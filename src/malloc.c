@@ -105,7 +105,7 @@ static void lookup(const void *p, struct alloc_info *b)
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
 			unsigned int c = s->owner_tag;
-			unsigned int objects = st_objects(load_relaxed(&slab->slab_state));
+			unsigned int objects = slab_objects(slab);
 			size_t idx, off = (size_t)((uintptr_t)p - (uintptr_t)slab_base(s, slab));
 			bool start = slab_object_at(s, off, objects, &idx);
 			if (load_relaxed(&zm.classes[c].cache) != s) {
@@ -190,6 +190,7 @@ static void plan(size_t n, size_t align, struct alloc_info *b)
 static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache *tc,
 							      struct sheaf *s)
 {
+	VM_BUG_ON(zm.mm, !s->size || s->size > s->capacity);
 	void *p = s->objects[--s->size];
 	counter_add(&tc->alloc_hits, 1);
 	*(uint64_t *)p = 0;
@@ -419,7 +420,7 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	size_t idx;
 	unsigned int c = s->owner_tag;
 	if (unlikely(!slab_object_at(s, in_slab - s->red_left_pad,
-				     st_objects(load_relaxed(&slab->slab_state)), &idx) ||
+				     slab_objects(slab), &idx) ||
 		     *(const uint64_t *)p == sig ||
 		     load_relaxed(&zm.classes[c].cache) != s))
 		return NR_CLASSES;

@@ -139,6 +139,8 @@ static void make_inaccessible(uintptr_t start, size_t len, bool mapping)
 static struct quarantined evict_oldest(void)
 {
 	struct quarantined *q = &quarantine.slot[quarantine.oldest], out;
+	za_lock_assert_held(zm.mm, &quarantine.lock);
+	VM_BUG_ON(zm.mm, !quarantine.count);
 	store_relaxed(&out.start, load_relaxed(&q->start));
 	store_relaxed(&out.len, load_relaxed(&q->len));
 	out.mapping = q->mapping;

@@ -224,7 +224,7 @@ void purge_worker_after_fork(bool parent_multithreaded);
  * private word is the cache creator's: slab.h). */
 static inline uintptr_t slab_owner(const struct za_page *slab)
 {
-	return __atomic_load_n(&slab->private, __ATOMIC_RELAXED);
+	return page_private(slab);
 }
 
 /*
@@ -237,12 +237,12 @@ static inline uintptr_t slab_owner(const struct za_page *slab)
  */
 static inline unsigned long block_word(const struct za_page *head)
 {
-	return __atomic_load_n(&head->private, __ATOMIC_RELAXED);
+	return page_private(head);
 }
 
 static inline void set_block_word(struct za_page *head, unsigned long pages, bool freed)
 {
-	__atomic_store_n(&head->private, pages << 1 | freed, __ATOMIC_RELAXED);
+	set_page_private(head, pages << 1 | freed);
 }
 
 /* A freed small object carries this in its first word until allocated

@@ -95,7 +95,8 @@ static int resolve_layout(struct za_config *cfg)
 /* Metadata comes from the OS in a few arrays, remembered for destroy. */
 void *meta_alloc(struct za_mm *mm, size_t size)
 {
-	void *p = mm->nr_meta < (int)ZA_ARRAY_SIZE(mm->meta) ? za_os_alloc(size) : NULL;
+	VM_BUG_ON(mm, mm->nr_meta >= NR_META_ARRAYS);
+	void *p = mm->nr_meta < NR_META_ARRAYS ? za_os_alloc(size) : NULL;
 	if (p) {
 		mm->meta[mm->nr_meta].ptr = p;
 		mm->meta[mm->nr_meta].size = size;
@@ -137,7 +138,9 @@ static int init_all_blocks(struct za_mm *mm)
 			unsigned long nr = pfn_to_section_nr(mm, pfn);
 			if (!section_present(mm, nr) && !sparse_add_section(mm, nr))
 				return -1;
+			zone_lock_quiet(z);     /* alone at creation, but buddy.c asserts it */
 			buddy_add_initial_block(z, pfn);
+			zone_unlock_quiet(z);
 		}
 		store_relaxed(&z->first_deferred_pfn, end);
 	}
@@ -162,6 +165,7 @@ static unsigned long grow_zone_locked(struct za_zone *z, unsigned int order, lon
 {
 	struct za_mm *mm = z->mm;
 	unsigned long pfn = zone_init_end_pfn(z), end = z->start_pfn + z->nr_pages, start = pfn;
+	zone_lock_assert_held(z);
 	for (; pfn < end && section_present(mm, pfn_to_section_nr(mm, pfn)) &&
 	       zone_needs_growth(z, order, want); pfn += 1UL << mm->max_order)
 		buddy_add_initial_block(z, pfn);

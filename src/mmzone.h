@@ -132,7 +132,11 @@ struct za_page {
 			unsigned long slabs;    /* on the list from here on */
 		} cpu_partial;
 	};
-	unsigned long private;  /* free for the owner of an allocated block */
+	/* Free for the owner of an allocated block: page_private() and
+	 * set_page_private(), relaxed, since lockless readers (virt_to_slab
+	 * of a tail page, a free asking a slab's owner) may read it while the
+	 * owner writes it. */
+	_Atomic unsigned long private;
 	union {
 		struct {        /* slabs (PG_slab): the cache, and the slab's free list
 				 * and counters in one word so that they change together */
@@ -154,6 +158,8 @@ struct za_page {
 _Static_assert(sizeof(struct za_page) == 64, "a page descriptor is one cache line");
 
 static inline uint32_t page_flags(const struct za_page *p) { return load_relaxed(&p->flags); }
+static inline unsigned long page_private(const struct za_page *p) { return load_relaxed(&p->private); }
+static inline void set_page_private(struct za_page *p, unsigned long v) { store_relaxed(&p->private, v); }
 static inline bool test_page_flag(const struct za_page *p, uint32_t f) { return page_flags(p) & f; }
 static inline void set_page_flag(struct za_page *p, uint32_t f)
 {
@@ -258,6 +264,12 @@ struct za_node {
 /* ------------------------------------------------------------------------
  * The memory system
  * ------------------------------------------------------------------------ */
+/* Metadata arrays from the OS (meta_alloc): creation takes twelve, the
+ * sparse view two more. */
+#define NR_META_ARRAYS 16
+/* kmalloc's size classes, kmalloc-8 .. kmalloc-8k (kmalloc.c). */
+#define NR_KMALLOC_CACHES 13
+
 /*
  * What the address -> descriptor conversions need (mmzone.h), read-only
  * once the system exists.  The malloc keeps a copy where free() finds it
@@ -302,7 +314,7 @@ struct za_mm {
 	za_lock_t hotplug_lock;         /* sections are added one at a time */
 	char *last_section;             /* the latest one's memory: where to put the next */
 	_Atomic unsigned long nr_present_sections;
-	struct { void *ptr; size_t size; } meta[16];   /* metadata arrays */
+	struct { void *ptr; size_t size; } meta[NR_META_ARRAYS];   /* meta_alloc's */
 	int nr_meta;
 	za_error_fn error_fn;
 	void *error_ctx;
@@ -312,7 +324,7 @@ struct za_mm {
 	/* SLUB */
 	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
 	za_lock_t caches_lock;
-	struct za_kmem_cache *_Atomic kmalloc_caches[16];   /* kmalloc.c, made on first use */
+	struct za_kmem_cache *_Atomic kmalloc_caches[NR_KMALLOC_CACHES];   /* made on first use */
 
 	/* reclaim (vmscan.c) */
 	struct shrinker *shrinkers;     /* under shrinker_lock */
@@ -578,6 +590,9 @@ static inline void zone_unlock_quiet(struct za_zone *z)
 {
 	za_unlock(&z->lock);
 }
+
+/* The caller holds the zone lock (ZA_DEBUG_VM). */
+#define zone_lock_assert_held(z) za_lock_assert_held((z)->mm, &(z)->lock)
 
 /* ------------------------------------------------------------------------
  * Interfaces between the files

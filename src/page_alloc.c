@@ -13,8 +13,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define ZA_GFP_ZONE_MASK  0x7u
-#define ZA_GFP_VALID_MASK 0xffu
+/* Every gfp bit the header defines: the zone limit, then the flags. */
+#define ZA_GFP_VALID_MASK (ZA_GFP_ZONE_MASK | ZA_GFP_MOVABLE | ZA_GFP_RECLAIMABLE | ZA_GFP_ZERO | \
+			   ZA_GFP_NOWAIT | ZA_GFP_THISNODE)
+_Static_assert(ZA_MAX_ZONES <= ZA_GFP_ZONE_MASK, "ZA_GFP_ZONE(i) holds every zone index, plus 0 for none");
 
 /* ------------------------------------------------------------------------
  * Watermarks
@@ -155,32 +157,41 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int 
 	return page;
 }
 
-/* Marks the run [pfn, pfn + n) allocated: each piece a block of its own,
- * the first one knowing the run's length. */
+/* Marks the run [pfn, pfn + n), just taken off the free lists, allocated:
+ * each piece a block of its own, the first one knowing the run's length.
+ * Under the zone lock. */
 static void mark_run(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long end = pfn + n;
+	zone_lock_assert_held(z);
 	pfn_to_page(mm, pfn)->run_pages = (unsigned int)n;
 	for (unsigned int o; pfn < end; pfn += 1UL << o) {
 		struct za_page *piece = pfn_to_page(mm, pfn);
+		VM_BUG_ON_PAGE(mm, page_flags(piece) & ~PG_mem_dirty, piece);
 		o = run_piece_order(mm, pfn, end);
 		set_page_order(piece, o);
 		piece->zone = (uint8_t)z->id;
 		set_page_mt(piece, mt);
-		piece->private = 0;
+		set_page_private(piece, 0);
 		set_page_flags(piece, PG_alloc | PG_run);
 	}
 }
 
-/* The pages of a run stay allocated while its pieces change: a resize. */
+/* The run's pieces lose their marks (it is being freed or resized; a
+ * block of an order is a run of one piece).  Under the zone lock. */
 static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 {
 	unsigned long end = pfn + n;
+	uint32_t run = page_flags(pfn_to_page(mm, pfn)) & PG_run;
+	zone_lock_assert_held(pfn_zone(mm, pfn));
 	pfn_to_page(mm, pfn)->run_pages = 0;
 	for (unsigned int o; pfn < end; pfn += 1UL << o) {
+		struct za_page *piece = pfn_to_page(mm, pfn);
 		o = run_piece_order(mm, pfn, end);
-		set_page_flags(pfn_to_page(mm, pfn), 0);
+		VM_BUG_ON_PAGE(mm, (page_flags(piece) & (PG_alloc | PG_run)) != (PG_alloc | run) ||
+				   page_order(piece) != o, piece);
+		set_page_flags(piece, 0);
 	}
 }
 
@@ -397,7 +408,7 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
-	page->private = 0;      /* the new owner's */
+	set_page_private(page, 0);      /* the new owner's */
 	void *addr = page_to_virt(mm, page);
 	if (gfp & ZA_GFP_ZERO)
 		memset(addr, 0, nr_pages ? nr_pages << PAGE_SHIFT : PAGE_SIZE << order);
@@ -605,6 +616,7 @@ int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int ne
 static const char *check_run(const struct za_mm *mm, unsigned long pfn, unsigned long n)
 {
 	unsigned long end = pfn + n, start = pfn;
+	zone_lock_assert_held(pfn_zone(mm, pfn));
 	if (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, end - 1))
 		return "the size does not match the allocation";
 	/* A block of an order is a run of its pages; of a run's pieces, only
@@ -667,14 +679,15 @@ static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 {
 	struct za_mm *mm = z->mm;
 	struct za_page *head = pfn_to_page(mm, pfn);
-	unsigned long owner = head->private;
+	unsigned long owner = page_private(head);
+	zone_lock_assert_held(z);
 	int mt = page_mt(head);
 	if (m > n && (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, pfn + m - 1) ||
 		      !buddy_take_range(z, pfn + n, m - n, mt)))
 		return false;           /* a run is one piece of address space */
 	unmark_run(mm, pfn, n);
 	mark_run(z, pfn, m, mt);
-	head->private = owner;
+	set_page_private(head, owner);
 	if (m < n)
 		buddy_free_range(z, pfn + m, n - m);
 	ev_add(&z->stat, m > n ? EV_PGALLOC : EV_PGFREE, m > n ? m - n : n - m);

@@ -11,6 +11,8 @@
  * Invariants: count == sum over the lists of 2^order; every block on lists[i]
  * has order pindex_to_order(i), PG_pcp on its head, and lies in this zone.
  * Pages on these lists are neither free (for the watermarks) nor allocated.
+ * ZA_DEBUG_VM checks each block as it leaves a list, and the count against
+ * the lists after every refill and bulk free (pcp_check_count).
  *
  * The hit paths are inline in pcp.h; this file has the batch work.
  */
@@ -96,6 +98,8 @@ static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int orde
 
 	while (!list_empty(&taken)) {
 		struct za_page *block = container_of(taken.next, struct za_page, lru);
+		VM_BUG_ON_PAGE(z->mm, page_order(block) < order || (page_flags(block) & ~PG_mem_dirty),
+			       block);
 		unsigned long n = 1UL << (page_order(block) - order);
 		list_del(&block->lru);
 		for (unsigned long i = 0; i < n; i++) {
@@ -119,12 +123,32 @@ static int refill_blocks(const struct za_pcp *pcp, unsigned int order)
 	return blocks < 2 ? 2 : blocks;
 }
 
+#ifdef ZA_DEBUG_VM
+/* count is the pages on the lists (a walk of them all: debug builds only). */
+static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
+{
+	int pages = 0;
+	for (unsigned int i = 0; i < NR_PCP_LISTS; i++)
+		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next)
+			pages += 1 << pindex_to_order(i);
+	VM_BUG_ON(z->mm, pages != pcp_count(pcp));
+}
+#else
+static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
+{
+	(void)z;
+	(void)pcp;
+}
+#endif
+
 /* A miss: refill the list from the buddy lists.  Under the per-CPU lock. */
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list)
 {
+	za_lock_assert_held(z->mm, &pcp->lock);
 	int got = rmqueue_bulk(z, pcp, order, refill_blocks(pcp, order), list, mt);
 	pcp_add_count(pcp, got << order);
+	pcp_check_count(z, pcp);
 	if (got)
 		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC_MISS + order, 1);
 }
@@ -140,7 +164,8 @@ struct bulk_cursor {
 	int batch_free;
 };
 
-static struct za_page *pick_page(struct za_pcp *pcp, struct bulk_cursor *c, int *budget)
+static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, struct bulk_cursor *c,
+				 int *budget)
 {
 	struct za_list *list = &pcp->lists[c->pindex];
 	if (c->batch_free <= 0 || list_empty(list)) {
@@ -153,6 +178,8 @@ static struct za_page *pick_page(struct za_pcp *pcp, struct bulk_cursor *c, int 
 			c->batch_free = *budget;
 	}
 	struct za_page *page = container_of(list->prev, struct za_page, lru);
+	VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp ||
+			      page_order(page) != pindex_to_order(c->pindex), page);
 	list_del(&page->lru);
 	c->batch_free--;
 	*budget -= 1 << page_order(page);
@@ -181,13 +208,14 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages)
 	int budget = pages < pcp_count(pcp) ? pages : pcp_count(pcp);
 	bool outside = mm->bulkfree_outside_lock;
 
+	za_lock_assert_held(mm, &pcp->lock);
 	while (budget > 0) {
 		struct za_page *blocks[BUDDY_COALESCE_MAX];
 		unsigned long merges = 0;
 		uint64_t t0 = outside ? 0 : zone_lock(z);
 		int n = 0, before = budget;
 		while (budget > 0 && n < BUDDY_COALESCE_MAX)
-			blocks[n++] = pick_page(pcp, &cur, &budget);
+			blocks[n++] = pick_page(z, pcp, &cur, &budget);
 		n = buddy_coalesce(mm, blocks, n, &merges);
 		if (outside) {
 			for (int i = 0; i < n; i++) {
@@ -204,6 +232,7 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages)
 		ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)(before - budget));
 		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
 	}
+	pcp_check_count(z, pcp);
 }
 
 /* count reached high: return a batch.  Under the per-CPU lock. */

@@ -83,6 +83,7 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 		pcp_refill(z, pcp, order, mt, list);
 	if (likely(!list_empty(list))) {
 		page = container_of(list->next, struct za_page, lru);
+		VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);
 		list_del(&page->lru);
 		pcp_add_count(pcp, -(1 << order));
 		set_page_mt(page, mt);
@@ -104,6 +105,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 		return false;
 
 	int mt = pageblock_mt(z->mm, page_to_pfn(z->mm, page));
+	VM_BUG_ON_PAGE(z->mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
 	set_page_mt(page, mt);
 	set_page_flags(page, PG_pcp);
 	list_add(&page->lru, &pcp->lists[order_to_pindex(mt, order)]);

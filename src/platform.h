@@ -1,7 +1,7 @@
 /*
  * The platform layer: compiler hints, relaxed counters, the cycle counter,
  * futexes and the OS memory primitives.  Everything machine-specific lives
- * here or in arena.c/percpu.c.
+ * here or in os.c/percpu.c.
  */
 #ifndef ZA_PLATFORM_H
 #define ZA_PLATFORM_H

@@ -32,6 +32,18 @@ static struct quicklist *ql(struct za_mm *mm, int cpu, int nr)
 	return &mm->quicklists[cpu * mm->nr_quick + nr];
 }
 
+/* A page a list of this CPU may hold: an allocated order-0 page of the
+ * CPU's node, tagged with the state it is kept in. */
+static bool is_quicklist_page(struct za_mm *mm, int cpu, const void *p)
+{
+	if (!addr_in_arena(mm, p) || ((uintptr_t)p & (PAGE_SIZE - 1)))
+		return false;
+	const struct za_page *page = virt_to_page(mm, p);
+	return (page_flags(page) & (PG_alloc | PG_slab | PG_run)) == PG_alloc && !page_order(page) &&
+	       (page_private(page) == QL_ZEROED || page_private(page) == QL_CONSTRUCTED) &&
+	       za_page_to_nid(mm, page) == mm->cpu_node[cpu];
+}
+
 static void ql_count(struct quicklist *q, enum ql_event e, uint64_t n)
 {
 	counter_add(&q->stat[e], n);
@@ -51,7 +63,7 @@ static void *fresh_page(struct za_mm *mm, struct quicklist *q, za_gfp_t gfp, voi
 	if (!p)
 		return NULL;
 	counter_add_atomic(&q->stat[QL_BYTES_ZEROED], PAGE_SIZE);
-	virt_to_page(mm, p)->private = ctor ? QL_CONSTRUCTED : QL_ZEROED;
+	set_page_private(virt_to_page(mm, p), ctor ? QL_CONSTRUCTED : QL_ZEROED);
 	if (ctor)
 		ctor(p);
 	return p;
@@ -61,10 +73,12 @@ void *za_quicklist_alloc(za_mm_t *mm, int nr, za_gfp_t gfp, void (*ctor)(void *)
 {
 	if (unlikely((unsigned int)nr >= (unsigned int)mm->nr_quick))
 		return bad_nr(nr);
-	struct quicklist *q = ql(mm, this_cpu(mm), nr);
+	int cpu = this_cpu(mm);
+	struct quicklist *q = ql(mm, cpu, nr);
 	if (likely(mm->quicklists_on) && likely(za_trylock(&q->lock))) {
 		void **p = q->page;
 		if (likely(p)) {
+			VM_BUG_ON(mm, !is_quicklist_page(mm, cpu, p));
 			q->page = p[0];
 			p[0] = NULL;
 			store_relaxed(&q->nr_pages, load_relaxed(&q->nr_pages) - 1);
@@ -86,7 +100,7 @@ static void release_page(struct za_mm *mm, void (*dtor)(void *), void *p)
 {
 	if (dtor)
 		dtor(p);
-	virt_to_page(mm, p)->private = 0;
+	set_page_private(virt_to_page(mm, p), 0);
 	za_free_pages(mm, p, 0);
 }
 
@@ -122,7 +136,7 @@ int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *p)
 	struct za_page *page = za_virt_to_page(mm, p);
 	if (unlikely((page_flags(page) & (PG_alloc | PG_slab | PG_run)) != PG_alloc || page_order(page)))
 		return bad_free(mm, p, "not an allocated order-0 page");
-	if (unlikely(mm->debug) && page->private == QL_ZEROED) {
+	if (unlikely(mm->debug) && page_private(page) == QL_ZEROED) {
 		long off = first_dirty_offset(p);
 		if (off >= 0) {
 			za_report_error(mm, "za_quicklist_free(%p): page is not zero at offset %ld; "
@@ -155,6 +169,7 @@ int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *p)
 static long free_from(struct za_mm *mm, struct quicklist *q, void (*dtor)(void *), long n)
 {
 	long freed = 0;
+	za_lock_assert_held(mm, &q->lock);
 	while (freed < n && q->page) {
 		void **p = q->page;
 		q->page = p[0];
@@ -231,17 +246,11 @@ static int verify_list(struct za_mm *mm, int cpu, int nr)
 {
 	struct quicklist *q = ql(mm, cpu, nr);
 	long n = 0;
-	for (void **p = q->page; p; p = p[0], n++) {
-		VERIFY(mm, n < load_relaxed(&q->nr_pages) && addr_in_arena(mm, p),
-		       "quicklist %d of cpu %d: %p is not one of its %ld pages", nr, cpu, (void *)p,
+	for (void **p = q->page; p; p = p[0], n++)
+		VERIFY(mm, n < load_relaxed(&q->nr_pages) && is_quicklist_page(mm, cpu, p),
+		       "quicklist %d of cpu %d: %p is not one of its %ld pages (a page of the "
+		       "CPU's node, allocated, tagged)", nr, cpu, (void *)p,
 		       load_relaxed(&q->nr_pages));
-		const struct za_page *page = virt_to_page(mm, p);
-		VERIFY(mm, (page_flags(page) & (PG_alloc | PG_slab | PG_run)) == PG_alloc &&
-			   !page_order(page) && (page->private == QL_ZEROED || page->private == QL_CONSTRUCTED) &&
-			   pfn_zone(mm, page_to_pfn(mm, page))->node == mm->cpu_node[cpu],
-		       "quicklist %d of cpu %d: page %p has flags %#x order %u tag %lu", nr, cpu,
-		       (void *)p, page_flags(page), page_order(page), page->private);
-	}
 	VERIFY(mm, n == load_relaxed(&q->nr_pages), "quicklist %d of cpu %d: %ld pages, counted %ld",
 	       nr, cpu, n, load_relaxed(&q->nr_pages));
 	return 0;

@@ -66,7 +66,7 @@ static void own_slabs(struct sheaf *s, struct thread_cache *tc)
 	for (unsigned int i = 0; i < s->size; i++) {
 		struct za_page *slab = virt_to_slab(zm.mm, s->objects[i]);
 		if (slab != last && slab_owner(slab) != (uintptr_t)tc)
-			__atomic_store_n(&slab->private, (uintptr_t)tc, __ATOMIC_RELAXED);
+			set_page_private(slab, (uintptr_t)tc);
 		last = slab;
 	}
 }
@@ -102,19 +102,26 @@ static void sheaf_flush(unsigned int c, struct sheaf *s)
 /* ------------------------------------------------------------------------
  * The barn
  * ------------------------------------------------------------------------ */
-static void push(struct sheaf **list, unsigned int *nr, struct sheaf *s)
+/* Under the barn's lock: a full sheaf onto its full list, an empty one
+ * onto its empty list (the static empty sheaf never: it is no one's). */
+static void barn_add(struct barn *b, struct sheaf *s, bool full)
 {
+	za_lock_assert_held(zm.mm, &b->lock);
+	VM_BUG_ON(zm.mm, s == &empty_sheaf || s->size != (full ? s->capacity : 0));
+	struct sheaf **list = full ? &b->full : &b->empty;
 	s->next = *list;
 	*list = s;
-	(*nr)++;
+	(*(full ? &b->nr_full : &b->nr_empty))++;
 }
 
-static struct sheaf *pop(struct sheaf **list, unsigned int *nr)
+/* Under the barn's lock: a full (or empty) sheaf off its list, or NULL. */
+static struct sheaf *barn_take(struct barn *b, bool full)
 {
-	struct sheaf *s = *list;
+	za_lock_assert_held(zm.mm, &b->lock);
+	struct sheaf **list = full ? &b->full : &b->empty, *s = *list;
 	if (s) {
 		*list = s->next;
-		(*nr)--;
+		(*(full ? &b->nr_full : &b->nr_empty))--;
 	}
 	return s;
 }
@@ -123,10 +130,10 @@ static struct sheaf *pop(struct sheaf **list, unsigned int *nr)
 static bool barn_get_full(struct barn *b, struct sheaf **main)
 {
 	za_lock(&b->lock);
-	struct sheaf *full = pop(&b->full, &b->nr_full);
+	struct sheaf *full = barn_take(b, true);
 	if (full) {
 		if ((*main)->capacity)
-			push(&b->empty, &b->nr_empty, *main);
+			barn_add(b, *main, false);
 		*main = full;
 		counter_add(&b->gets, 1);
 	}
@@ -143,8 +150,8 @@ static struct sheaf *barn_put_full(struct barn *b, struct sheaf **main)
 	if (b->nr_full >= b->max_full) {
 		overflow = *main;
 	} else {
-		push(&b->full, &b->nr_full, *main);
-		*main = pop(&b->empty, &b->nr_empty);
+		barn_add(b, *main, true);
+		*main = barn_take(b, false);
 		counter_add(&b->puts, 1);
 	}
 	za_unlock(&b->lock);
@@ -156,7 +163,7 @@ static struct sheaf *get_empty(unsigned int c)
 {
 	struct barn *b = &zm.barns[c];
 	za_lock(&b->lock);
-	struct sheaf *s = pop(&b->empty, &b->nr_empty);
+	struct sheaf *s = barn_take(b, false);
 	za_unlock(&b->lock);
 	return s ? s : sheaf_new(c);
 }
@@ -169,7 +176,7 @@ static void put_empty(unsigned int c, struct sheaf *s)
 	bool keep;
 	za_lock(&b->lock);
 	if ((keep = b->nr_empty < 2 * b->max_full))
-		push(&b->empty, &b->nr_empty, s);
+		barn_add(b, s, false);
 	za_unlock(&b->lock);
 	if (!keep)
 		sheaf_delete(s);
@@ -325,6 +332,7 @@ void sheaf_free_slow(unsigned int c, void *obj)
 			counter_add(&tc->free_hits, 1);
 		}
 		struct sheaf *s = *sp;
+		VM_BUG_ON(zm.mm, s->size > s->capacity);
 		if (s->size < s->capacity) {
 			s->objects[s->size++] = obj;
 			obj = NULL;

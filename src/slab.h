@@ -38,6 +38,20 @@ static inline uint64_t st_make(uint64_t old, unsigned int head, unsigned int inu
 	       (uint64_t)frozen << 47 | tag << 48;
 }
 
+/* The one way to read the word: whole, with acquire (its free list head is
+ * then safe to follow); it is written by compare-and-swap (slub.c's
+ * slab_update) and once at the slab's creation. */
+static inline uint64_t slab_state(const struct za_page *slab)
+{
+	return atomic_load_explicit(&slab->slab_state, memory_order_acquire);
+}
+
+/* The objects of a slab, fixed for its life: no ordering needed. */
+static inline unsigned int slab_objects(const struct za_page *slab)
+{
+	return st_objects(load_relaxed(&slab->slab_state));
+}
+
 /* Debug flags (slub_debug letters). */
 enum {
 	SLAB_CONSISTENCY_CHECKS = 1u << 0,   /* F */
@@ -181,7 +195,7 @@ static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *a
 	struct za_page *page = virt_to_page(mm, addr);
 	uint32_t f = page_flags(page);
 	if (f & PG_tail)
-		page = (struct za_page *)page->private;
+		page = (struct za_page *)page_private(page);
 	else if (!(f & PG_slab))
 		return NULL;
 	return page;

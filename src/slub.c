@@ -19,7 +19,9 @@
  * least one free object on its own free list; a frozen slab is exactly one
  * CPU's c->slab; inuse counts the objects not on the slab's free list (so
  * the CPU slab's free objects count as in use); the objects of a slab are
- * its allocated + its CPU freelist + its free list.
+ * its allocated + its CPU freelist + its free list.  ZA_DEBUG_VM checks them
+ * where slabs change hands (list moves, freezes, discards) and every object
+ * handed out; the lock comments below are za_lock_assert_held calls there.
  */
 #include "slab.h"
 #include "percpu.h"
@@ -147,7 +149,7 @@ static __attribute__((noinline, cold)) void *corrupt_freepointer(struct za_kmem_
 static void *next_free(struct za_kmem_cache *s, struct za_page *slab, void *obj)
 {
 	void *next = get_freepointer(s, obj);
-	if (likely(!s->random || object_in_slab(s, slab, next, st_objects(slab->slab_state))))
+	if (likely(!s->random || object_in_slab(s, slab, next, slab_objects(slab))))
 		return next;
 	return corrupt_freepointer(s, obj, next);
 }
@@ -164,11 +166,6 @@ static inline void *cpu_next_free(struct za_kmem_cache *s, struct kmem_cache_cpu
 /* ------------------------------------------------------------------------
  * The slab state word
  * ------------------------------------------------------------------------ */
-static uint64_t slab_state(struct za_page *slab)
-{
-	return atomic_load_explicit(&slab->slab_state, memory_order_acquire);
-}
-
 static bool slab_update(struct za_page *slab, uint64_t *old, uint64_t new)
 {
 	return atomic_compare_exchange_weak_explicit(&slab->slab_state, old, new,
@@ -180,6 +177,8 @@ static bool slab_update(struct za_page *slab, uint64_t *old, uint64_t new)
 static void *freeze_slab(struct za_kmem_cache *s, struct za_page *slab)
 {
 	uint64_t old = slab_state(slab);
+	VM_BUG_ON_PAGE(s->mm, st_frozen(old) || (page_flags(slab) & PG_slab_partial) ||
+			      slab->slab_cache != s, slab);
 	while (!slab_update(slab, &old, st_make(old, SLAB_NONE, st_objects(old), true)))
 		;
 	return slab_object(s, slab, st_head(old));
@@ -205,6 +204,14 @@ static struct kmem_cache_node *slab_node(struct za_kmem_cache *s, struct za_page
 	return &s->node[s->mm->zone_by_id[slab->zone]->node];
 }
 
+/* obj is an object start of a slab of s (ZA_DEBUG_VM's check of every
+ * object handed out: inside its slab, at a multiple of the object size). */
+static inline bool is_object_of(struct za_kmem_cache *s, const void *obj)
+{
+	struct za_page *slab = addr_in_arena(s->mm, obj) ? virt_to_slab(s->mm, obj) : NULL;
+	return slab && slab->slab_cache == s && object_in_slab(s, slab, obj, slab_objects(slab));
+}
+
 static void lock_node(struct kmem_cache_node *n)
 {
 	if (unlikely(!za_lock_try(&n->list_lock))) {
@@ -219,8 +226,16 @@ static void unlock_node(struct kmem_cache_node *n)
 	za_unlock(&n->list_lock);
 }
 
+/* A listed slab is an unfrozen slab of the node's cache with a free object
+ * (frees only add to it; only a taker that removed it first pops). */
 static void add_partial(struct kmem_cache_node *n, struct za_page *slab, bool tail)
 {
+	struct za_mm *mm = slab->slab_cache->mm;
+	uint64_t st = slab_state(slab);
+	za_lock_assert_held(mm, &n->list_lock);
+	VM_BUG_ON_PAGE(mm, (page_flags(slab) & (PG_slab | PG_slab_partial)) != PG_slab ||
+			   st_frozen(st) || st_head(st) == SLAB_NONE ||
+			   slab_node(slab->slab_cache, slab) != n, slab);
 	if (tail)
 		list_add_tail(&slab->lru, &n->partial);
 	else
@@ -231,6 +246,8 @@ static void add_partial(struct kmem_cache_node *n, struct za_page *slab, bool ta
 
 static void remove_partial(struct kmem_cache_node *n, struct za_page *slab)
 {
+	za_lock_assert_held(slab->slab_cache->mm, &n->list_lock);
+	VM_BUG_ON_PAGE(slab->slab_cache->mm, !(page_flags(slab) & PG_slab_partial), slab);
 	list_del(&slab->lru);
 	store_relaxed(&n->nr_partial, load_relaxed(&n->nr_partial) - 1);
 	set_page_flags(slab, page_flags(slab) & ~PG_slab_partial);
@@ -241,7 +258,7 @@ static void remove_partial(struct kmem_cache_node *n, struct za_page *slab)
  * ------------------------------------------------------------------------ */
 static za_gfp_t slab_gfp(const struct za_kmem_cache *s, za_gfp_t gfp)
 {
-	za_gfp_t keep = gfp & (ZA_GFP_NOWAIT | ZA_GFP_THISNODE | 0x7);
+	za_gfp_t keep = gfp & (ZA_GFP_NOWAIT | ZA_GFP_THISNODE | ZA_GFP_ZONE_MASK);
 	return keep | (s->flags & ZA_SLAB_RECLAIM_ACCOUNT ? ZA_GFP_RECLAIMABLE : 0);
 }
 
@@ -264,13 +281,13 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	}
 	struct za_page *slab = virt_to_page(mm, addr);
 	for (unsigned long i = 1; i < 1UL << order; i++) {
-		slab[i].private = (unsigned long)slab;
+		set_page_private(&slab[i], (unsigned long)slab);
 		slab[i].slab_cache = s;
 		set_page_order(&slab[i], order);
 		set_page_flags(&slab[i], PG_tail);
 	}
 	slab->slab_cache = s;
-	slab->private = 0;
+	set_page_private(slab, 0);
 
 	/* Link the objects; they are constructed once, here, for their whole
 	 * life in the slab, as the kernel does.  A shuffled slab walks the
@@ -309,18 +326,21 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	return slab;
 }
 
+/* An empty slab on no list, of no CPU, back to the page allocator. */
 static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 {
 	unsigned int order = page_order(slab);
+	VM_BUG_ON_PAGE(s->mm, (page_flags(slab) & PG_slab_partial) || st_inuse(slab_state(slab)) ||
+			      st_frozen(slab_state(slab)), slab);
 	struct kmem_cache_node *n = slab_node(s, slab);
 	atomic_fetch_sub(&s->mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	atomic_fetch_sub(&n->nr_slabs, 1);
 	atomic_fetch_sub(&n->nr_pages, 1L << order);
-	atomic_fetch_sub(&n->total_objects, (long)st_objects(slab_state(slab)));
+	atomic_fetch_sub(&n->total_objects, (long)slab_objects(slab));
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		set_page_flags(&slab[i], 0);
 		set_page_order(&slab[i], 0);
-		slab[i].private = 0;
+		set_page_private(&slab[i], 0);
 		slab[i].slab_cache = NULL;
 	}
 	set_page_flags(slab, PG_alloc);
@@ -341,6 +361,7 @@ static void deactivate_slab(struct za_kmem_cache *s, struct za_page *slab, void 
 {
 	void *tail = NULL;
 	unsigned int nfree = 0;
+	VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)), slab);
 	for (void *p = freelist; p; p = next_free(s, slab, p)) {
 		tail = p;
 		nfree++;
@@ -407,6 +428,7 @@ static void put_cpu_partial(struct za_kmem_cache *s, struct za_page *slab, int c
 	}
 	struct za_page *old = c->partial, *drain = NULL;
 	unsigned long slabs = 0;
+	VM_BUG_ON_PAGE(s->mm, st_frozen(slab_state(slab)) || (page_flags(slab) & PG_slab_partial), slab);
 	if (old && old->cpu_partial.slabs >= s->cpu_partial_slabs) {
 		drain = old;
 		old = NULL;
@@ -432,6 +454,7 @@ static void put_cpu_partial(struct za_kmem_cache *s, struct za_page *slab, int c
 static struct za_page *get_partial(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int node)
 {
 	struct kmem_cache_node *n = &s->node[node];
+	za_lock_assert_held(s->mm, &c->lock);
 	if (!load_relaxed(&n->nr_partial))
 		return NULL;
 	struct za_page *got = NULL;
@@ -461,6 +484,8 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 {
 	struct za_page *slab = c->slab;
 	void *obj;
+	za_lock_assert_held(s->mm, &c->lock);
+	VM_BUG_ON(s->mm, c->freelist);
 	cpu_stat(c, SL_ALLOC_SLOWPATH);
 	if (slab) {
 		if ((obj = get_freelist(s, slab))) {
@@ -484,9 +509,10 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 		return NULL;
 	obj = freeze_slab(s, slab);
 install:
+	VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)) || slab->slab_cache != s, slab);
 	c->slab = slab;
 	c->base = slab_base(s, slab);
-	c->objects = st_objects(slab_state(slab));
+	c->objects = slab_objects(slab);
 	c->span = (size_t)c->objects * s->size;
 load:
 	c->freelist = next_free(s, slab, obj);
@@ -679,6 +705,7 @@ static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
 		errno = ENOMEM;
 		return NULL;
 	}
+	VM_BUG_ON(mm, !is_object_of(s, obj));
 	if (gfp & ZA_GFP_ZERO)
 		memset(obj, 0, s->object_size);
 	return obj;
@@ -713,7 +740,7 @@ static __attribute__((noinline, cold)) void report_bad_object(struct za_kmem_cac
 static __attribute__((noinline)) int free_other(struct za_kmem_cache *s, struct za_page *slab,
 						void *obj, void *caller)
 {
-	if (!object_in_slab(s, slab, obj, st_objects(slab_state(slab)))) {
+	if (!object_in_slab(s, slab, obj, slab_objects(slab))) {
 		report_bad_object(s, obj);
 		errno = EINVAL;
 		return -1;
@@ -802,6 +829,7 @@ static size_t cpu_alloc_bulk(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 			     int node, size_t n, void **objs)
 {
 	size_t i = 0, fast = 0;
+	za_lock_assert_held(s->mm, &c->lock);
 	while (i < n) {
 		void *obj = c->freelist;
 		if (likely(obj)) {
@@ -810,6 +838,7 @@ static size_t cpu_alloc_bulk(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 		} else if (!(obj = alloc_slowpath(s, c, gfp, node))) {
 			break;
 		}
+		VM_BUG_ON(s->mm, !is_object_of(s, obj));
 		objs[i++] = obj;
 	}
 	counter_add(&c->stat[SL_ALLOC_FASTPATH], fast);
@@ -879,7 +908,7 @@ void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 		if (!head)
 			continue;
 		if (s->debug || !addr_in_arena(s->mm, head) || !(slab = virt_to_slab(s->mm, head)) ||
-		    slab->slab_cache != s || !object_in_slab(s, slab, head, st_objects(slab_state(slab)))) {
+		    slab->slab_cache != s || !object_in_slab(s, slab, head, slab_objects(slab))) {
 			za_cache_free(s, head);         /* checks, reports */
 			continue;
 		}
@@ -887,7 +916,7 @@ void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 		void *tail = head;
 		unsigned int cnt = 1;
 		for (; i < n && objs[i] && objs[i] != tail &&
-		       object_in_slab(s, slab, objs[i], st_objects(slab_state(slab))); i++, cnt++) {
+		       object_in_slab(s, slab, objs[i], slab_objects(slab)); i++, cnt++) {
 			set_freepointer(s, tail, objs[i]);
 			tail = objs[i];
 		}

@@ -233,7 +233,7 @@ bool debug_alloc_check(struct za_kmem_cache *s, void *obj, void *caller)
 static bool on_free_list(struct za_kmem_cache *s, const struct za_page *slab, const void *obj,
 			 void *free_head)
 {
-	unsigned int objects = st_objects(load_relaxed(&slab->slab_state)), limit = objects;
+	unsigned int objects = slab_objects(slab), limit = objects;
 	for (void *p = free_head; p && limit--;) {
 		if (p == obj)
 			return true;
@@ -253,6 +253,7 @@ bool debug_free_check(struct za_kmem_cache *s, struct za_page *slab, void *obj, 
 {
 	const unsigned char *bad;
 	const char *where;
+	za_lock_assert_held(s->mm, &s->node[s->mm->zone_by_id[slab->zone]->node].list_lock);
 	if ((s->debug & SLAB_CONSISTENCY_CHECKS) && on_free_list(s, slab, obj, free_head)) {
 		slab_report(s, obj, "double free of object %p", obj);
 		return false;

@@ -29,7 +29,7 @@ static int verify_chain(struct za_kmem_cache *s, struct za_page *slab, void *hea
 			unsigned int free, const char *what)
 {
 	struct za_mm *mm = s->mm;
-	unsigned int objects = st_objects(atomic_load(&slab->slab_state)), n = 0;
+	unsigned int objects = slab_objects(slab), n = 0;
 	for (void *p = head; p; p = debug_get_freepointer(s, p), n++)
 		VERIFY(mm, n < objects && object_in_slab(s, slab, p, objects),
 		       "cache %s: %s of slab pfn %lu: %p is not an object start (after %u)",
@@ -43,7 +43,7 @@ static int verify_chain(struct za_kmem_cache *s, struct za_page *slab, void *hea
 static int verify_slab(struct za_kmem_cache *s, struct za_page *slab)
 {
 	struct za_mm *mm = s->mm;
-	uint64_t st = atomic_load(&slab->slab_state);
+	uint64_t st = slab_state(slab);
 	unsigned int objects = st_objects(st), inuse = st_inuse(st);
 	VERIFY(mm, objects && objects <= MAX_OBJS_PER_SLAB && inuse <= objects &&
 		   (st_head(st) == SLAB_NONE || st_head(st) < objects),
@@ -51,7 +51,7 @@ static int verify_slab(struct za_kmem_cache *s, struct za_page *slab)
 	       page_to_pfn(mm, slab), objects, inuse, st_head(st));
 	for (unsigned long i = 1; i < 1UL << page_order(slab); i++)
 		VERIFY(mm, page_flags(&slab[i]) == PG_tail && slab[i].slab_cache == s &&
-			   (struct za_page *)slab[i].private == slab,
+			   (struct za_page *)page_private(&slab[i]) == slab,
 		       "cache %s: page %lu of slab pfn %lu is not its tail", s->name, i,
 		       page_to_pfn(mm, slab));
 	return verify_chain(s, slab, slab_object(s, slab, st_head(st)), objects - inuse, "free list");
@@ -65,7 +65,7 @@ static int verify_cpus(struct za_kmem_cache *s, long frozen[])
 		struct za_page *slab = c->slab;
 		if (slab) {
 			VERIFY(mm, (page_flags(slab) & PG_slab) && slab->slab_cache == s &&
-				   st_frozen(atomic_load(&slab->slab_state)),
+				   st_frozen(slab_state(slab)),
 			       "cache %s cpu %d: its slab pfn %lu is not a frozen slab of the cache",
 			       s->name, cpu, page_to_pfn(mm, slab));
 			frozen[mm->zone_by_id[slab->zone]->node]++;
@@ -74,7 +74,7 @@ static int verify_cpus(struct za_kmem_cache *s, long frozen[])
 		}
 		for (slab = c->partial; slab; slab = slab->cpu_partial.next)
 			VERIFY(mm, (page_flags(slab) & (PG_slab | PG_slab_partial)) == PG_slab &&
-				   slab->slab_cache == s && !st_frozen(atomic_load(&slab->slab_state)),
+				   slab->slab_cache == s && !st_frozen(slab_state(slab)),
 			       "cache %s cpu %d: partial slab pfn %lu is not an unfrozen, unlisted "
 			       "slab of the cache", s->name, cpu, page_to_pfn(mm, slab));
 	}
@@ -88,7 +88,7 @@ static int verify_node(struct za_kmem_cache *s, int node)
 	unsigned long count = 0;
 	for (struct za_list *l = n->partial.next; l != &n->partial; l = l->next, count++) {
 		struct za_page *slab = container_of(l, struct za_page, lru);
-		uint64_t st = atomic_load(&slab->slab_state);
+		uint64_t st = slab_state(slab);
 		VERIFY(mm, (page_flags(slab) & (PG_slab | PG_slab_partial)) == (PG_slab | PG_slab_partial) &&
 			   slab->slab_cache == s && !st_frozen(st) && st_head(st) != SLAB_NONE,
 		       "cache %s node %d: listed slab pfn %lu is not a partial slab of the cache",
@@ -132,8 +132,8 @@ static int verify_slabs(struct za_mm *mm, struct cache_tally *tallies)
 			struct cache_tally *t = &tallies[idx * mm->nr_nodes + z->node];
 			t->slabs++;
 			t->pages += 1L << order;
-			t->objects += st_objects(atomic_load(&slab->slab_state));
-			t->frozen += st_frozen(atomic_load(&slab->slab_state));
+			t->objects += slab_objects(slab);
+			t->frozen += st_frozen(slab_state(slab));
 			zone_pages += 1L << order;
 		}
 		VERIFY(mm, zone_pages == load_relaxed(&z->nr_slab_pages),

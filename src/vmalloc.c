@@ -72,6 +72,8 @@ static bool reserve_slot(void)
 /* Under the lock, with a free slot reserved. */
 static void insert(void *p, size_t size)
 {
+	za_lock_assert_held(zm.mm, &vm.lock);
+	VM_BUG_ON(zm.mm, (vm.count + 1) * 2 > vm.capacity);
 	*find_slot(vm.slots, vm.capacity, (uintptr_t)p) = (struct vmap_area){ (uintptr_t)p, size };
 	vm.count++;
 	vm.bytes += size;
@@ -91,6 +93,7 @@ static bool record(void *p, size_t size)
 static void remove_slot(struct vmap_area *hole)
 {
 	size_t mask = vm.capacity - 1, i = (size_t)(hole - vm.slots);
+	za_lock_assert_held(zm.mm, &vm.lock);
 	vm.count--;
 	vm.bytes -= hole->size;
 	for (size_t j = (i + 1) & mask; vm.slots[j].addr; j = (j + 1) & mask) {

@@ -59,9 +59,19 @@ static struct za_zone *page_zone(struct za_mm *mm, struct za_page *page)
 	return mm->zone_by_id[page->zone];
 }
 
+/* Under lru_lock, as every change of the lists. */
 static void lru_count(struct za_zone *z, int lru, long n)
 {
+	za_lock_assert_held(z->mm, &z->lru_lock);
 	store_relaxed(&z->nr_lru[lru], load_relaxed(&z->nr_lru[lru]) + n);
+	VM_BUG_ON(z->mm, load_relaxed(&z->nr_lru[lru]) < 0);
+}
+
+/* Do the page's flags say it is on list lru? */
+static inline bool page_on_lru(const struct za_page *page, int lru)
+{
+	uint32_t f = page_flags(page);
+	return (f & PG_lru) && !(f & PG_active) == (lru == LRU_INACTIVE);
 }
 
 /* ------------------------------------------------------------------------
@@ -71,6 +81,7 @@ void lru_add(struct za_mm *mm, struct za_page *page)
 {
 	struct za_zone *z = page_zone(mm, page);
 	za_lock(&z->lru_lock);
+	VM_BUG_ON_PAGE(mm, page_flags(page) & (PG_lru | PG_active), page);
 	set_page_flag(page, PG_lru);
 	list_add(&page->lru, &z->lru[LRU_INACTIVE]);
 	lru_count(z, LRU_INACTIVE, 1);
@@ -95,7 +106,7 @@ void mark_page_accessed(struct za_mm *mm, struct za_page *page)
 		return;
 	struct za_zone *z = page_zone(mm, page);
 	za_lock(&z->lru_lock);
-	if (test_page_flag(page, PG_lru) && !test_page_flag(page, PG_active)) {
+	if (page_on_lru(page, LRU_INACTIVE)) {
 		list_del(&page->lru);
 		list_add(&page->lru, &z->lru[LRU_ACTIVE]);
 		lru_count(z, LRU_INACTIVE, -1);
@@ -136,6 +147,7 @@ static void shrink_active_list(struct za_zone *z, unsigned long nr)
 	unsigned long moved = 0;
 	while (moved < nr && !list_empty(&z->lru[LRU_ACTIVE])) {
 		struct za_page *page = container_of(z->lru[LRU_ACTIVE].prev, struct za_page, lru);
+		VM_BUG_ON_PAGE(z->mm, !page_on_lru(page, LRU_ACTIVE), page);
 		list_del(&page->lru);
 		clear_page_flag(page, PG_active);
 		list_add(&page->lru, &z->lru[LRU_INACTIVE]);
@@ -194,13 +206,16 @@ static bool reclaim_page(struct za_mm *mm, struct za_page *page)
 }
 
 /* Puts the survivors of a scan back: activated ones at the head of the
- * active list, the others at the head of the inactive list. */
+ * active list, the others at the head of the inactive list.  Under
+ * lru_lock. */
 static void putback_pages(struct za_zone *z, struct za_page **pages,
 			  const enum page_references *refs, int n)
 {
 	long activated = 0;
+	za_lock_assert_held(z->mm, &z->lru_lock);
 	for (int i = 0; i < n; i++) {
 		bool activate = refs[i] == PAGEREF_ACTIVATE;
+		VM_BUG_ON_PAGE(z->mm, page_flags(pages[i]) & (PG_lru | PG_active), pages[i]);
 		if (activate)
 			set_page_flag(pages[i], PG_active);
 		set_page_flag(pages[i], PG_lru);
@@ -230,6 +245,7 @@ static void shrink_inactive_list(struct za_mm *mm, struct za_zone *z, unsigned l
 	za_lock(&z->lru_lock);
 	while ((unsigned long)n < nr && n < SWAP_CLUSTER_MAX && !list_empty(&z->lru[LRU_INACTIVE])) {
 		struct za_page *page = container_of(z->lru[LRU_INACTIVE].prev, struct za_page, lru);
+		VM_BUG_ON_PAGE(mm, !page_on_lru(page, LRU_INACTIVE), page);
 		list_del(&page->lru);
 		clear_page_flag(page, PG_lru);
 		pages[n++] = page;
@@ -621,10 +637,10 @@ static int verify_lru(struct za_zone *z, int lru)
 	long n = 0;
 	for (struct za_list *l = z->lru[lru].next; l != &z->lru[lru]; l = l->next, n++) {
 		const struct za_page *page = container_of(l, struct za_page, lru);
-		uint32_t f = page_flags(page);
-		VERIFY(mm, (f & PG_lru) && !(f & PG_active) == (lru == LRU_INACTIVE) && page->mapping,
+		VERIFY(mm, page_on_lru(page, lru) && page->mapping,
 		       "zone %s: page pfn %lu on the %s list has flags %#x", z->name,
-		       page_to_pfn(mm, page), lru == LRU_ACTIVE ? "active" : "inactive", f);
+		       page_to_pfn(mm, page), lru == LRU_ACTIVE ? "active" : "inactive",
+		       page_flags(page));
 	}
 	VERIFY(mm, n == load_relaxed(&z->nr_lru[lru]), "zone %s: %ld pages on the %s list, counted %ld",
 	       z->name, n, lru == LRU_ACTIVE ? "active" : "inactive", load_relaxed(&z->nr_lru[lru]));

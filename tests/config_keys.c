@@ -9,7 +9,7 @@
  *   effective <key=value,...>  za_mm_config_string() of a system created
  *                              with the defaults: "auto" resolved
  *
- * The first is internal (config.h, linked from the static library): the
+ * The first is internal (config.h, linked from the library's objects): the
  * public API shows only resolved values, so it cannot tell a default of
  * "auto" from the value auto gave on this machine.
  */
