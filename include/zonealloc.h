@@ -491,8 +491,10 @@ int za_report(za_mm_t *mm, const char *what, FILE *out);
  * CPU slabs frozen, partial lists holding partial slabs, the counters), the
  * quicklists, the LRU lists and, for the malloc's system, its sheaves and
  * barns.  Returns 0 if all hold, else -1 (errno EINVAL) and reports the
- * first violation.  Call it when no other thread is freeing: a slab's list
- * takes remote frees without a lock.  Slow: for tests and debugging.
+ * first violation (after letting go of every lock).  Call it when no other
+ * thread is allocating or freeing (the library's own background work is
+ * held off meanwhile): a free pushes onto a slab's list without a lock.
+ * Slow: for tests and debugging.
  */
 int za_verify(za_mm_t *mm);
 

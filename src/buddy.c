@@ -42,11 +42,13 @@ static bool page_is_buddy(const struct za_page *buddy, unsigned int order)
 static void add_nr_free(struct za_free_area *area, long n)
 {
 	store_relaxed(&area->nr_free, load_relaxed(&area->nr_free) + (unsigned long)n);
+	VM_BUG_ON(NULL, (long)load_relaxed(&area->nr_free) < 0);
 }
 
 static void add_free_pages(struct za_zone *z, long n)
 {
 	store_relaxed(&z->nr_free_pages, load_relaxed(&z->nr_free_pages) + n);
+	VM_BUG_ON(z->mm, load_relaxed(&z->nr_free_pages) < 0);
 }
 
 /*
@@ -65,6 +67,9 @@ static void add_to_free_list(struct za_zone *z, struct za_page *page,
 	VM_BUG_ON_PAGE(z->mm, page_flags(page) || order > z->mm->max_order || mt >= MT_TYPES, page);
 	VM_BUG_ON_PAGE(z->mm, page_to_pfn(z->mm, page) & ((1UL << order) - 1), page);
 	VM_BUG_ON_PAGE(z->mm, pfn_zone(z->mm, page_to_pfn(z->mm, page)) != z, page);
+	VM_BUG_ON_PAGE(z->mm, order < z->mm->max_order &&      /* they would have merged */
+			      page_is_buddy(pfn_to_page(z->mm, page_to_pfn(z->mm, page) ^ (1UL << order)),
+					    order), page);
 	set_page_order(page, order);
 	set_page_mt(page, mt);
 	set_page_flags(page, dirty ? PG_buddy | PG_mem_dirty : PG_buddy);

@@ -61,17 +61,17 @@ static int verify_free_block(struct za_zone *z, struct za_page *page, unsigned i
 {
 	struct za_mm *mm = z->mm;
 	unsigned long pfn = page_to_pfn(mm, page);
-	VERIFY(mm, pfn >= z->start_pfn && pfn + (1UL << order) <= zone_init_end_pfn(z),
+	VERIFY(pfn >= z->start_pfn && pfn + (1UL << order) <= zone_init_end_pfn(z),
 	       "zone %s: free block pfn %lu order %u outside the zone's managed part",
 	       z->name, pfn, order);
-	VERIFY(mm, !(pfn & ((1UL << order) - 1)),
+	VERIFY(!(pfn & ((1UL << order) - 1)),
 	       "zone %s: free block pfn %lu not aligned to order %u", z->name, pfn, order);
-	VERIFY(mm, (page_flags(page) & ~PG_mem_dirty) == PG_buddy && page_order(page) == order,
+	VERIFY((page_flags(page) & ~PG_mem_dirty) == PG_buddy && page_order(page) == order,
 	       "zone %s: pfn %lu on the order-%u list has flags %#x order %u",
 	       z->name, pfn, order, page_flags(page), page_order(page));
 	if (order < mm->max_order) {
 		struct za_page *buddy = pfn_to_page(mm, pfn ^ (1UL << order));
-		VERIFY(mm, !(page_flags(buddy) & PG_buddy) || page_order(buddy) != order,
+		VERIFY(!(page_flags(buddy) & PG_buddy) || page_order(buddy) != order,
 		       "zone %s: buddies pfn %lu and %lu both free at order %u",
 		       z->name, pfn, pfn ^ (1UL << order), order);
 	}
@@ -89,12 +89,12 @@ static int verify_buddy(struct za_zone *z)
 				if (verify_free_block(z, container_of(l, struct za_page, lru), o))
 					return -1;
 		}
-		VERIFY(z->mm, blocks == load_relaxed(&z->free_area[o].nr_free),
+		VERIFY(blocks == load_relaxed(&z->free_area[o].nr_free),
 		       "zone %s: order %u has %lu blocks but nr_free %lu", z->name, o, blocks,
 		       load_relaxed(&z->free_area[o].nr_free));
 		pages += (long)(blocks << o);
 	}
-	VERIFY(z->mm, pages == load_relaxed(&z->nr_free_pages),
+	VERIFY(pages == load_relaxed(&z->nr_free_pages),
 	       "zone %s: %ld pages in the lists but nr_free_pages %ld", z->name, pages,
 	       load_relaxed(&z->nr_free_pages));
 	return 0;
@@ -110,14 +110,14 @@ static int verify_pcp(struct za_zone *z, int cpu)
 		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next) {
 			struct za_page *page = container_of(l, struct za_page, lru);
 			unsigned long pfn = page_to_pfn(mm, page);
-			VERIFY(mm, page_flags(page) == PG_pcp && page_order(page) == order &&
+			VERIFY(page_flags(page) == PG_pcp && page_order(page) == order &&
 				   pfn_zone(mm, pfn) == z && !(pfn & ((1UL << order) - 1)),
 			       "zone %s cpu %d: pfn %lu on the order-%u list has flags %#x order %u",
 			       z->name, cpu, pfn, order, page_flags(page), page_order(page));
 			pages += 1 << order;
 		}
 	}
-	VERIFY(mm, pages == load_relaxed(&pcp->count),
+	VERIFY(pages == load_relaxed(&pcp->count),
 	       "zone %s cpu %d: %d pages listed but count %d", z->name, cpu, pages,
 	       load_relaxed(&pcp->count));
 	return 0;
@@ -129,14 +129,14 @@ static int verify_run(struct za_zone *z, unsigned long pfn)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long end = pfn + pfn_to_page(mm, pfn)->run_pages;
-	VERIFY(mm, end <= zone_init_end_pfn(z) &&
+	VERIFY(end <= zone_init_end_pfn(z) &&
 		   pfn_to_section_nr(mm, pfn) == pfn_to_section_nr(mm, end - 1),
 	       "zone %s: the run at pfn %lu of %u pages leaves its zone or section",
 	       z->name, pfn, pfn_to_page(mm, pfn)->run_pages);
 	for (unsigned long p = pfn, o; p < end; p += 1UL << o) {
 		const struct za_page *piece = pfn_to_page(mm, p);
 		o = run_piece_order(mm, p, end);
-		VERIFY(mm, (page_flags(piece) & (PG_alloc | PG_run)) == (PG_alloc | PG_run) &&
+		VERIFY((page_flags(piece) & (PG_alloc | PG_run)) == (PG_alloc | PG_run) &&
 			   page_order(piece) == o && (p == pfn || !piece->run_pages),
 		       "zone %s: the run at pfn %lu has a bad piece at pfn %lu (flags %#x order %u)",
 		       z->name, pfn, p, page_flags(piece), page_order(piece));
@@ -154,17 +154,17 @@ static int verify_descriptors(struct za_zone *z)
 		struct za_page *head = pfn_to_page(mm, pfn);
 		unsigned long span = page_flags(head) ? 1UL << page_order(head) : 1;
 		uint32_t allowed = page_flags(head) & PG_slab ? PG_tail : 0;
-		VERIFY(mm, !head->run_pages || (page_flags(head) & PG_alloc),
+		VERIFY(!head->run_pages || (page_flags(head) & PG_alloc),
 		       "zone %s: pfn %lu has a run length but is not allocated", z->name, pfn);
 		if (head->run_pages && verify_run(z, pfn))
 			return -1;
 		if (head->run_pages)
 			run_end = pfn + head->run_pages;
-		VERIFY(mm, !(page_flags(head) & PG_run) || head->run_pages || pfn < run_end,
+		VERIFY(!(page_flags(head) & PG_run) || head->run_pages || pfn < run_end,
 		       "zone %s: pfn %lu is a piece of no run", z->name, pfn);
 		for (unsigned long i = 1; i < span; i++) {
 			const struct za_page *inner = pfn_to_page(mm, pfn + i);
-			VERIFY(mm, !(page_flags(inner) & ~allowed) && !inner->run_pages,
+			VERIFY(!(page_flags(inner) & ~allowed) && !inner->run_pages,
 			       "zone %s: pfn %lu inside the block at pfn %lu has flags %#x",
 			       z->name, pfn + i, pfn, page_flags(inner));
 		}
@@ -173,7 +173,8 @@ static int verify_descriptors(struct za_zone *z)
 	return 0;
 }
 
-int za_verify(za_mm_t *mm)
+/* The page allocator's lists and descriptors, zone by zone. */
+static int verify_zones(struct za_mm *mm)
 {
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		struct za_zone *z = mm->zone_by_id[id];
@@ -182,7 +183,7 @@ int za_verify(za_mm_t *mm)
 			int r = verify_pcp(z, cpu);
 			za_tryunlock(&z->pcp[cpu].lock);
 			if (r)
-				goto fail;
+				return -1;
 		}
 		zone_lock_quiet(z);
 		int r = verify_buddy(z);
@@ -190,13 +191,28 @@ int za_verify(za_mm_t *mm)
 			r = verify_descriptors(z);
 		zone_unlock_quiet(z);
 		if (r)
-			goto fail;
+			return -1;
 	}
-	for (int l = 0; l < NR_MM_LAYERS; l++)
-		if (mm_layers[l].verify && mm_layers[l].verify(mm))
-			goto fail;
 	return 0;
-fail:
-	errno = EINVAL;
-	return -1;
+}
+
+/* The layers' background work (the malloc's purge worker) is held back
+ * meanwhile: the caller can make its own threads quiet, not ours. */
+int za_verify(za_mm_t *mm)
+{
+	for (int l = 0; l < NR_MM_LAYERS; l++)
+		if (mm_layers[l].pause)
+			mm_layers[l].pause(mm, true);
+	int r = verify_zones(mm);
+	for (int l = 0; l < NR_MM_LAYERS && !r; l++)
+		if (mm_layers[l].verify)
+			r = mm_layers[l].verify(mm);
+	for (int l = NR_MM_LAYERS - 1; l >= 0; l--)
+		if (mm_layers[l].pause)
+			mm_layers[l].pause(mm, false);
+	if (r) {
+		za_report_error(mm, "%s", za_last_error());     /* VERIFY's, locks let go */
+		errno = EINVAL;
+	}
+	return r;
 }

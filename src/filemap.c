@@ -97,7 +97,7 @@ static struct za_page *find_get_page(struct za_file *f, unsigned long index)
 		if (!page)
 			return NULL;
 		if (!page_try_get(page))
-			continue;               /* being freed: the slot empties soon */
+			continue;       /* being freed (the slot empties soon) or added */
 		if (page->mapping == f && page->index == index &&
 		    atomic_load_explicit(slot, memory_order_acquire) == page)
 			return page;
@@ -252,16 +252,18 @@ static struct za_page *add_page(struct za_file *f, unsigned long index)
 	page->mapping = f;
 	page->index = index;
 	set_page_flags(page, PG_alloc | PG_locked);
-	atomic_store_explicit(&page->refcount, 2, memory_order_release);
+	/* The count stays 0 until the page is in the index: a reader holding
+	 * a stale pointer to this (reused) page cannot take a reference that
+	 * a failed insertion would then have to take back. */
 	struct za_page *none = NULL;
 	if (!atomic_compare_exchange_strong_explicit(slot, &none, page, memory_order_acq_rel,
 						     memory_order_acquire)) {
-		atomic_store(&page->refcount, 0);
 		set_page_flags(page, PG_alloc);
 		za_free_pages(f->mm, addr, 0);
 		errno = EEXIST;
 		return NULL;
 	}
+	atomic_store_explicit(&page->refcount, 2, memory_order_release);   /* the index's and ours */
 	lru_add(f->mm, page);
 	return page;
 }

@@ -219,6 +219,7 @@ void malloc_stats_at_exit(void);
 /* malloc_purge.c */
 void purge_worker_kick(void);
 void purge_worker_after_fork(bool parent_multithreaded);
+void purge_worker_pause(struct za_mm *mm, bool pause);     /* za_verify (mm_layers.c) */
 
 /* The thread cache that last filled a sheaf from this slab (the head's
  * private word is the cache creator's: slab.h). */

@@ -23,6 +23,7 @@ enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_IDLE, PURGER_NEVER };
 static struct {
 	_Atomic int state;
 	_Atomic uint32_t wake;          /* futex word, bumped by a kick */
+	za_lock_t round;                /* held by the worker for a round's work */
 } purger;
 
 static long long page_activity(za_mm_t *mm)
@@ -54,12 +55,14 @@ static void *purge_worker(void *arg)
 		za_futex_wait_timeout(&purger.wake, atomic_load(&purger.wake), period_ns);
 		long long now = page_activity(mm);
 		bool idle = now == seen;
+		za_lock(&purger.round);
 		if (idle) {
 			sheaves_flush_barns();
 			slab_shrink_reclaim(mm);
 			za_drain_all_pages(mm);
 		}
 		long purged = za_purge(mm, 3);
+		za_unlock(&purger.round);
 		seen = page_activity(mm);
 		quiet = idle && !purged && now == seen ? quiet + 1 : 0;
 		if (quiet == QUIET_ROUNDS) {
@@ -113,10 +116,23 @@ void purge_worker_kick(void)
 		start_worker();
 }
 
+/* za_verify of the malloc's system: no round of the worker meanwhile
+ * (its flushes free objects into slabs the check is walking). */
+void purge_worker_pause(struct za_mm *mm, bool pause)
+{
+	if (mm != zm.mm)
+		return;
+	if (pause)
+		za_lock(&purger.round);
+	else
+		za_unlock(&purger.round);
+}
+
 /* The child of a fork has no worker.  It starts its own when needed,
  * unless the parent was multithreaded: such a child may only make calls
  * that are async-signal-safe (POSIX), and creating a thread is not. */
 void purge_worker_after_fork(bool parent_multithreaded)
 {
 	atomic_store(&purger.state, parent_multithreaded ? PURGER_NEVER : PURGER_OFF);
+	purger.round = (za_lock_t){ 0 };        /* the worker may have held it */
 }

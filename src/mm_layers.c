@@ -47,5 +47,6 @@ const struct mm_layer mm_layers[NR_MM_LAYERS] = {
 	[LAYER_MALLOC] = {
 		.name = "malloc",
 		.verify = malloc_verify,
+		.pause = purge_worker_pause,
 	},
 };

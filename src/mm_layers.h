@@ -31,8 +31,11 @@ struct mm_layer {
 	/* A za_report() of its own. */
 	const char *report_name;
 	void (*report)(struct za_mm *mm, FILE *out);
-	/* za_verify: its invariants, 0 or -1 (reported). */
+	/* za_verify: its invariants, 0 or -1 (recorded with VERIFY). */
 	int (*verify)(struct za_mm *mm);
+	/* za_verify: hold back its background work that changes what is
+	 * checked (pause true), or let it go on. */
+	void (*pause)(struct za_mm *mm, bool pause);
 };
 
 /* The most events a layer may have (vmstat.c folds them into a buffer). */

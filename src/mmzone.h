@@ -114,6 +114,11 @@ enum {
 	/* page_alloc.c: a piece of a run of za_alloc_pages_exact (mmzone.h's
 	 * run_piece_order); the run is freed or resized only as a whole. */
 	PG_run = 1u << 16,
+	/* An allocated block one of the layers above keeps its own: not to be
+	 * freed or reused through the page allocator's entry points. */
+	PG_PAGECACHE = PG_lru | PG_active | PG_referenced | PG_dirty | PG_uptodate | PG_locked |
+		       PG_io_error,
+	PG_OWNED = PG_slab | PG_run | PG_large_kmalloc | PG_PAGECACHE,
 };
 
 struct za_page {
@@ -656,11 +661,13 @@ void sparse_release(struct za_mm *mm);
 void za_report_error(struct za_mm *mm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* za_verify's checks, in every layer's verify hook: a broken invariant is
- * reported (as "verify: ...") and the hook returns -1. */
-#define VERIFY(mm, cond, ...)                                                  \
+ * recorded ("verify: ...", za_last_error) and the hook returns -1, letting
+ * go of its locks on the way out; za_verify reports it then, so that no
+ * error handler runs under the allocator's locks (it may allocate). */
+#define VERIFY(cond, ...)                                                      \
 	do {                                                                   \
 		if (!(cond)) {                                                 \
-			za_report_error((mm), "verify: " __VA_ARGS__);         \
+			za_set_last_error("verify: " __VA_ARGS__);             \
 			return -1;                                             \
 		}                                                              \
 	} while (0)

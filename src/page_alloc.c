@@ -183,16 +183,19 @@ static void mark_run(struct za_zone *z, unsigned long pfn, unsigned long n, int 
 static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 {
 	unsigned long end = pfn + n;
-	uint32_t run = page_flags(pfn_to_page(mm, pfn)) & PG_run;
+	struct za_page *head = pfn_to_page(mm, pfn);
 	zone_lock_assert_held(pfn_zone(mm, pfn));
-	pfn_to_page(mm, pfn)->run_pages = 0;
+	head->run_pages = 0;
 	for (unsigned int o; pfn < end; pfn += 1UL << o) {
 		struct za_page *piece = pfn_to_page(mm, pfn);
 		o = run_piece_order(mm, pfn, end);
-		VM_BUG_ON_PAGE(mm, (page_flags(piece) & (PG_alloc | PG_run)) != (PG_alloc | run) ||
-				   page_order(piece) != o, piece);
-		set_page_flags(piece, 0);
+		VM_BUG_ON_PAGE(mm, (page_flags(piece) & (PG_alloc | PG_run)) !=
+				   (PG_alloc | (page_flags(head) & PG_run)) || page_order(piece) != o,
+			       piece);
+		if (piece != head)
+			set_page_flags(piece, 0);
 	}
+	set_page_flags(head, 0);        /* last: the checks above compare with it */
 }
 
 /* A run of ac->nr_pages, placed by buddy_rmqueue_run(). */
@@ -534,6 +537,10 @@ static __attribute__((noinline)) int free_checked(struct za_mm *mm, struct za_pa
 		return bad_free(mm, addr, order, "the block is a slab of an object cache");
 	if (flags & PG_run)
 		return bad_free(mm, addr, order, RUN_PIECE);
+	if (flags & PG_large_kmalloc)
+		return bad_free(mm, addr, order, "the block is kmalloc's (free it with za_kfree)");
+	if (flags & PG_PAGECACHE)
+		return bad_free(mm, addr, order, "the page is in the page cache (za_file_put_page)");
 	if (page_order(page) != order) {
 		char why[80];
 		snprintf(why, sizeof(why), "freed with order %u, allocated with order %u",
@@ -564,7 +571,7 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 	if (unlikely((uintptr_t)addr & (PAGE_SIZE - 1)))
 		return bad_free(mm, addr, order, "not the start of an allocated block");
 	struct za_page *page = virt_to_page(mm, addr);
-	if (unlikely((page_flags(page) & (PG_alloc | PG_slab | PG_run)) != PG_alloc ||
+	if (unlikely((page_flags(page) & (PG_alloc | PG_OWNED)) != PG_alloc ||
 		     page_order(page) != order || mm->debug))
 		return free_checked(mm, page, addr, order);
 	return free_block(mm, page, order);

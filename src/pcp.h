@@ -62,6 +62,7 @@ static inline int pcp_count(const struct za_pcp *pcp)
 static inline void pcp_add_count(struct za_pcp *pcp, int n)
 {
 	store_relaxed(&pcp->count, load_relaxed(&pcp->count) + n);
+	VM_BUG_ON(NULL, load_relaxed(&pcp->count) < 0);
 }
 
 /*
@@ -105,6 +106,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 		return false;
 
 	int mt = pageblock_mt(z->mm, page_to_pfn(z->mm, page));
+	/* the callers' checks: an allocated block of its own, or claimed (0) */
 	VM_BUG_ON_PAGE(z->mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
 	set_page_mt(page, mt);
 	set_page_flags(page, PG_pcp);

@@ -39,7 +39,7 @@ static bool is_quicklist_page(struct za_mm *mm, int cpu, const void *p)
 	if (!addr_in_arena(mm, p) || ((uintptr_t)p & (PAGE_SIZE - 1)))
 		return false;
 	const struct za_page *page = virt_to_page(mm, p);
-	return (page_flags(page) & (PG_alloc | PG_slab | PG_run)) == PG_alloc && !page_order(page) &&
+	return (page_flags(page) & (PG_alloc | PG_OWNED)) == PG_alloc && !page_order(page) &&
 	       (page_private(page) == QL_ZEROED || page_private(page) == QL_CONSTRUCTED) &&
 	       za_page_to_nid(mm, page) == mm->cpu_node[cpu];
 }
@@ -134,8 +134,8 @@ int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *p)
 	if (unlikely(!addr_in_arena(mm, p) || ((uintptr_t)p & (PAGE_SIZE - 1))))
 		return bad_free(mm, p, "not a page of this system");
 	struct za_page *page = za_virt_to_page(mm, p);
-	if (unlikely((page_flags(page) & (PG_alloc | PG_slab | PG_run)) != PG_alloc || page_order(page)))
-		return bad_free(mm, p, "not an allocated order-0 page");
+	if (unlikely((page_flags(page) & (PG_alloc | PG_OWNED)) != PG_alloc || page_order(page)))
+		return bad_free(mm, p, "not an allocated order-0 page of the caller's");
 	if (unlikely(mm->debug) && page_private(page) == QL_ZEROED) {
 		long off = first_dirty_offset(p);
 		if (off >= 0) {
@@ -154,6 +154,10 @@ int za_quicklist_free(za_mm_t *mm, int nr, void (*dtor)(void *), void *p)
 	if (likely(mm->quicklists_on) && likely(za_page_to_nid(mm, page) == mm->cpu_node[cpu]) &&
 	    likely(za_trylock(&q->lock))) {
 		void **link = p;
+		/* A page its owner got from the page allocator is kept as the
+		 * owner left it: constructed (never checked for zero). */
+		if (unlikely(!page_private(page)))
+			set_page_private(page, QL_CONSTRUCTED);
 		link[0] = q->page;
 		q->page = p;
 		store_relaxed(&q->nr_pages, load_relaxed(&q->nr_pages) + 1);
@@ -247,11 +251,11 @@ static int verify_list(struct za_mm *mm, int cpu, int nr)
 	struct quicklist *q = ql(mm, cpu, nr);
 	long n = 0;
 	for (void **p = q->page; p; p = p[0], n++)
-		VERIFY(mm, n < load_relaxed(&q->nr_pages) && is_quicklist_page(mm, cpu, p),
+		VERIFY(n < load_relaxed(&q->nr_pages) && is_quicklist_page(mm, cpu, p),
 		       "quicklist %d of cpu %d: %p is not one of its %ld pages (a page of the "
 		       "CPU's node, allocated, tagged)", nr, cpu, (void *)p,
 		       load_relaxed(&q->nr_pages));
-	VERIFY(mm, n == load_relaxed(&q->nr_pages), "quicklist %d of cpu %d: %ld pages, counted %ld",
+	VERIFY(n == load_relaxed(&q->nr_pages), "quicklist %d of cpu %d: %ld pages, counted %ld",
 	       nr, cpu, n, load_relaxed(&q->nr_pages));
 	return 0;
 }

@@ -274,6 +274,8 @@ void *sheaf_alloc_slow(unsigned int c)
 		if (!sheaf_fill(c, *main, tc))
 			return NULL;
 	}
+	VM_BUG_ON(zm.mm, (*spare)->size && (*spare)->size != (*spare)->capacity);   /* full or empty */
+	VM_BUG_ON(zm.mm, !(*main)->size || (*main)->size > (*main)->capacity);
 	return (*main)->objects[--(*main)->size];
 }
 
@@ -305,6 +307,7 @@ static bool make_room(unsigned int c, struct sheaf **main, struct sheaf **spare)
 		*spare = fresh;
 	}
 	swap_sheaves(main, spare);
+	VM_BUG_ON(zm.mm, (*spare)->size != (*spare)->capacity);   /* the full one */
 	return false;
 }
 
@@ -351,7 +354,7 @@ void sheaf_free_slow(unsigned int c, void *obj)
 /* A sheaf of class c holds no more than its capacity, the class's. */
 static int verify_sheaf(unsigned int c, const struct sheaf *s, const char *what)
 {
-	VERIFY(zm.mm, s == &empty_sheaf || (s->capacity == zm.classes[c].capacity &&
+	VERIFY(s == &empty_sheaf || (s->capacity == zm.classes[c].capacity &&
 					    s->size <= s->capacity),
 	       "malloc-%u: a %s sheaf holds %u of %u (class capacity %u)", class_size(c), what,
 	       s->size, s->capacity, zm.classes[c].capacity);
@@ -362,14 +365,19 @@ static int verify_sheaf(unsigned int c, const struct sheaf *s, const char *what)
 static int verify_barn(unsigned int c, struct barn *b)
 {
 	unsigned int full = 0, empty = 0;
-	for (const struct sheaf *s = b->full; s; s = s->next, full++)
-		VERIFY(zm.mm, !verify_sheaf(c, s, "barn") && s->size == s->capacity,
-		       "malloc-%u: a full sheaf of the barn holds %u of %u", class_size(c), s->size,
-		       s->capacity);
-	for (const struct sheaf *s = b->empty; s; s = s->next, empty++)
-		VERIFY(zm.mm, !verify_sheaf(c, s, "barn") && !s->size,
-		       "malloc-%u: an empty sheaf of the barn holds %u", class_size(c), s->size);
-	VERIFY(zm.mm, full == b->nr_full && empty == b->nr_empty,
+	for (const struct sheaf *s = b->full; s; s = s->next, full++) {
+		if (verify_sheaf(c, s, "barn"))
+			return -1;
+		VERIFY(s->size == s->capacity, "malloc-%u: a full sheaf of the barn holds %u of %u",
+		       class_size(c), s->size, s->capacity);
+	}
+	for (const struct sheaf *s = b->empty; s; s = s->next, empty++) {
+		if (verify_sheaf(c, s, "barn"))
+			return -1;
+		VERIFY(!s->size, "malloc-%u: an empty sheaf of the barn holds %u", class_size(c),
+		       s->size);
+	}
+	VERIFY(full == b->nr_full && empty == b->nr_empty,
 	       "malloc-%u: the barn has %u full and %u empty sheaves, counted %u and %u",
 	       class_size(c), full, empty, b->nr_full, b->nr_empty);
 	return 0;
@@ -384,7 +392,7 @@ static int verify_threads(void)
 			if (verify_sheaf(c, tc->main[c], "main") || verify_sheaf(c, spare, "spare") ||
 			    verify_sheaf(c, tc->remote[c], "remote"))
 				return -1;
-			VERIFY(zm.mm, !spare->size || spare->size == spare->capacity,
+			VERIFY(!spare->size || spare->size == spare->capacity,
 			       "malloc-%u: a spare sheaf holds %u of %u", class_size(c), spare->size,
 			       spare->capacity);
 		}

@@ -231,10 +231,9 @@ static void unlock_node(struct kmem_cache_node *n)
 static void add_partial(struct kmem_cache_node *n, struct za_page *slab, bool tail)
 {
 	struct za_mm *mm = slab->slab_cache->mm;
-	uint64_t st = slab_state(slab);
 	za_lock_assert_held(mm, &n->list_lock);
 	VM_BUG_ON_PAGE(mm, (page_flags(slab) & (PG_slab | PG_slab_partial)) != PG_slab ||
-			   st_frozen(st) || st_head(st) == SLAB_NONE ||
+			   st_frozen(slab_state(slab)) || st_head(slab_state(slab)) == SLAB_NONE ||
 			   slab_node(slab->slab_cache, slab) != n, slab);
 	if (tail)
 		list_add_tail(&slab->lru, &n->partial);
@@ -333,7 +332,8 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	VM_BUG_ON_PAGE(s->mm, (page_flags(slab) & PG_slab_partial) || st_inuse(slab_state(slab)) ||
 			      st_frozen(slab_state(slab)), slab);
 	struct kmem_cache_node *n = slab_node(s, slab);
-	atomic_fetch_sub(&s->mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
+	long left = atomic_fetch_sub(&s->mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
+	VM_BUG_ON_PAGE(s->mm, left < 1L << order, slab);
 	atomic_fetch_sub(&n->nr_slabs, 1);
 	atomic_fetch_sub(&n->nr_pages, 1L << order);
 	atomic_fetch_sub(&n->total_objects, (long)slab_objects(slab));
@@ -478,7 +478,32 @@ static struct za_page *get_partial(struct za_kmem_cache *s, struct kmem_cache_cp
 	return got;
 }
 
-/* The CPU freelist is empty.  Under the CPU's lock. */
+/*
+ * A new slab, allocated with the CPU's lock let go: the allocation may
+ * reclaim, and reclaim takes locks (reclaim's own, the cache list) that
+ * fork and za_verify hold while they wait for the CPU locks -- the kernel
+ * too lets go of its CPU slab for new_slab.  Back under the lock, another
+ * thread of this CPU may have refilled the CPU slab meanwhile: then the
+ * new slab goes on its node's partial list and the CPU keeps its own.
+ */
+static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
+					 za_gfp_t gfp, int node)
+{
+	za_tryunlock(&c->lock);
+	struct za_page *slab = allocate_slab(s, gfp, node);
+	za_trylock_wait(&c->lock);
+	if (slab && c->freelist) {
+		struct kmem_cache_node *n = slab_node(s, slab);
+		lock_node(n);
+		add_partial(n, slab, true);
+		unlock_node(n);
+		slab = NULL;
+	}
+	return slab;
+}
+
+/* The CPU freelist is empty.  Under the CPU's lock (let go while a new
+ * slab is allocated). */
 static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, za_gfp_t gfp,
 			    int node)
 {
@@ -505,8 +530,18 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 		obj = freeze_slab(s, slab);
 		goto install;
 	}
-	if (!(slab = allocate_slab(s, gfp, node)))
+	slab = new_slab_unlocked(s, c, gfp, node);
+	if (c->freelist) {              /* refilled meanwhile */
+		obj = c->freelist;
+		slab = c->slab;
+		goto load;
+	}
+	if (!slab)
 		return NULL;
+	if (c->slab) {                  /* installed meanwhile, and used up */
+		cpu_stat(c, SL_DEACTIVATE);
+		deactivate_slab(s, c->slab, NULL);
+	}
 	obj = freeze_slab(s, slab);
 install:
 	VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)) || slab->slab_cache != s, slab);
@@ -786,6 +821,7 @@ static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache
 				za_tryunlock(&c->lock);
 				return double_free(s, obj);
 			}
+			VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)), slab);   /* the CPU's own */
 			set_freepointer(s, obj, c->freelist);
 			c->freelist = obj;
 			cpu_stat(c, SL_FREE_FASTPATH);

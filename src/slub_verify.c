@@ -1,7 +1,9 @@
 /*
  * za_verify for the slab layer (the kernel's validate_slab_cache): with
- * every cache's locks held, as fork takes them, and at a quiescent point
- * (no free of another thread is pushing onto a slab's list meanwhile):
+ * every cache's locks held, as fork takes them, the zones walked under
+ * their locks, at a quiescent point (no other thread allocating or
+ * freeing: a free pushes onto a slab's list without a lock, and a slab is
+ * made or discarded outside the list locks):
  *
  *  - a CPU's slab is frozen and of its cache, and the CPU's freelist holds
  *    object starts of it; a CPU's partial slabs are of its cache, unfrozen
@@ -31,10 +33,10 @@ static int verify_chain(struct za_kmem_cache *s, struct za_page *slab, void *hea
 	struct za_mm *mm = s->mm;
 	unsigned int objects = slab_objects(slab), n = 0;
 	for (void *p = head; p; p = debug_get_freepointer(s, p), n++)
-		VERIFY(mm, n < objects && object_in_slab(s, slab, p, objects),
+		VERIFY(n < objects && object_in_slab(s, slab, p, objects),
 		       "cache %s: %s of slab pfn %lu: %p is not an object start (after %u)",
 		       s->name, what, page_to_pfn(mm, slab), p, n);
-	VERIFY(mm, free == UINT32_MAX || n == free,
+	VERIFY(free == UINT32_MAX || n == free,
 	       "cache %s: slab pfn %lu: %u objects on its %s, %u free by its counters", s->name,
 	       page_to_pfn(mm, slab), n, what, free);
 	return 0;
@@ -45,12 +47,12 @@ static int verify_slab(struct za_kmem_cache *s, struct za_page *slab)
 	struct za_mm *mm = s->mm;
 	uint64_t st = slab_state(slab);
 	unsigned int objects = st_objects(st), inuse = st_inuse(st);
-	VERIFY(mm, objects && objects <= MAX_OBJS_PER_SLAB && inuse <= objects &&
+	VERIFY(objects && objects <= MAX_OBJS_PER_SLAB && inuse <= objects &&
 		   (st_head(st) == SLAB_NONE || st_head(st) < objects),
 	       "cache %s: slab pfn %lu has objects %u inuse %u head %u", s->name,
 	       page_to_pfn(mm, slab), objects, inuse, st_head(st));
 	for (unsigned long i = 1; i < 1UL << page_order(slab); i++)
-		VERIFY(mm, page_flags(&slab[i]) == PG_tail && slab[i].slab_cache == s &&
+		VERIFY(page_flags(&slab[i]) == PG_tail && slab[i].slab_cache == s &&
 			   (struct za_page *)page_private(&slab[i]) == slab,
 		       "cache %s: page %lu of slab pfn %lu is not its tail", s->name, i,
 		       page_to_pfn(mm, slab));
@@ -64,7 +66,7 @@ static int verify_cpus(struct za_kmem_cache *s, long frozen[])
 		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 		struct za_page *slab = c->slab;
 		if (slab) {
-			VERIFY(mm, (page_flags(slab) & PG_slab) && slab->slab_cache == s &&
+			VERIFY((page_flags(slab) & PG_slab) && slab->slab_cache == s &&
 				   st_frozen(slab_state(slab)),
 			       "cache %s cpu %d: its slab pfn %lu is not a frozen slab of the cache",
 			       s->name, cpu, page_to_pfn(mm, slab));
@@ -73,7 +75,7 @@ static int verify_cpus(struct za_kmem_cache *s, long frozen[])
 				return -1;
 		}
 		for (slab = c->partial; slab; slab = slab->cpu_partial.next)
-			VERIFY(mm, (page_flags(slab) & (PG_slab | PG_slab_partial)) == PG_slab &&
+			VERIFY((page_flags(slab) & (PG_slab | PG_slab_partial)) == PG_slab &&
 				   slab->slab_cache == s && !st_frozen(slab_state(slab)),
 			       "cache %s cpu %d: partial slab pfn %lu is not an unfrozen, unlisted "
 			       "slab of the cache", s->name, cpu, page_to_pfn(mm, slab));
@@ -89,12 +91,12 @@ static int verify_node(struct za_kmem_cache *s, int node)
 	for (struct za_list *l = n->partial.next; l != &n->partial; l = l->next, count++) {
 		struct za_page *slab = container_of(l, struct za_page, lru);
 		uint64_t st = slab_state(slab);
-		VERIFY(mm, (page_flags(slab) & (PG_slab | PG_slab_partial)) == (PG_slab | PG_slab_partial) &&
+		VERIFY((page_flags(slab) & (PG_slab | PG_slab_partial)) == (PG_slab | PG_slab_partial) &&
 			   slab->slab_cache == s && !st_frozen(st) && st_head(st) != SLAB_NONE,
 		       "cache %s node %d: listed slab pfn %lu is not a partial slab of the cache",
 		       s->name, node, page_to_pfn(mm, slab));
 	}
-	VERIFY(mm, count == load_relaxed(&n->nr_partial),
+	VERIFY(count == load_relaxed(&n->nr_partial),
 	       "cache %s node %d: %lu slabs on the partial list, nr_partial %lu", s->name, node,
 	       count, load_relaxed(&n->nr_partial));
 	return 0;
@@ -109,36 +111,46 @@ static struct za_kmem_cache *cache_of(struct za_mm *mm, const struct za_kmem_cac
 	return NULL;
 }
 
-/* Every slab of the arena, by walking the zones' blocks: tallies[cache
- * index * nodes + node]. */
+/* Every slab of the zone, by walking its blocks (under the zone lock, so
+ * that they stay whole): tallies[cache index * nodes + node]. */
+static int verify_zone_slabs(struct za_mm *mm, struct za_zone *z, struct cache_tally *tallies)
+{
+	long zone_pages = 0;
+	for (unsigned long pfn = z->start_pfn, end = zone_init_end_pfn(z); pfn < end;) {
+		struct za_page *slab = pfn_to_page(mm, pfn);
+		uint32_t f = page_flags(slab);
+		unsigned int order = f ? page_order(slab) : 0;
+		pfn += 1UL << order;
+		if (!(f & PG_slab))
+			continue;
+		int idx;
+		struct za_kmem_cache *s = cache_of(mm, slab->slab_cache, &idx);
+		VERIFY(s, "zone %s: slab pfn %lu of no cache of the system", z->name,
+		       pfn - (1UL << order));
+		if (verify_slab(s, slab))
+			return -1;
+		struct cache_tally *t = &tallies[idx * mm->nr_nodes + z->node];
+		t->slabs++;
+		t->pages += 1L << order;
+		t->objects += slab_objects(slab);
+		t->frozen += st_frozen(slab_state(slab));
+		zone_pages += 1L << order;
+	}
+	VERIFY(zone_pages == load_relaxed(&z->nr_slab_pages),
+	       "zone %s: %ld pages in slabs, nr_slab_pages %ld", z->name, zone_pages,
+	       load_relaxed(&z->nr_slab_pages));
+	return 0;
+}
+
 static int verify_slabs(struct za_mm *mm, struct cache_tally *tallies)
 {
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		struct za_zone *z = mm->zone_by_id[id];
-		long zone_pages = 0;
-		for (unsigned long pfn = z->start_pfn, end = zone_init_end_pfn(z); pfn < end;) {
-			struct za_page *slab = pfn_to_page(mm, pfn);
-			uint32_t f = page_flags(slab);
-			unsigned int order = f ? page_order(slab) : 0;
-			pfn += 1UL << order;
-			if (!(f & PG_slab))
-				continue;
-			int idx;
-			struct za_kmem_cache *s = cache_of(mm, slab->slab_cache, &idx);
-			VERIFY(mm, s, "zone %s: slab pfn %lu of no cache of the system", z->name,
-			       pfn - (1UL << order));
-			if (verify_slab(s, slab))
-				return -1;
-			struct cache_tally *t = &tallies[idx * mm->nr_nodes + z->node];
-			t->slabs++;
-			t->pages += 1L << order;
-			t->objects += slab_objects(slab);
-			t->frozen += st_frozen(slab_state(slab));
-			zone_pages += 1L << order;
-		}
-		VERIFY(mm, zone_pages == load_relaxed(&z->nr_slab_pages),
-		       "zone %s: %ld pages in slabs, nr_slab_pages %ld", z->name, zone_pages,
-		       load_relaxed(&z->nr_slab_pages));
+		zone_lock_quiet(z);
+		int r = verify_zone_slabs(mm, z, tallies);
+		zone_unlock_quiet(z);
+		if (r)
+			return -1;
 	}
 	return 0;
 }
@@ -153,7 +165,7 @@ static int verify_cache(struct za_kmem_cache *s, const struct cache_tally *t)
 		const struct kmem_cache_node *n = &s->node[node];
 		if (verify_node(s, node))
 			return -1;
-		VERIFY(mm, t[node].slabs == atomic_load(&n->nr_slabs) &&
+		VERIFY(t[node].slabs == atomic_load(&n->nr_slabs) &&
 			   t[node].pages == atomic_load(&n->nr_pages) &&
 			   t[node].objects == atomic_load(&n->total_objects) &&
 			   t[node].frozen == frozen[node],
@@ -174,6 +186,8 @@ int slab_verify(struct za_mm *mm)
 	size_t len = sizeof(struct cache_tally) * (size_t)(nr_caches ? nr_caches : 1) *
 		     (size_t)mm->nr_nodes;
 	struct cache_tally *tallies = za_os_alloc(len);
+	if (!tallies)
+		za_set_last_error("verify: no memory for the slab counts");
 	if (tallies) {
 		slab_lock_all(mm, true);
 		r = verify_slabs(mm, tallies);

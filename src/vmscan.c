@@ -81,7 +81,7 @@ void lru_add(struct za_mm *mm, struct za_page *page)
 {
 	struct za_zone *z = page_zone(mm, page);
 	za_lock(&z->lru_lock);
-	VM_BUG_ON_PAGE(mm, page_flags(page) & (PG_lru | PG_active), page);
+	VM_BUG_ON_PAGE(mm, (page_flags(page) & (PG_lru | PG_active)) || !page->mapping, page);
 	set_page_flag(page, PG_lru);
 	list_add(&page->lru, &z->lru[LRU_INACTIVE]);
 	lru_count(z, LRU_INACTIVE, 1);
@@ -637,12 +637,12 @@ static int verify_lru(struct za_zone *z, int lru)
 	long n = 0;
 	for (struct za_list *l = z->lru[lru].next; l != &z->lru[lru]; l = l->next, n++) {
 		const struct za_page *page = container_of(l, struct za_page, lru);
-		VERIFY(mm, page_on_lru(page, lru) && page->mapping,
+		VERIFY(page_on_lru(page, lru) && page->mapping,
 		       "zone %s: page pfn %lu on the %s list has flags %#x", z->name,
 		       page_to_pfn(mm, page), lru == LRU_ACTIVE ? "active" : "inactive",
 		       page_flags(page));
 	}
-	VERIFY(mm, n == load_relaxed(&z->nr_lru[lru]), "zone %s: %ld pages on the %s list, counted %ld",
+	VERIFY(n == load_relaxed(&z->nr_lru[lru]), "zone %s: %ld pages on the %s list, counted %ld",
 	       z->name, n, lru == LRU_ACTIVE ? "active" : "inactive", load_relaxed(&z->nr_lru[lru]));
 	return 0;
 }

@@ -5,8 +5,10 @@
  */
 #include "test.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <unistd.h>
 
 static void expect_config_error(const char *config, const char *key_in_message)
 {
@@ -163,7 +165,26 @@ static void test_bad_frees(const char *config)
 	char *c = za_alloc_pages(mm, 0, 3);
 	expect_bad_free(mm, &cap, c + 8 * ZA_PAGE_SIZE * 64, 0, "");
 	CHECK_EQ(za_free_pages(mm, c, 3), 0);
-	CHECK_EQ(za_stat(mm, "bad_free"), cap.count);
+	/* Blocks a layer above keeps: kmalloc's large blocks, page cache pages. */
+	void *big = za_kmalloc(mm, 5 * ZA_PAGE_SIZE, 0);
+	CHECK(big);
+	expect_bad_free(mm, &cap, big, 3, "the block is kmalloc's (free it with za_kfree)");
+	CHECK_EQ(za_kfree(mm, big), 0);
+	char path[] = "/tmp/za_badinput_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	za_file_t *f = za_file_open(mm, path, O_RDWR);
+	CHECK(f);
+	void *cached = za_file_get_page(f, 0);
+	CHECK(cached);
+	expect_bad_free(mm, &cap, cached, 0, "the page is in the page cache");
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, cached), -1);
+	CHECK_STR_HAS(cap.last, "not an allocated order-0 page of the caller's");
+	CHECK_EQ(za_file_put_page(f, cached, 0), 0);
+	CHECK_EQ(za_file_close(f), 0);
+	unlink(path);
+	CHECK_EQ(za_stat(mm, "bad_free"), cap.count - 1);       /* the quicklist's is its own */
 
 	/* Nothing was corrupted: everything still coalesces. */
 	check_fully_coalesced(mm, 10);

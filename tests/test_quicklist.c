@@ -150,6 +150,9 @@ static void test_tag_cleared_on_release(void)
 		CHECK(q == p);
 		memset(q + 2048, 0x42, 2048);    /* as ctor() constructs */
 		CHECK_EQ(za_quicklist_free(mm, 0, NULL, q), 0);
+		CHECK(za_verify(mm) == 0);       /* kept as constructed */
+		CHECK(za_quicklist_alloc(mm, 0, 0, NULL) == q);
+		CHECK_EQ(za_quicklist_free(mm, 0, NULL, q), 0);
 		CHECK_EQ(cap.count, way);
 		CHECK_EQ(za_quicklist_shrink(mm), 1);
 	}

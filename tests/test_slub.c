@@ -8,6 +8,7 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -504,6 +505,54 @@ static void test_exhaustion(void)
 }
 
 /*
+ * A new slab is allocated with the CPU's lock let go (the allocation may
+ * reclaim, whose locks fork and za_verify hold while they wait for the CPU
+ * locks).  One thread's slab allocation is held in its constructor; another
+ * thread of the same CPU meanwhile takes the CPU's slow path and installs a
+ * slab of its own.  The first, back, keeps the CPU's slab and files its new
+ * one on the node's list: two slabs, both allocations through the CPU, one
+ * object each, everything accounted for.
+ */
+static _Atomic int held_in_ctor, ctor_release;
+static _Thread_local bool hold_my_ctor;
+
+static void holding_ctor(void *p)
+{
+	memset(p, 0x11, 64);
+	if (hold_my_ctor && !atomic_exchange(&held_in_ctor, 1))
+		while (!atomic_load(&ctor_release))
+			sched_yield();
+}
+
+static void *alloc_held(void *cache)
+{
+	hold_my_ctor = true;
+	return za_cache_alloc(cache, 0);
+}
+
+static void test_new_slab_lets_cpu_go(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	za_cache_t *c = za_cache_create(mm, "held", 64, 0, 0, holding_ctor);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, alloc_held, c) == 0);
+	while (!atomic_load(&held_in_ctor))
+		sched_yield();
+	void *mine = za_cache_alloc(c, 0), *theirs;
+	CHECK(mine);
+	atomic_store(&ctor_release, 1);
+	pthread_join(t, &theirs);
+	CHECK(theirs && theirs != mine);
+	CHECK_EQ(za_cache_stat(c, "alloc_slab"), 2);
+	CHECK_EQ(za_cache_stat(c, "alloc_slowpath"), 2);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_cache_free(c, mine), 0);
+	CHECK_EQ(za_cache_free(c, theirs), 0);
+	CHECK_EQ(za_cache_destroy(c), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/*
  * za_verify walks the slab layer: a use-after-free write over a free
  * object's link is found (the free list no longer holds object starts of
  * its slab) and reported with the cache's name; undone, all holds again.
@@ -544,6 +593,7 @@ int main(void)
 	test_bulk();
 	test_exhaustion();
 	test_verify_finds_corrupt_freelist();
+	test_new_slab_lets_cpu_go();
 	test_threads("memory=128M,zones=Normal");
 	test_threads("memory=128M,zones=Normal,cpus=1,nodes=1");
 	test_threads("memory=128M,nodes=2,zones=Normal,slab_freelist_random=1");
