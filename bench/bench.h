@@ -27,6 +27,7 @@ enum direction { HIGHER_IS_BETTER, LOWER_IS_BETTER };
 
 struct metric_def {
 	char name[48];
+	char unit[24];          /* "ns/pair", "pages/s", ...: printed with the name */
 	enum direction dir;
 };
 
@@ -112,12 +113,15 @@ struct experiment {
 	int (*make_variants)(struct bench *b);
 	/* Optional: its own table instead of the standard one. */
 	void (*print)(const struct bench *b, FILE *out);
+	/* Optional: what a reader of the report should know to read the
+	 * figures right (a counter that looks wrong and is not, say). */
+	const char *notes;
 };
 
 /* runner.c */
 /* Declares a metric and returns its index; beyond MAX_METRICS, -1, and
  * bench_run refuses the run with a usage error. */
-int bench_metric(struct bench *b, const char *name, enum direction dir);
+int bench_metric(struct bench *b, const char *name, const char *unit, enum direction dir);
 double now_seconds(void);
 double bench_seconds(const struct bench *b);
 /* Sets an extra counter of a variant (the last value counts). */

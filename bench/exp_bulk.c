@@ -50,9 +50,9 @@ static void declare(struct bench *b, bool random)
 		st->own[i] = calloc((size_t)st->blocks, sizeof(void *));
 		st->to_free[i] = calloc((size_t)st->blocks, sizeof(void *));
 	}
-	st->m_alloc = bench_metric(b, "alloc_ns", LOWER_IS_BETTER);
-	st->m_free = bench_metric(b, "free_ns", LOWER_IS_BETTER);
-	st->m_pps = bench_metric(b, "pages_per_sec", HIGHER_IS_BETTER);
+	st->m_alloc = bench_metric(b, "alloc_ns", "ns/block", LOWER_IS_BETTER);
+	st->m_free = bench_metric(b, "free_ns", "ns/block", LOWER_IS_BETTER);
+	st->m_pps = bench_metric(b, "pages_per_sec", "pages/s", HIGHER_IS_BETTER);
 	b->state = st;
 }
 

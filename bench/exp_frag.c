@@ -40,8 +40,8 @@ static void frag_declare(struct bench *b)
 	st->threads = b->opts.threads;
 	st->held = calloc((size_t)st->threads, sizeof(*st->held));
 	st->nheld = calloc((size_t)st->threads, sizeof(long));
-	st->m_free9 = bench_metric(b, "free_order9_pct", HIGHER_IS_BETTER);
-	st->m_mixed = bench_metric(b, "mixed_pageblocks", LOWER_IS_BETTER);
+	st->m_free9 = bench_metric(b, "free_order9_pct", "%", HIGHER_IS_BETTER);
+	st->m_mixed = bench_metric(b, "mixed_pageblocks", "pageblocks", LOWER_IS_BETTER);
 	b->state = st;
 }
 

@@ -28,7 +28,7 @@ static void fs_declare(struct bench *b)
 	st->objs = calloc((size_t)b->opts.threads, sizeof(void **));
 	for (int i = 0; i < b->opts.threads; i++)
 		st->objs[i] = malloc(sizeof(void *) * 2 * (size_t)st->files);
-	st->m_ops = bench_metric(b, "ops_per_sec", HIGHER_IS_BETTER);
+	st->m_ops = bench_metric(b, "ops_per_sec", "files/s", HIGHER_IS_BETTER);
 	b->state = st;
 }
 

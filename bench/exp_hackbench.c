@@ -39,7 +39,7 @@ static void hb_declare(struct bench *b)
 	st->groups = b->opts.threads;
 	st->rings = aligned_alloc(64, sizeof(struct ring) * (size_t)st->groups * GROUP * GROUP);
 	st->done = calloc((size_t)st->groups, sizeof(atomic_int));
-	st->m_ops = bench_metric(b, "ops_per_sec", HIGHER_IS_BETTER);
+	st->m_ops = bench_metric(b, "ops_per_sec", "messages/s", HIGHER_IS_BETTER);
 	b->state = st;
 }
 

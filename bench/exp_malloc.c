@@ -66,12 +66,12 @@ static void malloc_declare(struct bench *b)
 		if (!st->run[i])
 			continue;
 		snprintf(name, sizeof(name), "%s_s", benchmarks[i]);
-		st->m_time[i] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_time[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_rss_mib", benchmarks[i]);
-		st->m_rss[i] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_rss[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
 	}
-	st->m_geo_time = bench_metric(b, "geomean_s", LOWER_IS_BETTER);
-	st->m_geo_rss = bench_metric(b, "geomean_rss_mib", LOWER_IS_BETTER);
+	st->m_geo_time = bench_metric(b, "geomean_s", "s", LOWER_IS_BETTER);
+	st->m_geo_rss = bench_metric(b, "geomean_rss_mib", "MiB", LOWER_IS_BETTER);
 	b->state = st;
 }
 

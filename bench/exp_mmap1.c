@@ -37,7 +37,7 @@ struct mm1_state {
 static void mm1_declare(struct bench *b)
 {
 	struct mm1_state *st = calloc(1, sizeof(*st));
-	st->m_ops = bench_metric(b, "ops_per_sec", HIGHER_IS_BETTER);
+	st->m_ops = bench_metric(b, "ops_per_sec", "mmap+munmap/s", HIGHER_IS_BETTER);
 	st->pool = calloc((size_t)b->opts.threads, sizeof(*st->pool));
 	b->state = st;
 }

@@ -46,7 +46,7 @@ static void np_declare(struct bench *b)
 	for (int i = 0; i < b->opts.nsizes; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "send-%ld", b->opts.sizes[i]);
-		st->metric[i] = bench_metric(b, name, HIGHER_IS_BETTER);
+		st->metric[i] = bench_metric(b, name, "Mbit/s", HIGHER_IS_BETTER);
 	}
 	st->pairs = b->opts.threads;
 	st->rings = aligned_alloc(64, sizeof(struct ring) * (size_t)st->pairs);

@@ -23,7 +23,7 @@ struct pf_state {
 static void pf_declare(struct bench *b)
 {
 	struct pf_state *st = calloc(1, sizeof(*st));
-	st->m_pps = bench_metric(b, "pages_per_sec", HIGHER_IS_BETTER);
+	st->m_pps = bench_metric(b, "pages_per_sec", "pages/s", HIGHER_IS_BETTER);
 	st->slots = calloc((size_t)b->opts.threads, sizeof(void **));
 	for (int i = 0; i < b->opts.threads; i++)
 		st->slots[i] = calloc(CYCLE_PAGES, sizeof(void *));

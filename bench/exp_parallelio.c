@@ -38,8 +38,8 @@ struct pio_state {
 static void pio_declare(struct bench *b)
 {
 	struct pio_state *st = calloc(1, sizeof(*st));
-	st->m_ops = bench_metric(b, "ops", HIGHER_IS_BETTER);
-	st->m_io = bench_metric(b, "io_duration_s", LOWER_IS_BETTER);
+	st->m_ops = bench_metric(b, "ops", "reads/s", HIGHER_IS_BETTER);
+	st->m_io = bench_metric(b, "io_duration_s", "s", LOWER_IS_BETTER);
 	b->state = st;
 }
 

@@ -76,11 +76,11 @@ static void pt_declare(struct bench *b)
 	for (int l = 0; l < LEVELS; l++) {
 		char name[32];
 		snprintf(name, sizeof(name), "%s_avg_ns", level_name[l]);
-		st->m_avg[l] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_avg[l] = bench_metric(b, name, "ns", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_min_ns", level_name[l]);
-		st->m_min[l] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_min[l] = bench_metric(b, name, "ns", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_max_ns", level_name[l]);
-		st->m_max[l] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_max[l] = bench_metric(b, name, "ns", LOWER_IS_BETTER);
 	}
 	for (int i = 0; i < ENTRIES / 2; i++)
 		kernel_template[i] = 0x8000000000000000ULL | ((uint64_t)i << 12) | 0x63;

@@ -20,7 +20,7 @@ static void repeat_declare(struct bench *b)
 {
 	struct repeat_state *st = calloc(1, sizeof(*st));
 	st->order = (unsigned int)b->opts.order;
-	st->m_pair_ns = bench_metric(b, "pair_ns", LOWER_IS_BETTER);
+	st->m_pair_ns = bench_metric(b, "pair_ns", "ns/pair", LOWER_IS_BETTER);
 	b->state = st;
 }
 

@@ -20,7 +20,7 @@ static void sr_declare(struct bench *b)
 	struct sr_state *st = calloc(1, sizeof(*st));
 	if (!b->opts.size)
 		b->opts.size = 64;
-	st->m_pair_ns = bench_metric(b, "pair_ns", LOWER_IS_BETTER);
+	st->m_pair_ns = bench_metric(b, "pair_ns", "ns/pair", LOWER_IS_BETTER);
 	b->state = st;
 }
 

@@ -43,11 +43,11 @@ static void sp_declare(struct bench *b)
 	for (int i = 0; i < b->opts.nsizes; i++) {
 		char name[48];
 		snprintf(name, sizeof(name), "tput-%ld", b->opts.sizes[i]);
-		st->m_tput[i] = bench_metric(b, name, HIGHER_IS_BETTER);
+		st->m_tput[i] = bench_metric(b, name, "round trips/s", HIGHER_IS_BETTER);
 		snprintf(name, sizeof(name), "lat50-%ld", b->opts.sizes[i]);
-		st->m_p50[i] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_p50[i] = bench_metric(b, name, "ns", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "lat99-%ld", b->opts.sizes[i]);
-		st->m_p99[i] = bench_metric(b, name, LOWER_IS_BETTER);
+		st->m_p99[i] = bench_metric(b, name, "ns", LOWER_IS_BETTER);
 	}
 	st->pairs = b->opts.threads;
 	st->to_server = aligned_alloc(64, sizeof(struct ring) * (size_t)st->pairs);

@@ -32,8 +32,8 @@ static void str_declare(struct bench *b)
 {
 	struct str_state *st = calloc(1, sizeof(*st));
 	st->buf = malloc(CHUNK);
-	st->m_rate = bench_metric(b, "read_mb_per_sec", HIGHER_IS_BETTER);
-	st->m_act = bench_metric(b, "activations", LOWER_IS_BETTER);
+	st->m_rate = bench_metric(b, "read_mb_per_sec", "MiB/s", HIGHER_IS_BETTER);
+	st->m_act = bench_metric(b, "activations", "pages", LOWER_IS_BETTER);
 	b->state = st;
 }
 

@@ -25,7 +25,7 @@ double bench_seconds(const struct bench *b)
 	return b->opts.seconds;
 }
 
-int bench_metric(struct bench *b, const char *name, enum direction dir)
+int bench_metric(struct bench *b, const char *name, const char *unit, enum direction dir)
 {
 	if (b->nmetrics == MAX_METRICS) {
 		b->too_many_metrics = true;
@@ -33,6 +33,7 @@ int bench_metric(struct bench *b, const char *name, enum direction dir)
 	}
 	struct metric_def *m = &b->metrics[b->nmetrics];
 	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->unit, sizeof(m->unit), "%s", unit);
 	m->dir = dir;
 	return b->nmetrics++;
 }
