@@ -37,6 +37,9 @@ struct bench_opts {
 	int threads;            /* 0: the experiment's default */
 	double seconds;         /* length of one measured iteration */
 	int iterations;         /* measured iterations per variant */
+	/* Until when (now_seconds) an A/B run whose headline verdict is still
+	 * open may add rounds of iterations; 0: never (see bench_run). */
+	double extend_until;
 	const char *config;     /* the user's --config, over the experiment's */
 	const char *ab;         /* --ab SWITCH[=A:B][,...] */
 	bool json;
@@ -75,9 +78,14 @@ struct bench {
 	struct bench_opts opts;
 	int nmetrics;
 	struct metric_def metrics[MAX_METRICS];
+	int headline;           /* the metric the verdict is about: the first
+				 * declared unless declare() says otherwise */
+	int extra_rounds;       /* rounds added because the verdict was open */
 	bool too_many_metrics;  /* declare() asked for more: the run is refused */
 	bool warmup;            /* the run() in progress is a variant's warm-up,
 				 * whose results and counters are not kept */
+	/* "repeat --order 0: pcp_high_order 0 → 1": what the run compares */
+	char title[320];
 	int nvariants;
 	struct variant variants[MAX_VARIANTS];
 	void *state;            /* the experiment's, from declare() */
@@ -113,6 +121,9 @@ struct experiment {
 	int (*make_variants)(struct bench *b);
 	/* Optional: its own table instead of the standard one. */
 	void (*print)(const struct bench *b, FILE *out);
+	/* Optional: the threads as the experiment uses them ("2 groups of 20
+	 * senders and 20 receivers"), for the table's header. */
+	void (*describe_threads)(const struct bench *b, char *buf, size_t len);
 	/* Optional: what a reader of the report should know to read the
 	 * figures right (a counter that looks wrong and is not, say). */
 	const char *notes;
@@ -141,6 +152,8 @@ int bench_prepare(struct bench *b, int argc, char **argv);
 int bench_run(struct bench *b);          /* 0, or an exit status */
 void bench_finish(struct bench *b);
 int usage_error(const char *fmt, const char *arg);   /* prints usage, returns 2 */
+/* "pcp_high_order,slub_max_order=3:4" -> "pcp_high_order 0 → 1, slub_max_order 3 → 4" */
+void describe_ab(const char *ab, char *out, size_t len);
 const struct experiment *find_experiment(const char *name);
 extern const struct experiment *const experiments[];
 
@@ -151,9 +164,30 @@ struct summary {
 void summarize(const double *v, int n, struct summary *s);
 double pct_change(double before, double after, enum direction dir);
 
+/* The confidence of the intervals zabench prints. */
+#define CONFIDENCE 0.95
+
+enum verdict { VERDICT_NA, VERDICT_BETTER, VERDICT_WORSE, VERDICT_NOISE, VERDICT_INCONCLUSIVE };
+
+/* How "after" compares with "before" on one metric (stats.c explains). */
+struct comparison {
+	double change;          /* ratio of medians - 1, positive when better */
+	double lo, hi;          /* its interval, same sign convention */
+	double level;           /* the interval's confidence, >= CONFIDENCE
+				 * unless the verdict is inconclusive */
+	enum verdict verdict;
+};
+void compare_samples(const double *before, int nb, const double *after, int na,
+		     enum direction dir, struct comparison *c);
+const char *verdict_name(enum verdict v);
+
 /* report.c */
 void print_table(const struct bench *b, FILE *out);
+void print_lock_behaviour(const struct bench *b, FILE *out);
+int stat_index(const char *name);       /* -1 if there is no such counter */
 const char *variant_config(const struct variant *v);
+/* The value of key in a "k=v,k=v" configuration, into out ("" if absent). */
+void config_value(const char *config, const char *key, char *out, size_t len);
 long machine_cores(void);
 unsigned long long machine_memory(void);
 void print_json(const struct bench *b, FILE *out);

@@ -117,6 +117,12 @@ static void hb_run(struct bench *b, struct variant *v, struct iteration *it)
 	it->value[st->m_ops] = (double)it->ops / wall;
 }
 
+static void hb_describe_threads(const struct bench *b, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d group%s of %d senders and %d receivers (%d threads)", b->opts.threads,
+		 b->opts.threads == 1 ? "" : "s", GROUP, GROUP, 2 * GROUP * b->opts.threads);
+}
+
 static const char *const hb_report[] = {
 	"--ab pcp_high_order",
 	"--ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224",
@@ -128,6 +134,7 @@ const struct experiment exp_hackbench = {
 	.summary = "E3: groups of 20 senders and 20 receivers of 100-byte kmalloc'ed messages",
 	.config = "memory=1G,zones=DMA32:256M+Normal",
 	.threads = 1,
+	.describe_threads = hb_describe_threads,
 	.declare = hb_declare,
 	.run = hb_run,
 	.release = hb_release,

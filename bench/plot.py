@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Draws one PNG per zabench JSON file in a report directory.
 
-Each figure has a panel per metric (median of the iterations per variant,
-whiskers from min to max, every iteration as a dot) and a panel of the
-lock counters per operation, which explain the metrics on a noisy machine.
-Usage: plot.py DIR
+An A/B run gets three panels: the headline metric per variant (bars are
+medians, error bars the 95% interval of the median, dots the iterations),
+every metric's change with its 95% interval (the verdict zabench computed),
+and every counter per operation as the after/before ratio on one log axis.
+A run of one variant gets its metrics and its counters per operation; the
+malloc comparison gets each allocator's time and peak RSS relative to the
+best.  Usage: plot.py DIR
 """
 import glob
 import json
+import math
 import os
 import sys
 
@@ -16,39 +20,191 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-LOCK_COUNTERS = ["zone_lock_acquire", "zone_lock_contended", "pcp_refill", "pcp_bulkfree",
-                 "list_lock_acquire", "list_lock_contended"]
 COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
+VERDICT_COLOURS = {"better": "#55a868", "worse": "#c44e52", "within noise": "#9a9a9a",
+                   "inconclusive": "#e0b040", "n/a": "#dddddd"}
+# The counters that explain a seed, drawn first when present.
+MECHANISM = ["zone_lock_acquire", "zone_lock_contended", "zone_lock_hold_ns", "pcp_refill",
+             "pcp_bulkfree", "pcp_bulkfree_hold_ns", "list_lock_acquire",
+             "list_lock_contended", "alloc_slowpath", "pgactivate", "pgmajfault",
+             "bytes_zeroed", "quicklist_hit", "quicklist_miss"]
+MAX_COUNTERS = 16
 
 
-def metric_panel(ax, name, variants):
+def median_interval(values):
+    """The median's distribution-free interval from order statistics: 95%
+    when there are enough values, else their whole range."""
+    v = sorted(values)
+    n = len(v)
+    k = 0  # values dropped from each end
+    while k + 1 < n / 2:
+        tail = sum(math.comb(n, i) for i in range(k + 2)) / 2 ** n
+        if tail > 0.025:
+            break
+        k += 1
+    return v[k], v[n - 1 - k]
+
+
+def unit_of(run, name):
+    return run.get("metric_units", {}).get(name, "")
+
+
+def headline_panel(ax, run, name):
+    variants = run["variants"]
     for i, v in enumerate(variants):
         m = v["metrics"][name]
-        med = m.get("median", m["amean"])
-        ax.bar(i, med, color=COLOURS[i % len(COLOURS)], alpha=0.8)
-        ax.errorbar(i, med, yerr=[[med - m["min"]], [m["max"] - med]], color="black", capsize=4)
-        ax.scatter([i] * len(m["values"]), m["values"], color="black", s=8, zorder=3)
+        lo, hi = median_interval(m["values"])
+        med = m["median"]
+        ax.bar(i, med, color=COLOURS[i % len(COLOURS)], alpha=0.8, width=0.6)
+        ax.errorbar(i, med, yerr=[[med - lo], [hi - med]], color="black", capsize=5)
+        ax.scatter([i] * len(m["values"]), m["values"], color="black", s=9, zorder=3)
     ax.set_xticks(range(len(variants)))
     ax.set_xticklabels([v["name"] for v in variants])
-    ax.set_title(name, fontsize=9)
+    ax.set_xlim(-0.6 - 0.5 * (len(variants) == 1), len(variants) - 0.4 + 0.5 * (len(variants) == 1))
+    ax.set_ylabel(f"{name} ({unit_of(run, name)})", fontsize=8)
+    n = len(variants[0]["metrics"][name]["values"])
+    direction = run["metric_directions"][name]
+    ax.set_title(f"{name}: median of {n} iterations ({direction} is better)\n"
+                 "error bars: interval of the median; dots: iterations", fontsize=8)
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+    ax.tick_params(labelsize=7)
 
 
-def counter_panel(ax, variants):
-    names = [c for c in LOCK_COUNTERS if any(v["counters"].get(c) for v in variants)]
+def changes_panel(ax, run):
+    """Each metric's change, positive = better, with its interval."""
+    comps = run["comparisons"]
+    names = [n for n in comps if comps[n]["change"] is not None]
     if not names:
-        ax.set_visible(False)
+        ax.text(0.5, 0.5, "no metric has a baseline to compare with", ha="center",
+                va="center", transform=ax.transAxes, fontsize=8)
+        ax.set_axis_off()
         return
-    width = 0.8 / len(variants)
-    for i, v in enumerate(variants):
-        ops = max(v["counters"].get("ops", 1), 1)
-        ax.bar([k + i * width for k in range(len(names))],
-               [v["counters"].get(c, 0) / ops for c in names], width,
-               label=v["name"], color=COLOURS[i % len(COLOURS)], alpha=0.8)
-    ax.set_xticks([k + width * (len(variants) - 1) / 2 for k in range(len(names))])
-    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=7)
-    ax.set_yscale("symlog", linthresh=1e-4)
-    ax.set_title("per operation", fontsize=9)
-    ax.legend(fontsize=7)
+    ys = range(len(names))
+    for y, n in zip(ys, names):
+        c = comps[n]
+        ch, lo, hi = 100 * c["change"], 100 * c["lo"], 100 * c["hi"]
+        ax.barh(y, ch, color=VERDICT_COLOURS.get(c["verdict"], "#999"), height=0.6)
+        ax.errorbar(ch, y, xerr=[[max(ch - lo, 0)], [max(hi - ch, 0)]], color="black",
+                    capsize=3, fmt="none")
+    ax.axvline(0, color="black", linewidth=0.7)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([f"{n} ({comps[n]['verdict']})" for n in names], fontsize=7)
+    ax.invert_yaxis()
+    ends = [100 * comps[n][k] for n in names for k in ("lo", "hi", "change")]
+    span = max(max(abs(e) for e in ends), 1.0)
+    ax.set_xlim(-1.15 * span, 1.15 * span)
+    ax.set_xlabel("change after vs before, % (positive = better)", fontsize=8)
+    ax.set_title("every metric: change of the medians, 95% interval", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def per_op(v, name):
+    ops = v["counters"].get("ops", 0)
+    return v["counters"].get(name, 0) / ops if ops else 0
+
+
+def scaled(x):
+    """A per-op value in words a reader takes in: 0.0021 -> '2.1/1k ops'."""
+    if x == 0:
+        return "0"
+    for scale, label in ((1, "/op"), (1e3, "/1k ops"), (1e6, "/1M ops"), (1e9, "/1G ops")):
+        if abs(x) * scale >= 0.95:
+            return f"{x * scale:.3g}{label}"
+    return f"{x:.2g}/op"
+
+
+def counter_names(run):
+    variants = run["variants"]
+    gauges = set(run.get("gauges", []))
+    names = [c for c in variants[0]["counters"] if c != "ops" and c not in gauges
+             and any(v["counters"].get(c) for v in variants)]
+    first = [c for c in MECHANISM if c in names]
+    rest = [c for c in names if c not in first]
+    if len(variants) == 2:
+        def spread(c):
+            a, b = per_op(variants[0], c), per_op(variants[1], c)
+            return abs(math.log(b / a)) if a > 0 and b > 0 else 99
+        rest.sort(key=spread, reverse=True)
+    return (first + rest)[:MAX_COUNTERS]
+
+
+def ratio_counter_panel(ax, run, names):
+    """after/before of each counter per operation, on one log axis."""
+    before, after = run["variants"][0], run["variants"][1]
+    ratios = []
+    for c in names:
+        a, b = per_op(before, c), per_op(after, c)
+        ratios.append(b / a if a > 0 and b > 0 else None)
+    finite = [r for r in ratios if r]
+    top = max([max(r, 1 / r) for r in finite] + [3.4]) * 3
+    for y, (c, r) in enumerate(zip(names, ratios)):
+        a, b = per_op(before, c), per_op(after, c)
+        if r:
+            ax.barh(y, math.log10(r), color="#4c72b0" if r <= 1 else "#dd8452", height=0.6)
+        else:  # one side is zero: no ratio, a marker at the edge
+            edge = math.log10(top) * (1 if a == 0 else -1) * 0.9
+            ax.plot([edge], [y], marker=">" if a == 0 else "<", color="black")
+        ax.text(1.02, y, f"{scaled(a)} → {scaled(b)}", transform=ax.get_yaxis_transform(),
+                va="center", fontsize=7)
+    ax.axvline(0, color="black", linewidth=0.7)
+    lim = math.log10(top)
+    ax.set_xlim(-lim, lim)
+    ticks = [t for t in range(-6, 7) if abs(t) <= lim]
+    if len(ticks) < 3:
+        ticks = [-lim * 0.9, 0, lim * 0.9]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"×{10 ** t:.3g}" for t in ticks], fontsize=7)
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("counter per operation, after / before (log scale; "
+                  "a triangle: zero on one side)", fontsize=8)
+    ax.set_title("counters (exact, not noisy): per operation, before → after at the right",
+                 fontsize=8)
+
+
+def value_counter_panel(ax, run, names):
+    v = run["variants"][0]
+    vals = [per_op(v, c) for c in names]
+    ax.barh(range(len(names)), vals, color="#4c72b0", height=0.6)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    for y, x in enumerate(vals):
+        ax.text(1.02, y, scaled(x), transform=ax.get_yaxis_transform(), va="center",
+                fontsize=7)
+    ax.set_xlabel("per operation (log scale)", fontsize=8)
+    ax.set_title("counters per operation", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def plot_ab(run, path):
+    names = counter_names(run)
+    height = 3.2 + 0.22 * max(len(names), 4)
+    fig = plt.figure(figsize=(12, height))
+    grid = fig.add_gridspec(2, 2, height_ratios=[3.2, 0.22 * max(len(names), 4)],
+                            width_ratios=[1, 1.4])
+    headline_panel(fig.add_subplot(grid[0, 0]), run, run["headline"])
+    changes_panel(fig.add_subplot(grid[0, 1]), run)
+    if names:
+        ratio_counter_panel(fig.add_subplot(grid[1, :]), run, names)
+    finish(fig, run, path)
+
+
+def plot_single(run, path):
+    metrics = [m for m in run["variants"][0]["metrics"]]
+    names = counter_names(run)
+    cols = min(len(metrics), 3)
+    rows = (len(metrics) + cols - 1) // cols
+    fig = plt.figure(figsize=(12, 2.8 * rows + 0.25 * max(len(names), 4) + 0.8))
+    grid = fig.add_gridspec(rows + 1, cols, height_ratios=[2.8] * rows +
+                            [0.25 * max(len(names), 4)])
+    for i, m in enumerate(metrics):
+        headline_panel(fig.add_subplot(grid[i // cols, i % cols]), run, m)
+    if names:
+        value_counter_panel(fig.add_subplot(grid[rows, :]), run, names)
+    finish(fig, run, path)
 
 
 def ratio_panel(ax, variants, suffix, title):
@@ -59,24 +215,29 @@ def ratio_panel(ax, variants, suffix, title):
         ratios = []
         for n in names:
             best = min(w["metrics"][n + suffix]["median"] for w in variants)
-            ratios.append(v["metrics"][n + suffix]["median"] / best if best > 0 else 0)
+            ratios.append(v["metrics"][n + suffix]["median"] / best if best > 0 else 1)
         ax.bar([k + i * width for k in range(len(names))], ratios, width, label=v["name"],
                color=COLOURS[i % len(COLOURS)], alpha=0.85)
     ax.set_xticks([k + width * (len(variants) - 1) / 2 for k in range(len(names))])
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax.set_yscale("log")
     ax.axhline(1, color="black", linewidth=0.6)
-    ax.set_ylabel("ratio to the best (log)", fontsize=8)
+    ax.set_ylabel("median / best allocator's (log)", fontsize=8)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=len(variants))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
-def plot_malloc(path, run):
-    fig, axes = plt.subplots(2, 1, figsize=(11, 7))
-    ratio_panel(axes[0], run["variants"], "_s", "time, median (lower is better)")
-    ratio_panel(axes[1], run["variants"], "_rss_mib", "peak RSS, median (lower is better)")
-    fig.suptitle(os.path.basename(path)[:-5] + ": malloc, allocators compared", fontsize=10)
-    fig.tight_layout()
+def plot_malloc(run, path):
+    fig, axes = plt.subplots(2, 1, figsize=(12, 7))
+    ratio_panel(axes[0], run["variants"], "_s", "time: median per benchmark, lower is better")
+    ratio_panel(axes[1], run["variants"], "_rss_mib",
+                "peak RSS: median per benchmark, lower is better")
+    finish(fig, run, path)
+
+
+def finish(fig, run, path):
+    fig.suptitle(run.get("title", run["experiment"]), fontsize=10, fontweight="bold")
+    fig.tight_layout(rect=(0, 0, 0.93, 0.97))
     fig.savefig(path[:-5] + ".png", dpi=90)
     plt.close(fig)
 
@@ -85,24 +246,11 @@ def plot(path):
     with open(path) as f:
         run = json.load(f)
     if run["experiment"] == "malloc":
-        plot_malloc(path, run)
-        return
-    variants = run["variants"]
-    metrics = list(variants[0]["metrics"].keys())
-    panels = len(metrics) + 1
-    cols = min(panels, 4)
-    rows = (panels + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
-    axes = [a for row in axes for a in row]
-    for ax, name in zip(axes, metrics):
-        metric_panel(ax, name, variants)
-    counter_panel(axes[len(metrics)], variants)
-    for ax in axes[panels:]:
-        ax.set_visible(False)
-    fig.suptitle(os.path.basename(path)[:-5] + ": " + run["experiment"], fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path[:-5] + ".png", dpi=90)
-    plt.close(fig)
+        plot_malloc(run, path)
+    elif len(run["variants"]) == 2 and run.get("comparisons"):
+        plot_ab(run, path)
+    else:
+        plot_single(run, path)
 
 
 def main():

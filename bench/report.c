@@ -4,6 +4,9 @@
  * report with plots.
  */
 #include "bench.h"
+#include "table.h"
+
+#include <math.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,16 +25,71 @@ unsigned long long machine_memory(void)
 	return (unsigned long long)sysconf(_SC_PHYS_PAGES) * (unsigned long long)sysconf(_SC_PAGESIZE);
 }
 
+void config_value(const char *config, const char *key, char *out, size_t len)
+{
+	size_t klen = strlen(key);
+	out[0] = 0;
+	for (const char *p = config; *p; p += strcspn(p, ","), p += *p == ',') {
+		if (!strncmp(p, key, klen) && p[klen] == '=') {
+			size_t n = strcspn(p + klen + 1, ",");
+			snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p + klen + 1);
+			return;
+		}
+	}
+}
+
+/* The keys in which variant v's configuration differs from the first's. */
+static void config_difference(const struct bench *b, const struct variant *v, FILE *out)
+{
+	const char *mine = variant_config(v), *first = variant_config(&b->variants[0]);
+	bool any = false;
+	for (const char *p = mine; *p; p += strcspn(p, ","), p += *p == ',') {
+		char key[64], a[128], c[128];
+		size_t n = strcspn(p, "=,");
+		snprintf(key, sizeof(key), "%.*s", (int)(n < sizeof(key) ? n : sizeof(key) - 1), p);
+		config_value(mine, key, a, sizeof(a));
+		config_value(first, key, c, sizeof(c));
+		if (v == &b->variants[0]) {
+			/* the first variant: the keys any other variant changes */
+			bool changed = false;
+			for (int i = 1; i < b->nvariants; i++) {
+				config_value(variant_config(&b->variants[i]), key, c, sizeof(c));
+				changed |= strcmp(a, c) != 0;
+			}
+			if (!changed)
+				continue;
+		} else if (!strcmp(a, c)) {
+			continue;
+		}
+		fprintf(out, "%s%s=%s", any ? "," : "", key, a);
+		any = true;
+	}
+	if (!any)
+		fprintf(out, "(same)");
+}
+
 static void print_header(const struct bench *b, FILE *out)
 {
 	const struct bench_opts *o = &b->opts;
+	char threads[128];
+	if (b->exp->describe_threads)
+		b->exp->describe_threads(b, threads, sizeof(threads));
+	else
+		snprintf(threads, sizeof(threads), "%d thread%s", o->threads, o->threads == 1 ? "" : "s");
 	fprintf(out, "zabench %s: %s\n", b->exp->name, b->exp->summary);
-	fprintf(out, "machine: %ld cores, %.1f GiB; %d threads; %d iterations of %.2f s per variant"
-		     " (after one warm-up)\n",
-		machine_cores(), (double)machine_memory() / (1 << 30), o->threads, o->iterations,
-		o->seconds);
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, "%-7s %s\n", b->variants[i].name, variant_config(&b->variants[i]));
+	fprintf(out, "machine: %ld cores, %.1f GiB; %s; %d iteration%s of %.2f s per variant"
+		     " (after one warm-up)",
+		machine_cores(), (double)machine_memory() / (1 << 30), threads,
+		b->variants[0].niters, b->variants[0].niters == 1 ? "" : "s", o->seconds);
+	if (b->extra_rounds)
+		fprintf(out, ", %d of them added while the verdict was open", b->extra_rounds);
+	fprintf(out, "\nconfiguration: %s%s%s (za_mm_config_string in the JSON has every key)\n",
+		b->exp->config, o->config ? "," : "", o->config ? o->config : "");
+	for (int i = 0; b->nvariants > 1 && i < b->nvariants; i++) {
+		fprintf(out, "%-7s ", b->variants[i].name);
+		config_difference(b, &b->variants[i], out);
+		fputc('\n', out);
+	}
 	fputc('\n', out);
 }
 
@@ -41,7 +99,31 @@ static double mean_of(const struct summary *s, enum direction dir)
 	return dir == HIGHER_IS_BETTER ? s->hmean : s->amean;
 }
 
-static void print_metric_rows(const struct bench *b, int m, FILE *out)
+/* A value in at most 4 significant digits, without an exponent where a
+ * reader would not want one. */
+static void add_value(struct table *t, double v)
+{
+	if (v != v)
+		table_add(t, "n/a");
+	else if (v == 0)
+		table_add(t, "0");
+	else if (v != 0 && fabs(v) < 0.01)
+		table_add(t, "%.3g", v);
+	else if (fabs(v) < 1e6)
+		table_add(t, "%.2f", v);
+	else
+		table_add(t, "%.0f", v);
+}
+
+static void add_pct(struct table *t, double pct)
+{
+	if (pct != pct)
+		table_add(t, "(n/a)");
+	else
+		table_add(t, "(%+.2f%%)", pct + 0.0);
+}
+
+static void add_metric_rows(const struct bench *b, int m, struct table *t)
 {
 	const struct metric_def *def = &b->metrics[m];
 	struct summary s[MAX_VARIANTS];
@@ -52,7 +134,8 @@ static void print_metric_rows(const struct bench *b, int m, FILE *out)
 		const char *label = rows[r];
 		if (!strcmp(label, "Mean"))
 			label = def->dir == HIGHER_IS_BETTER ? "Hmean" : "Amean";
-		fprintf(out, "%-7s %-24s", label, def->name);
+		table_add(t, "%s", label);
+		table_add(t, "%s (%s)", def->name, def->unit);
 		double base = 0;
 		for (int i = 0; i < b->nvariants; i++) {
 			double v = r == 0 ? s[i].min : r == 1 ? s[i].median : r == 2 ? s[i].max
@@ -60,10 +143,63 @@ static void print_metric_rows(const struct bench *b, int m, FILE *out)
 			enum direction dir = r == 4 ? LOWER_IS_BETTER : def->dir;
 			if (i == 0)
 				base = v;
-			fprintf(out, " %12.2f (%7.2f%%)", v, pct_change(base, v, dir));
+			add_value(t, v);
+			add_pct(t, pct_change(base, v, dir));
 		}
-		fputc('\n', out);
 	}
+}
+
+static void print_metrics(const struct bench *b, FILE *out)
+{
+	struct table t;
+	table_init(&t, 2 + 2 * b->nvariants);
+	table_add(&t, "%s", "");
+	table_add(&t, "%s", "");
+	for (int i = 0; i < b->nvariants; i++) {
+		table_add(&t, "%s", b->variants[i].name);
+		table_add(&t, "%s", "");
+	}
+	for (int m = 0; m < b->nmetrics; m++)
+		add_metric_rows(b, m, &t);
+	table_print(&t, out);
+	table_free(&t);
+}
+
+/*
+ * Each metric's change from "before" to "after" with its interval and
+ * verdict (stats.c), for an A/B of two systems.
+ */
+static void print_verdicts(const struct bench *b, FILE *out)
+{
+	if (b->nvariants != 2 || !b->opts.ab)
+		return;
+	struct table t;
+	table_init(&t, 4);
+	table_add(&t, "Verdict (after vs before)");
+	table_add(&t, "change");
+	table_add(&t, "%.0f%% interval", CONFIDENCE * 100);
+	table_add(&t, "verdict");
+	for (int m = 0; m < b->nmetrics; m++) {
+		struct comparison c;
+		const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
+		compare_samples(v0->values[m], v0->niters, v1->values[m], v1->niters,
+				b->metrics[m].dir, &c);
+		table_add(&t, "%s%s", b->metrics[m].name, m == b->headline ? " (headline)" : "");
+		if (c.verdict == VERDICT_NA) {
+			table_add(&t, "n/a");
+			table_add(&t, "n/a");
+		} else {
+			table_add(&t, "%+.1f%%", c.change * 100 + 0.0);
+			table_add(&t, "[%+.1f%%, %+.1f%%]", c.lo * 100 + 0.0, c.hi * 100 + 0.0);
+		}
+		table_add(&t, "%s", verdict_name(c.verdict));
+	}
+	fputc('\n', out);
+	table_print(&t, out);
+	table_free(&t);
+	fprintf(out, "(change: ratio of medians, positive = better; interval: Hodges-Lehmann / "
+		     "Mann-Whitney, %.0f%%; an interval that holds 0 is within noise)\n",
+		CONFIDENCE * 100);
 }
 
 /* Ratios of counters that explain lock behaviour, when they apply. */
@@ -78,7 +214,7 @@ static const struct {
 	{ "pages per bulk free", "pcp_bulkfree_pages", "pcp_bulkfree" },
 };
 
-static int stat_index(const char *name)
+int stat_index(const char *name)
 {
 	for (int i = 0; i < za_stat_count(); i++)
 		if (!strcmp(za_stat_name(i), name))
@@ -86,15 +222,22 @@ static int stat_index(const char *name)
 	return -1;
 }
 
-static void print_counters(const struct bench *b, FILE *out)
+/* Per op, per 1000 ops or per million: the first that brings the largest
+ * value of the row to 1 or more. */
+static double per_op_scale(const struct bench *b, int c, const char **label)
 {
-	fprintf(out, "\n%-32s", "Counters per op");
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, " %14s", b->variants[i].name);
-	fprintf(out, "\n%-32s", "ops");
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, " %14lld", b->variants[i].ops);
-	fputc('\n', out);
+	double top = 0;
+	for (int i = 0; i < b->nvariants; i++) {
+		const struct variant *v = &b->variants[i];
+		if (v->ops)
+			top = fmax(top, fabs((double)v->counters[c] / (double)v->ops));
+	}
+	*label = top >= 1 || top == 0 ? "per op" : top >= 1e-3 ? "per 1k ops" : "per 1M ops";
+	return top >= 1 || top == 0 ? 1 : top >= 1e-3 ? 1e3 : 1e6;
+}
+
+static void add_counter_rows(const struct bench *b, struct table *t)
+{
 	for (int c = 0; c < za_stat_count(); c++) {
 		if (za_stat_kind(c) != ZA_STAT_EVENT)
 			continue;
@@ -103,20 +246,46 @@ static void print_counters(const struct bench *b, FILE *out)
 			any |= b->variants[i].counters[c] != 0;
 		if (!any)
 			continue;
-		fprintf(out, "%-32s", za_stat_name(c));
+		const char *per;
+		double scale = per_op_scale(b, c, &per);
+		table_add(t, "%s", za_stat_name(c));
+		table_add(t, "%s", per);
 		for (int i = 0; i < b->nvariants; i++) {
 			const struct variant *v = &b->variants[i];
-			fprintf(out, " %14.6g", v->ops ? (double)v->counters[c] / (double)v->ops : 0.0);
+			add_value(t, v->ops ? (double)v->counters[c] / (double)v->ops * scale : NAN);
 		}
-		fputc('\n', out);
 	}
 	for (int e = 0; e < b->variants[0].nextra; e++) {
-		fprintf(out, "%-32s", b->variants[0].extra_name[e]);
+		table_add(t, "%s", b->variants[0].extra_name[e]);
+		table_add(t, "at the end");
 		for (int i = 0; i < b->nvariants; i++)
-			fprintf(out, " %14lld", b->variants[i].extra_value[e]);
-		fprintf(out, "   (at the end)\n");
+			table_add(t, "%lld", b->variants[i].extra_value[e]);
 	}
-	bool header = false;
+}
+
+static void print_counters(const struct bench *b, FILE *out)
+{
+	struct table t;
+	table_init(&t, 2 + b->nvariants);
+	table_add(&t, "Counters");
+	table_add(&t, "%s", "");
+	for (int i = 0; i < b->nvariants; i++)
+		table_add(&t, "%s", b->variants[i].name);
+	table_add(&t, "ops");
+	table_add(&t, "measured");
+	for (int i = 0; i < b->nvariants; i++)
+		table_add(&t, "%lld", b->variants[i].ops);
+	add_counter_rows(b, &t);
+	fputc('\n', out);
+	table_print(&t, out);
+	table_free(&t);
+	print_lock_behaviour(b, out);
+}
+
+void print_lock_behaviour(const struct bench *b, FILE *out)
+{
+	struct table t;
+	table_init(&t, 1 + b->nvariants);
 	for (size_t r = 0; r < sizeof(ratios) / sizeof(ratios[0]); r++) {
 		int num = stat_index(ratios[r].num), den = stat_index(ratios[r].den);
 		bool any = false;
@@ -124,27 +293,33 @@ static void print_counters(const struct bench *b, FILE *out)
 			any |= b->variants[i].counters[den] != 0;
 		if (!any)
 			continue;
-		if (!header) {
-			fprintf(out, "\n%-38s", "Lock behaviour");
+		if (!t.ncells) {
+			table_add(&t, "Lock behaviour");
 			for (int i = 0; i < b->nvariants; i++)
-				fprintf(out, " %14s", b->variants[i].name);
-			fputc('\n', out);
-			header = true;
+				table_add(&t, "%s", b->variants[i].name);
 		}
-		fprintf(out, "%-38s", ratios[r].label);
+		table_add(&t, "%s", ratios[r].label);
 		for (int i = 0; i < b->nvariants; i++) {
 			long long d = b->variants[i].counters[den];
-			fprintf(out, " %14.1f", d ? (double)b->variants[i].counters[num] / (double)d : 0.0);
+			add_value(&t, d ? (double)b->variants[i].counters[num] / (double)d : NAN);
 		}
-		fputc('\n', out);
 	}
 	int peak = stat_index("pcp_bulkfree_hold_max_ns");
-	if (header) {
-		fprintf(out, "%-38s", "longest bulk-free hold (ns)");
+	if (t.ncells) {
+		table_add(&t, "longest bulk-free hold (ns)");
 		for (int i = 0; i < b->nvariants; i++)
-			fprintf(out, " %14lld", b->variants[i].counters[peak]);
+			table_add(&t, "%lld", b->variants[i].counters[peak]);
 		fputc('\n', out);
+		table_print(&t, out);
+		bool long_hold = false;
+		for (int i = 0; i < b->nvariants; i++)
+			long_hold |= b->variants[i].counters[peak] > 1000000;
+		if (long_hold)
+			fprintf(out, "(hold times are wall-clock: a holder that the scheduler preempts, as "
+				     "on a machine with fewer cores than threads, holds the lock until it "
+				     "runs again; the counts are exact)\n");
 	}
+	table_free(&t);
 }
 
 void print_table(const struct bench *b, FILE *out)
@@ -154,12 +329,8 @@ void print_table(const struct bench *b, FILE *out)
 		return;
 	}
 	print_header(b, out);
-	fprintf(out, "%-32s", "");
-	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, " %12s %10s", b->variants[i].name, "");
-	fputc('\n', out);
-	for (int m = 0; m < b->nmetrics; m++)
-		print_metric_rows(b, m, out);
+	print_metrics(b, out);
+	print_verdicts(b, out);
 	print_counters(b, out);
 	if (b->exp->print_extra)
 		b->exp->print_extra(b, out);
@@ -220,16 +391,38 @@ void print_json(const struct bench *b, FILE *out)
 {
 	fprintf(out, "{\"experiment\": ");
 	json_string(out, b->exp->name);
+	fprintf(out, ", \"title\": ");
+	json_string(out, b->title);
+	fprintf(out, ", \"ab\": ");
+	json_string(out, b->opts.ab ? b->opts.ab : "");
+	fprintf(out, ", \"headline\": ");
+	json_string(out, b->metrics[b->headline].name);
+	fprintf(out, ", \"metric_units\": {");
+	for (int m = 0; m < b->nmetrics; m++) {
+		fprintf(out, "%s", m ? ", " : "");
+		json_string(out, b->metrics[m].name);
+		fprintf(out, ": ");
+		json_string(out, b->metrics[m].unit);
+	}
+	fprintf(out, "}");
 	fprintf(out, ", \"machine\": {\"cores\": %ld, \"memory\": %llu}, \"threads\": %d, "
 		     "\"iterations\": %d, \"seconds\": %g, \"metric_directions\": {",
-		machine_cores(), machine_memory(), b->opts.threads, b->opts.iterations,
+		machine_cores(), machine_memory(), b->opts.threads, b->variants[0].niters,
 		b->opts.seconds);
 	for (int m = 0; m < b->nmetrics; m++) {
 		fprintf(out, "%s", m ? ", " : "");
 		json_string(out, b->metrics[m].name);
 		fprintf(out, ": \"%s\"", b->metrics[m].dir == HIGHER_IS_BETTER ? "higher" : "lower");
 	}
-	fprintf(out, "}, \"variants\": [");
+	/* Counters that are levels at the end, not events to divide by ops. */
+	fprintf(out, "}, \"gauges\": [");
+	for (int c = 0, n = 0; c < za_stat_count(); c++) {
+		if (za_stat_kind(c) == ZA_STAT_EVENT)
+			continue;
+		fprintf(out, "%s", n++ ? ", " : "");
+		json_string(out, za_stat_name(c));
+	}
+	fprintf(out, "], \"variants\": [");
 	for (int i = 0; i < b->nvariants; i++) {
 		const struct variant *v = &b->variants[i];
 		fprintf(out, "%s{\"name\": ", i ? ", " : "");
@@ -254,5 +447,23 @@ void print_json(const struct bench *b, FILE *out)
 		}
 		fprintf(out, "\"ops\": %lld}}", v->ops);
 	}
-	fprintf(out, "]}\n");
+	fprintf(out, "], \"comparisons\": {");
+	for (int m = 0; b->nvariants == 2 && b->opts.ab && m < b->nmetrics; m++) {
+		struct comparison c;
+		const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
+		compare_samples(v0->values[m], v0->niters, v1->values[m], v1->niters,
+				b->metrics[m].dir, &c);
+		fprintf(out, "%s", m ? ", " : "");
+		json_string(out, b->metrics[m].name);
+		fprintf(out, ": {\"verdict\": ");
+		json_string(out, verdict_name(c.verdict));
+		const double fields[] = { c.change, c.lo, c.hi, c.level };
+		const char *const names[] = { "change", "lo", "hi", "level" };
+		for (int f = 0; f < 4; f++) {
+			fprintf(out, ", \"%s\": ", names[f]);
+			json_number(out, c.verdict == VERDICT_NA ? NAN : fields[f]);
+		}
+		fprintf(out, "}");
+	}
+	fprintf(out, "}, \"extra_rounds\": %d}\n", b->extra_rounds);
 }

@@ -3,6 +3,7 @@
  * snapshots around each iteration.
  */
 #include "bench.h"
+#include "seeds.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -139,7 +140,7 @@ double run_threads(int n, void (*fn)(int i, void *arg), void *arg)
 /* ------------------------------------------------------------------------
  * Command line
  * ------------------------------------------------------------------------ */
-static void usage(FILE *out)
+static void usage_lines(FILE *out)
 {
 	fprintf(out,
 		"usage: zabench <experiment> [--threads N] [--seconds S] [--iterations K]\n"
@@ -147,25 +148,116 @@ static void usage(FILE *out)
 		"               [--order K] [--pages N] [--size N] [--sizes N,N,...]\n"
 		"               [--io-size PCT] [--dir DIR]\n"
 		"               [--allocators A,B,...] [--benchmarks B,...] [--scale X]  (malloc)\n"
-		"       zabench report [--quick] [--out DIR]\n"
-		"       zabench list\n\n"
-		"  --seconds S     length of one measured iteration (default 1)\n"
+		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
+		"                      [--seconds S]\n"
+		"       zabench list\n");
+}
+
+static void list_switches(FILE *out)
+{
+	fprintf(out, "switches --ab compares (SWITCH: 0 against 1; SWITCH=A:B: A against B;\n"
+		     "any configuration key of za_mm_create works the same way):\n");
+	for (const struct ab_switch *s = ab_switches; s->name; s++) {
+		char seed[16];
+		snprintf(seed, sizeof(seed), s->seed ? "seed %s" : "", s->seed);
+		fprintf(out, "  %-23s %-4s %-8s %s\n", s->name, s->values, seed, s->what);
+	}
+}
+
+static void list_experiments(FILE *out)
+{
+	for (int i = 0; experiments[i]; i++)
+		fprintf(out, "  %-14s %s\n", experiments[i]->name, experiments[i]->summary);
+}
+
+static void usage(FILE *out)
+{
+	usage_lines(out);
+	fprintf(out,
+		"\n  --seconds S     length of one measured iteration (default 1)\n"
 		"  --iterations K  measured iterations per variant (default 5), after one warm-up\n"
 		"  --config STR    configuration for za_mm_create, over the experiment's defaults\n"
 		"  --ab X          compare X=0 (\"before\") with X=1 (\"after\"), or X=A with X=B\n"
 		"  --json          one JSON object instead of the tables\n\n"
 		"experiments:\n");
-	for (int i = 0; experiments[i]; i++)
-		fprintf(out, "  %-14s %s\n", experiments[i]->name, experiments[i]->summary);
+	list_experiments(out);
+	fputc('\n', out);
+	list_switches(out);
+}
+
+/* Edit distance, for "did you mean": small strings only. */
+static int distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b), row[64];
+	if (la > 63 || lb > 63)
+		return 99;
+	for (int j = 0; j <= lb; j++)
+		row[j] = j;
+	for (int i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int up = row[j];
+			int sub = diag + (a[i - 1] != b[j - 1]);
+			row[j] = sub < up + 1 ? sub : up + 1;
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The closest of names to word, if it is close enough to be a typo. */
+static const char *nearest(const char *word, const char *const *names, int n)
+{
+	const char *best = NULL;
+	int bestd = 99;
+	for (int i = 0; i < n; i++) {
+		int d = distance(word, names[i]);
+		if (d < bestd) {
+			bestd = d;
+			best = names[i];
+		}
+	}
+	return bestd <= (strlen(word) > 6 ? 3 : 2) ? best : NULL;
+}
+
+/* The message, a "did you mean", and the short usage; returns 2. */
+static void short_usage(void)
+{
+	fprintf(stderr, "usage: zabench <experiment> [options] | zabench report [--quick] | zabench list\n"
+			"       (zabench --help: the experiments, their options and the --ab switches)\n");
+}
+
+static int usage_hint(const char *what, const char *word, const char *suggestion)
+{
+	fprintf(stderr, "zabench: %s '%s'", what, word);
+	if (suggestion)
+		fprintf(stderr, "; did you mean '%s'?", suggestion);
+	fprintf(stderr, "\n");
+	short_usage();
+	return 2;
 }
 
 int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "zabench: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n\n");
-	usage(stderr);
+	fprintf(stderr, "\n");
+	short_usage();
 	return 2;
+}
+
+static int unknown_experiment(const char *name)
+{
+	const char *names[64];
+	int n = 0;
+	for (int i = 0; experiments[i] && n < 62; i++)
+		names[n++] = experiments[i]->name;
+	names[n++] = "report";
+	names[n++] = "list";
+	return usage_hint("unknown experiment", name, nearest(name, names, n));
 }
 
 const struct experiment *find_experiment(const char *name)
@@ -200,6 +292,24 @@ static bool parse_sizes(const char *s, struct bench_opts *o)
 		o->nsizes++;
 	}
 	return o->nsizes > 0;
+}
+
+static int unknown_option(const char *arg, const struct option *longopts)
+{
+	const char *names[32];
+	char word[64];
+	int n = 0;
+	for (; longopts[n].name && n < 32; n++)
+		names[n] = longopts[n].name;
+	snprintf(word, sizeof(word), "%s", arg + strspn(arg, "-"));
+	word[strcspn(word, "=")] = 0;
+	for (int i = 0; i < n; i++)     /* a known option without its value */
+		if (!strcmp(word, names[i]))
+			return usage_error("option '%s' needs a value", arg);
+	const char *near = nearest(word, names, n);
+	char suggestion[64];
+	snprintf(suggestion, sizeof(suggestion), "--%s", near ? near : "");
+	return usage_hint("unknown option", arg, near ? suggestion : NULL);
 }
 
 /* Parses argv into o; returns 0, or the exit status for a usage error. */
@@ -301,7 +411,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 			usage(stdout);
 			exit(0);
 		default:
-			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+			return unknown_option(argv[optind - 1], longopts);
 		}
 	}
 	if (optind < argc)
@@ -340,6 +450,20 @@ static bool ab_part(const char *spec, int which, char *out, size_t len)
 	return n > 0 && n < len;
 }
 
+/* The options that depend on the configuration, checked before any run. */
+static int check_options(const struct bench *b, const struct variant *v)
+{
+	char max[16];
+	config_value(za_mm_config_string(v->mm), "max_order", max, sizeof(max));
+	if (b->opts.order > atoi(max)) {
+		fprintf(stderr, "zabench: --order %d is beyond the %s variant's max_order=%s "
+				"(raise it with --config max_order=N, at most 14)\n",
+			b->opts.order, v->name, max);
+		return 2;
+	}
+	return 0;
+}
+
 static int make_variants(struct bench *b)
 {
 	if (b->exp->make_variants)
@@ -356,10 +480,12 @@ static int make_variants(struct bench *b)
 		snprintf(v->config, sizeof(v->config), "%s,%s%s", b->exp->config, user, extra);
 		v->mm = za_mm_create(v->config);
 		if (!v->mm) {
-			fprintf(stderr, "zabench: %s\n\n", za_last_error());
-			usage(stderr);
+			fprintf(stderr, "zabench: %s\n", za_last_error());
+			short_usage();
 			return 2;
 		}
+		if (check_options(b, v))
+			return 2;
 		v->counters = calloc((size_t)za_stat_count(), sizeof(long long));
 	}
 	return 0;
@@ -407,9 +533,34 @@ static void measure(struct bench *b, struct variant *v)
 	v->ops += it.ops;
 }
 
+/* One measured iteration of every variant, in the order of round k:
+ * A B, then B A, so that a drift of the machine hits both alike. */
+static void measure_round(struct bench *b, int k)
+{
+	for (int j = 0; j < b->nvariants; j++)
+		measure(b, &b->variants[k % 2 ? b->nvariants - 1 - j : j]);
+}
+
+/* A change the interval confines within this of zero is no change. */
+#define NOISE_FLOOR 0.03
+
+/* Is the headline metric's verdict still open: neither a sure change nor
+ * an interval narrow enough to call it none? */
+static bool verdict_open(const struct bench *b)
+{
+	struct comparison c;
+	const struct variant *before = &b->variants[0], *after = &b->variants[1];
+	compare_samples(before->values[b->headline], before->niters,
+			after->values[b->headline], after->niters, b->metrics[b->headline].dir, &c);
+	if (c.verdict == VERDICT_BETTER || c.verdict == VERDICT_WORSE || c.verdict == VERDICT_NA)
+		return false;
+	return c.verdict == VERDICT_INCONCLUSIVE || c.lo < -NOISE_FLOOR || c.hi > NOISE_FLOOR;
+}
+
 /*
- * One warm-up iteration per variant, then K measured ones, interleaved
- * A B B A A B ... so that a drift of the machine hits both alike.
+ * One warm-up iteration per variant, then K measured rounds.  With a time
+ * budget (extend_until) an A/B run whose headline interval is still wider
+ * than its effect gets more rounds, while one more fits in the budget.
  */
 int bench_run(struct bench *b)
 {
@@ -419,7 +570,7 @@ int bench_run(struct bench *b)
 	if (!o->seconds)
 		o->seconds = o->quick ? 0.3 : 1.0;
 	if (!o->iterations)
-		o->iterations = o->quick ? 3 : 5;
+		o->iterations = o->quick && !o->ab ? 3 : 5;
 	b->exp->declare(b);
 	if (b->too_many_metrics)
 		return usage_error("%s: more metrics than zabench holds; give fewer --sizes",
@@ -436,9 +587,18 @@ int bench_run(struct bench *b)
 			za_stat_reset_peaks(b->variants[i].mm);
 	}
 	b->warmup = false;
-	for (int k = 0; k < o->iterations; k++)
-		for (int j = 0; j < b->nvariants; j++)
-			measure(b, &b->variants[k % 2 ? b->nvariants - 1 - j : j]);
+	double round = 0;
+	for (int k = 0; k < o->iterations; k++) {
+		double t0 = now_seconds();
+		measure_round(b, k);
+		round = now_seconds() - t0;
+	}
+	bool ab = o->ab && b->nvariants == 2 && !b->exp->make_variants;
+	for (int k = o->iterations; ab && k < MAX_ITERS && verdict_open(b) &&
+	     now_seconds() + round < o->extend_until; k++) {
+		measure_round(b, k);
+		b->extra_rounds++;
+	}
 	return 0;
 }
 
@@ -451,25 +611,70 @@ void bench_finish(struct bench *b)
 	b->state = NULL;
 }
 
+void describe_ab(const char *ab, char *out, size_t len)
+{
+	char before[512], after[512];
+	size_t n = 0;
+	out[0] = 0;
+	if (!ab_part(ab, 0, before, sizeof(before)) || !ab_part(ab, 1, after, sizeof(after)))
+		return;
+	/* the two lists have the same keys in the same order: ",k=a" ",k=b" */
+	char *sb, *sa, *tb = strtok_r(before, ",", &sb), *ta = strtok_r(after, ",", &sa);
+	for (; tb && ta; tb = strtok_r(NULL, ",", &sb), ta = strtok_r(NULL, ",", &sa)) {
+		char *eb = strchr(tb, '='), *ea = strchr(ta, '=');
+		*eb = 0;
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%s %s → %s", n ? ", " : "",
+				      tb, eb + 1, ea + 1);
+	}
+}
+
+/* "repeat --order 0 --ab pcp_high_order" -> "repeat --order 0: pcp_high_order 0 → 1" */
+static void make_title(struct bench *b, int argc, char **argv)
+{
+	size_t n = (size_t)snprintf(b->title, sizeof(b->title), "%s", b->exp->name);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--ab") || !strcmp(argv[i], "--json")) {
+			i += argv[i][2] == 'a';
+			continue;
+		}
+		n += (size_t)snprintf(b->title + n, n < sizeof(b->title) ? sizeof(b->title) - n : 0,
+				      " %s", argv[i]);
+	}
+	if (b->opts.ab && n < sizeof(b->title)) {
+		char what[256];
+		describe_ab(b->opts.ab, what, sizeof(what));
+		snprintf(b->title + n, sizeof(b->title) - n, ": %s", what);
+	}
+}
+
 /* Sets up b for one experiment from its arguments (argv[0] is its name). */
 int bench_prepare(struct bench *b, int argc, char **argv)
 {
 	memset(b, 0, sizeof(*b));
 	if (!(b->exp = find_experiment(argv[0])))
-		return usage_error("unknown experiment '%s'", argv[0]);
+		return unknown_experiment(argv[0]);
 	b->opts.experiment = b->exp->name;
-	return parse_options(argc, argv, &b->opts);
+	int rc = parse_options(argc, argv, &b->opts);
+	if (!rc)
+		make_title(b, argc, argv);
+	return rc;
 }
 
 int bench_main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage_error("%s", "no experiment given");
+	if (!strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
 	if (!strcmp(argv[1], "report"))
 		return run_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list")) {
-		for (int i = 0; experiments[i]; i++)
-			printf("%s\n", experiments[i]->name);
+		printf("experiments:\n");
+		list_experiments(stdout);
+		putchar('\n');
+		list_switches(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

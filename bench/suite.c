@@ -5,6 +5,10 @@
  * matplotlib is available.
  */
 #include "bench.h"
+#include "doc.h"
+#include "seeds.h"
+
+#include <math.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +23,34 @@
 #define ZA_BENCH_DIR "bench"
 #endif
 
+/* One run of the report, and what the summary says of it. */
+/* The rounds added for open verdicts stop at this budget (minutes) for
+ * the whole report: `make bench` (quick) stays under 10 minutes on 2 cores. */
+#define QUICK_BUDGET_MIN 7.0
+#define FULL_BUDGET_MIN 40.0
+
+struct report_opts {
+	bool quick;
+	char dir[512];
+	const char *only;       /* a comma list of experiments, or NULL: all */
+	double seconds;         /* per iteration, over the mode's; 0: the mode's */
+	double deadline;        /* now_seconds() past which no round is added */
+};
+
 struct run_record {
 	char id[64];
-	char title[640];
+	char title[320];
+	const struct experiment *exp;
+	char args[256];
+	bool ab;
+	const struct ab_switch *sw;     /* the first switch compared */
+	char metric[80];                /* headline, with its unit */
+	double before, after;           /* its medians */
+	struct comparison cmp;
+	int niters, extra_rounds;
+	const struct seed_figure *fig;
+	char mechanism[80];
+	double mech_before, mech_after;
 };
 
 static int mkdir_p(const char *path)
@@ -66,28 +95,84 @@ static FILE *open_in(const char *dir, const char *name, const char *mode)
 	return f;
 }
 
+/* A counter of a variant, or the sum of the family it names
+ * ("pgscan_direct" sums pgscan_direct_DMA32, pgscan_direct_Normal...). */
+static double counter_sum(const struct variant *v, const char *name)
+{
+	double sum = 0;
+	size_t len = strlen(name);
+	for (int c = 0; c < za_stat_count(); c++)
+		if (!strncmp(za_stat_name(c), name, len) && strchr("_", za_stat_name(c)[len]))
+			sum += (double)v->counters[c];
+	return sum;
+}
+
+/* The mechanism counter of a variant: per operation, or per the figure's
+ * own denominator. */
+static double mechanism_value(const struct seed_figure *f, const struct variant *v)
+{
+	double den = f->per ? counter_sum(v, f->per) : (double)v->ops;
+	return den ? counter_sum(v, f->counter) / den : NAN;
+}
+
+static void record_summary(const struct bench *b, struct run_record *rec)
+{
+	const struct metric_def *m = &b->metrics[b->headline];
+	snprintf(rec->metric, sizeof(rec->metric), "%s (%s)", m->name, m->unit);
+	rec->niters = b->variants[0].niters;
+	rec->extra_rounds = b->extra_rounds;
+	rec->ab = b->opts.ab && b->nvariants == 2 && !b->exp->make_variants;
+	if (!rec->ab)
+		return;
+	const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
+	struct summary s;
+	summarize(v0->values[b->headline], v0->niters, &s);
+	rec->before = s.median;
+	summarize(v1->values[b->headline], v1->niters, &s);
+	rec->after = s.median;
+	compare_samples(v0->values[b->headline], v0->niters, v1->values[b->headline], v1->niters,
+			m->dir, &rec->cmp);
+	rec->sw = find_switch(b->opts.ab, strcspn(b->opts.ab, ",="));
+	rec->fig = rec->sw ? seed_figure(rec->sw->name, b->exp->name, rec->args) : NULL;
+	if (rec->fig) {
+		snprintf(rec->mechanism, sizeof(rec->mechanism), "%s%s%s", rec->fig->counter,
+			 rec->fig->per ? " per " : "", rec->fig->per ? rec->fig->per : "");
+		rec->mech_before = mechanism_value(rec->fig, v0);
+		rec->mech_after = mechanism_value(rec->fig, v1);
+	}
+}
+
 /* Runs one report entry; writes <id>.json and <id>.txt.  Returns 0 or -1. */
-static int run_entry(const struct experiment *e, const char *args, bool quick, const char *dir,
-		     struct run_record *rec, int seq)
+static int run_entry(const struct experiment *e, const char *args, const struct report_opts *ro,
+		     struct run_record *rec, int seq, int runs_left)
 {
 	char line[512], *argv[32];
 	snprintf(line, sizeof(line), "%s %s", e->name, args);
-	snprintf(rec->title, sizeof(rec->title), "zabench %s%s", line, quick ? " (quick)" : "");
+	snprintf(rec->args, sizeof(rec->args), "%s ", args);
 	snprintf(rec->id, sizeof(rec->id), "%02d-%s", seq, e->name);
+	rec->exp = e;
 	int argc = split_args(line, argv, 32);
 
 	static struct bench b;
 	if (bench_prepare(&b, argc, argv))
 		return -1;
-	b.opts.quick = quick;
+	b.opts.quick = ro->quick;
+	if (ro->seconds)
+		b.opts.seconds = ro->seconds;
+	/* Rounds added while a verdict is open share what is left of the
+	 * budget equally among the runs still to come. */
+	double now = now_seconds();
+	b.opts.extend_until = now + fmax(0, ro->deadline - now) / runs_left;
+	snprintf(rec->title, sizeof(rec->title), "%s", b.title);
 	fprintf(stderr, "zabench report: %s\n", rec->title);
 	if (bench_run(&b))
 		return -1;
+	record_summary(&b, rec);
 	char name[96];
 	snprintf(name, sizeof(name), "%s.json", rec->id);
-	FILE *json = open_in(dir, name, "w");
+	FILE *json = open_in(ro->dir, name, "w");
 	snprintf(name, sizeof(name), "%s.txt", rec->id);
-	FILE *txt = open_in(dir, name, "w");
+	FILE *txt = open_in(ro->dir, name, "w");
 	if (json && txt) {
 		print_json(&b, json);
 		print_table(&b, txt);
@@ -138,87 +223,276 @@ static const char *draw_plots(const char *dir)
 	return why;
 }
 
-static void copy_file_into(FILE *out, const char *dir, const char *name)
+/* "+4.2% [-1.0%, +9.9%]" */
+static void format_change(const struct comparison *c, char *out, size_t len)
 {
-	FILE *in = open_in(dir, name, "r");
-	char buf[4096];
-	size_t n;
-	if (!in)
-		return;
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		fwrite(buf, 1, n, out);
-	fclose(in);
+	if (c->verdict == VERDICT_NA)
+		snprintf(out, len, "n/a");
+	else
+		snprintf(out, len, "%+.1f%% [%+.1f%%, %+.1f%%]", c->change * 100 + 0.0,
+			 c->lo * 100 + 0.0, c->hi * 100 + 0.0);
 }
 
-static void write_markdown(const char *dir, const struct run_record *recs, int n,
-			   const char *no_plots, int failures)
+static void format_number(double v, char *out, size_t len)
 {
-	FILE *md = open_in(dir, "report.md", "w");
-	if (!md)
+	if (v != v)
+		snprintf(out, len, "n/a");
+	else if (v != 0 && fabs(v) < 0.01)
+		snprintf(out, len, "%.2g", v);
+	else if (fabs(v) < 100)
+		snprintf(out, len, "%.3g", v);
+	else
+		snprintf(out, len, "%.0f", v);
+}
+
+/* A counter's value; per operation, scaled to read: "2.5/1M ops". */
+static void format_counter(double v, bool per_op, char *out, size_t len)
+{
+	static const struct {
+		double scale;
+		const char *label;
+	} scales[] = { { 1, "/op" }, { 1e3, "/1k ops" }, { 1e6, "/1M ops" }, { 1e9, "/1G ops" } };
+	if (!per_op || v != v || v == 0) {
+		format_number(v, out, len);
 		return;
-	time_t t = time(NULL);
-	char when[64];
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
-	fprintf(md, "# zabench report, %s\n\n", when);
-	fprintf(md, "Every experiment, A/B for each switch it has: \"before\" is the switch off "
-		    "(the kernel without the seed patch), \"after\" on.  %% change is positive when "
-		    "\"after\" is better.  Counters are per operation (`ops`), summed over the "
-		    "measured iterations.  Raw numbers: the `.json` files beside this report.\n\n");
-	if (no_plots)
-		fprintf(md, "**No plots:** %s.\n\n", no_plots);
-	if (failures)
-		fprintf(md, "**%d runs failed**; see the output of `zabench report`.\n\n", failures);
-	for (int i = 0; i < n; i++) {
-		char name[96];
-		fprintf(md, "## %s\n\n", recs[i].title);
-		if (!no_plots)
-			fprintf(md, "![%s](%s.png)\n\n", recs[i].id, recs[i].id);
-		fprintf(md, "```text\n");
-		snprintf(name, sizeof(name), "%s.txt", recs[i].id);
-		copy_file_into(md, dir, name);
-		fprintf(md, "```\n\n");
 	}
-	fclose(md);
+	size_t i = 0;
+	while (i + 1 < sizeof(scales) / sizeof(scales[0]) && fabs(v) * scales[i].scale < 0.95)
+		i++;
+	format_number(v * scales[i].scale, out, len);
+	snprintf(out + strlen(out), len - strlen(out), "%s", scales[i].label);
+}
+
+static void summary_row(struct doc *d, const struct run_record *r)
+{
+	char seed[32], change[64], medians[96], mech[160], a[32], b[32], sw[96], verdict[64];
+	snprintf(seed, sizeof(seed), "%s", r->sw && r->sw->seed ? r->sw->seed : "-");
+	const char *colon = strrchr(r->title, ':');
+	snprintf(sw, sizeof(sw), "%s", colon ? colon + 2 : "");
+	format_number(r->before, a, sizeof(a));
+	format_number(r->after, b, sizeof(b));
+	snprintf(medians, sizeof(medians), "%s → %s", a, b);
+	format_change(&r->cmp, change, sizeof(change));
+	snprintf(verdict, sizeof(verdict), "%s", verdict_name(r->cmp.verdict));
+	mech[0] = 0;
+	if (r->fig) {
+		format_counter(r->mech_before, !r->fig->per, a, sizeof(a));
+		format_counter(r->mech_after, !r->fig->per, b, sizeof(b));
+		snprintf(mech, sizeof(mech), "%s: %s → %s", r->mechanism, a, b);
+	}
+	char exp[256];
+	snprintf(exp, sizeof(exp), "%.*s", (int)(colon ? colon - r->title : (long)strlen(r->title)),
+		 r->title);
+	const char *cells[] = { seed, sw, exp, r->metric, medians, change, verdict, mech,
+				r->fig && r->fig->published ? r->fig->published : "-" };
+	doc_table_row(d, cells);
+}
+
+/* Seed by seed, then the switches that are not seeds: every A/B run. */
+static void write_summary(struct doc *d, const struct run_record *recs, int n)
+{
+	static const char *const header[] = {
+		"seed", "switch", "experiment", "headline metric", "median before → after",
+		"change [95% interval]", "verdict", "mechanism counter before → after",
+		"published (the seed's posting)"
+	};
+	doc_heading(d, 2, "summary", "Summary: does each seed help here?");
+	doc_table_begin(d, 9, header);
+	for (const struct ab_switch *s = ab_switches; s->name; s++)
+		for (int i = 0; i < n; i++)
+			if (recs[i].ab && recs[i].sw == s)
+				summary_row(d, &recs[i]);
+	for (int i = 0; i < n; i++)
+		if (recs[i].ab && !recs[i].sw)
+			summary_row(d, &recs[i]);
+	doc_table_end(d);
+
+	int count[5] = { 0 }, open = 0;
+	for (int i = 0; i < n; i++) {
+		if (!recs[i].ab)
+			continue;
+		count[recs[i].cmp.verdict]++;
+		open += recs[i].cmp.verdict == VERDICT_NOISE && recs[i].extra_rounds &&
+			(recs[i].cmp.lo < -0.03 || recs[i].cmp.hi > 0.03);
+	}
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "Of %d A/B runs: %d better, %d worse, %d within noise, %d inconclusive "
+		 "(too few iterations for a %.0f%% interval).  %d of the within-noise runs still "
+		 "had an interval reaching past ±3%% when their share of the time budget ran out: "
+		 "no effect was seen there, but one of that size is not ruled out either.",
+		 count[1] + count[2] + count[3] + count[4], count[VERDICT_BETTER],
+		 count[VERDICT_WORSE], count[VERDICT_NOISE], count[VERDICT_INCONCLUSIVE],
+		 CONFIDENCE * 100, open);
+	doc_para(d, text);
+}
+
+static void write_method(struct doc *d, const struct report_opts *ro)
+{
+	char text[2048];
+	doc_heading(d, 3, "machine", "What this machine can and cannot show");
+	snprintf(text, sizeof(text),
+		 "This machine has %ld cores and %.1f GiB.  The seeds were measured on servers with "
+		 "2 to 4 sockets and dozens to hundreds of CPUs, where their gains come from less "
+		 "contention on the zone lock and the slab list_lock.  %ld cores make little "
+		 "contention: here a seed's mechanism shows in its counters (zone-lock acquisitions, "
+		 "hold times, list_lock acquisitions, pages zeroed, activations), which are exact, "
+		 "while the wall-clock figures mostly show its cost on an uncontended machine and "
+		 "often move less than their noise.  Runs with more threads than cores measure the "
+		 "scheduler as much as the allocator.  nr_cpus=224 sizes SLUB as a 224-CPU server "
+		 "would (seed 002) without its CPUs.",
+		 machine_cores(), (double)machine_memory() / (1 << 30), machine_cores());
+	doc_para(d, text);
+	doc_heading(d, 3, "method", "How to read it");
+	snprintf(text, sizeof(text),
+		 "\"before\" is the switch off (the kernel without the seed), \"after\" on.  Each "
+		 "A/B creates both systems in one process, runs one warm-up iteration of each, then "
+		 "alternates them (A B, B A, ...) so that a drift of the machine hits both alike.  "
+		 "Change: the ratio of the medians, positive when \"after\" is better whichever way "
+		 "the metric points.  Interval: %.0f%% confidence, Hodges-Lehmann from the "
+		 "Mann-Whitney rank test on the logarithms of the samples (distribution-free; it "
+		 "needs at least 4 iterations a side).  Verdict: better or worse when the interval "
+		 "excludes no change, within noise when it holds it, inconclusive when there were "
+		 "too few iterations.  %s  Counters are exact and summed over the measured "
+		 "iterations.  Raw numbers: the .json file of each run beside this report.",
+		 CONFIDENCE * 100,
+		 ro->quick ? "Quick mode: 5 iterations of 0.3 s a variant, then more rounds while "
+			     "the headline interval still holds no change but reaches past ±3% and "
+			     "the time budget lasts."
+			   : "Full mode: 5 iterations of 1 s a variant, then more rounds while the "
+			     "headline interval is open and the time budget lasts.");
+	doc_para(d, text);
+}
+
+static void write_section(struct doc *d, const struct run_record *r, bool plots)
+{
+	char name[96], anchor[80];
+	snprintf(anchor, sizeof(anchor), "run-%.63s", r->id);
+	doc_heading(d, 2, anchor, r->title);
+	if (r->exp->notes)
+		doc_para(d, r->exp->notes);
+	if (plots) {
+		snprintf(name, sizeof(name), "%.63s.png", r->id);
+		doc_image(d, name, r->title);
+	}
+	snprintf(name, sizeof(name), "%.63s.txt", r->id);
+	doc_pre_file(d, name);
+}
+
+static void write_document(struct doc *d, const struct run_record *recs, int n,
+			   const char *no_plots, int failures, const struct report_opts *ro)
+{
+	time_t t = time(NULL);
+	char when[64], title[128], text[1024];
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	snprintf(title, sizeof(title), "zabench report, %s%s", when, ro->quick ? " (quick)" : "");
+	doc_begin(d, title);
+	if (no_plots) {
+		snprintf(text, sizeof(text), "No plots: %s.", no_plots);
+		doc_para(d, text);
+	}
+	if (failures) {
+		snprintf(text, sizeof(text), "%d runs failed; see the output of zabench report.",
+			 failures);
+		doc_para(d, text);
+	}
+	write_summary(d, recs, n);
+	write_method(d, ro);
+	for (int i = 0; i < n; i++)
+		write_section(d, &recs[i], !no_plots);
+	doc_end(d);
+}
+
+static void write_report(const char *name, bool html, const struct run_record *recs, int n,
+			 const char *no_plots, int failures, const struct report_opts *ro)
+{
+	struct doc d = { .f = open_in(ro->dir, name, "w"), .html = html, .dir = ro->dir };
+	if (!d.f)
+		return;
+	write_document(&d, recs, n, no_plots, failures, ro);
+	fclose(d.f);
+}
+
+/* Does the comma list only (NULL: everything) name the experiment? */
+static bool selected(const char *only, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = only; p && *p; p += strcspn(p, ","), p += *p == ',')
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+	return !only;
 }
 
 int run_report(int argc, char **argv)
 {
-	bool quick = false;
-	char dir[512] = "";
+	struct report_opts ro = { 0 };
+	double budget_min = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
-			quick = true;
+			ro.quick = true;
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			snprintf(dir, sizeof(dir), "%s", argv[++i]);
-		else
-			return usage_error("unknown report option '%s'", argv[i]);
+			snprintf(ro.dir, sizeof(ro.dir), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			ro.only = argv[++i];
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+			char *end;
+			ro.seconds = strtod(argv[++i], &end);
+			if (*end || !(ro.seconds > 0 && ro.seconds <= 3600))
+				return usage_error("bad --seconds '%s'", argv[i]);
+		}
+		else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
+			char *end;
+			budget_min = strtod(argv[++i], &end);
+			if (*end || !(budget_min >= 0 && budget_min <= 1440))
+				return usage_error("bad --budget '%s' (minutes, 0..1440)", argv[i]);
+		} else
+			return usage_error("unknown or incomplete report option '%s'", argv[i]);
 	}
-	if (!*dir) {
+	for (const char *p = ro.only; p && *p; p += strcspn(p, ","), p += *p == ',') {
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, ","), p);
+		if (!find_experiment(name))
+			return usage_error("--only: unknown experiment '%s'", name);
+	}
+	if (!*ro.dir) {
 		time_t t = time(NULL);
 		char stamp[64];
 		strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H%M%S", localtime(&t));
-		snprintf(dir, sizeof(dir), "bench-results/%s", stamp);
+		snprintf(ro.dir, sizeof(ro.dir), "bench-results/%s", stamp);
 	}
-	if (mkdir_p(dir)) {
-		fprintf(stderr, "zabench: cannot create %s: %s\n", dir, strerror(errno));
+	if (mkdir_p(ro.dir)) {
+		fprintf(stderr, "zabench: cannot create %s: %s\n", ro.dir, strerror(errno));
 		return 1;
 	}
 
+	/* The budget bounds the rounds added for open verdicts, not the runs. */
+	if (!budget_min)
+		budget_min = ro.quick ? QUICK_BUDGET_MIN : FULL_BUDGET_MIN;
+	double t0 = now_seconds();
+	ro.deadline = t0 + budget_min * 60;
+	int total = 0;
+	for (int i = 0; experiments[i]; i++)
+		for (int r = 0; selected(ro.only, experiments[i]->name) && experiments[i]->report_runs &&
+				experiments[i]->report_runs[r]; r++)
+			total++;
 	static struct run_record recs[128];
 	int n = 0, failures = 0;
-	double t0 = now_seconds();
 	for (int i = 0; experiments[i]; i++) {
 		const struct experiment *e = experiments[i];
+		if (!selected(ro.only, e->name))
+			continue;
 		for (int r = 0; e->report_runs && e->report_runs[r] && n < 128; r++) {
-			if (run_entry(e, e->report_runs[r], quick, dir, &recs[n], n + 1))
+			memset(&recs[n], 0, sizeof(recs[n]));
+			if (run_entry(e, e->report_runs[r], &ro, &recs[n], n + 1, total - n - failures))
 				failures++;
 			else
 				n++;
 		}
 	}
-	const char *no_plots = draw_plots(dir);
-	write_markdown(dir, recs, n, no_plots, failures);
-	printf("zabench: %d runs in %.0f s; report: %s/report.md%s\n", n, now_seconds() - t0, dir,
-	       no_plots ? " (without plots)" : "");
+	const char *no_plots = draw_plots(ro.dir);
+	write_report("report.md", false, recs, n, no_plots, failures, &ro);
+	write_report("report.html", true, recs, n, no_plots, failures, &ro);
+	printf("zabench: %d runs in %.0f s; report: %s/report.md and report.html%s\n", n,
+	       now_seconds() - t0, ro.dir, no_plots ? " (without plots)" : "");
 	return failures ? 1 : 0;
 }

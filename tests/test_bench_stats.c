@@ -51,6 +51,102 @@ static void test_fsmark_compares_every_switch(void)
 	CHECK(!report_compares(&exp_fsmark, "slub_max"));   /* whole names only */
 }
 
+/* Normal deviates (Box-Muller) from a fixed seed: the trials repeat. */
+static double gauss(uint64_t *seed)
+{
+	double u1 = ((double)(bench_rand(seed) >> 11) + 0.5) / 9007199254740992.0;
+	double u2 = (double)(bench_rand(seed) >> 11) / 9007199254740992.0;
+	return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+/* n samples of base * (1 + effect), each with multiplicative noise. */
+static void draw(uint64_t *seed, double *v, int n, double base, double effect, double noise)
+{
+	for (int i = 0; i < n; i++)
+		v[i] = base * (1 + effect) * exp(noise * gauss(seed));
+}
+
+/* Verdicts over many trials of n samples a side. */
+static void trials(int n, double effect, double noise, enum direction dir, int counts[5])
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	double before[MAX_ITERS], after[MAX_ITERS];
+	memset(counts, 0, 5 * sizeof(int));
+	for (int t = 0; t < 2000; t++) {
+		struct comparison c;
+		draw(&seed, before, n, 1000, 0, noise);
+		draw(&seed, after, n, 1000, effect, noise);
+		compare_samples(before, n, after, n, dir, &c);
+		CHECK(c.lo <= c.hi);
+		counts[c.verdict]++;
+	}
+}
+
+static void test_interval_by_hand(void)
+{
+	struct comparison c;
+	/* 5 a side: the 95% interval drops 2 of the 25 differences at each
+	 * end (P(U <= 2) = 4/252), so its confidence is 1 - 8/252. */
+	const double b5[] = { 100, 101, 102, 103, 104 }, a5[] = { 90, 91, 92, 93, 94 };
+	compare_samples(b5, 5, a5, 5, LOWER_IS_BETTER, &c);
+	CHECK_NEAR(c.level, 1 - 8.0 / 252);
+	CHECK(c.verdict == VERDICT_BETTER);                 /* a time that fell */
+	CHECK_NEAR(c.change, 10.0 / 102);
+	/* ratios after/before sorted, the third from each end: 91/104 and
+	 * 93/100; a ratio r is a change of 1 - r for a time */
+	CHECK_NEAR(c.lo, 1 - 93.0 / 100);
+	CHECK_NEAR(c.hi, 1 - 91.0 / 104);
+	compare_samples(b5, 5, a5, 5, HIGHER_IS_BETTER, &c);
+	CHECK(c.verdict == VERDICT_WORSE);                  /* a rate that fell */
+	/* 3 a side: no interval reaches 95%, whatever the data. */
+	compare_samples(b5, 3, a5, 3, LOWER_IS_BETTER, &c);
+	CHECK(c.verdict == VERDICT_INCONCLUSIVE);
+	CHECK_NEAR(c.level, 1 - 2.0 / 20);
+	/* identical samples: no change, exactly */
+	compare_samples(b5, 5, b5, 5, LOWER_IS_BETTER, &c);
+	CHECK(c.verdict == VERDICT_NOISE);
+	/* zeros: differences of values, relative to the median before */
+	const double zb[] = { 0, 2, 2, 2, 4 }, za[] = { 10, 12, 12, 12, 14 };
+	compare_samples(zb, 5, za, 5, HIGHER_IS_BETTER, &c);
+	CHECK(c.verdict == VERDICT_BETTER);
+	CHECK_NEAR(c.change, 5);
+	/* nothing to divide by */
+	const double zero[] = { 0, 0, 0, 0, 0 };
+	compare_samples(zero, 5, za, 5, HIGHER_IS_BETTER, &c);
+	CHECK(c.verdict == VERDICT_NA);
+}
+
+/* No effect: "within noise" in at least 95% of trials, whatever the noise. */
+static void test_no_effect_is_noise(void)
+{
+	static const int sizes[] = { 4, 5, 8, 12 };
+	static const double noises[] = { 0.01, 0.05, 0.3 };
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (size_t k = 0; k < sizeof(noises) / sizeof(noises[0]); k++) {
+			int counts[5];
+			trials(sizes[s], 0, noises[k], HIGHER_IS_BETTER, counts);
+			if (counts[VERDICT_NOISE] < 1900) {
+				fprintf(stderr, "no effect, n=%d noise %.2f: %d of 2000 within noise\n",
+					sizes[s], noises[k], counts[VERDICT_NOISE]);
+				exit(1);
+			}
+		}
+	}
+}
+
+/* A 20% effect with 5 samples a side and 5% noise is found, the right way. */
+static void test_effect_is_found(void)
+{
+	int counts[5];
+	trials(5, 0.2, 0.05, HIGHER_IS_BETTER, counts);
+	CHECK(counts[VERDICT_BETTER] >= 1900);
+	CHECK(counts[VERDICT_WORSE] == 0);
+	trials(5, 0.2, 0.05, LOWER_IS_BETTER, counts);
+	CHECK(counts[VERDICT_WORSE] >= 1900);
+	trials(5, -0.2, 0.05, HIGHER_IS_BETTER, counts);
+	CHECK(counts[VERDICT_WORSE] >= 1900);
+}
+
 int main(void)
 {
 	struct summary s;
@@ -88,8 +184,11 @@ int main(void)
 	CHECK_NEAR(pct_change(20, 30, HIGHER_IS_BETTER), 50);
 	CHECK_NEAR(pct_change(5, 5, LOWER_IS_BETTER), 0);
 	CHECK(!signbit(pct_change(5, 5, LOWER_IS_BETTER)));
-	CHECK_NEAR(pct_change(0, 5, HIGHER_IS_BETTER), 0);
+	CHECK(isnan(pct_change(0, 5, HIGHER_IS_BETTER)));      /* nothing to divide: n/a */
 	test_fsmark_compares_every_switch();
+	test_interval_by_hand();
+	test_no_effect_is_noise();
+	test_effect_is_found();
 	printf("test_bench_stats: ok\n");
 	return 0;
 }

@@ -2,10 +2,15 @@
 """zabench end to end: every experiment's table and JSON on a tiny run, the
 JSON contract, --ab systems that differ only in the switch, and usage
 errors with exit status 2.  Usage: test_zabench.py path/to/zabench"""
+import html.parser
 import json
 import os
+import re
+import struct
 import subprocess
 import sys
+import tempfile
+import zlib
 
 ZABENCH = sys.argv[1]
 TINY = ["--seconds", "0.05", "--iterations", "2"]
@@ -42,7 +47,10 @@ def check_contract(doc, experiment, names):
 
 
 def experiments():
-    return run(["list"]).stdout.split()
+    """The names `zabench list` gives under "experiments:"."""
+    block = run(["list"]).stdout.split("\n\n")[0].splitlines()
+    assert block[0] == "experiments:", block
+    return [line.split()[0] for line in block[1:]]
 
 
 def test_each_experiment():
@@ -52,7 +60,7 @@ def test_each_experiment():
             continue                    # its own contract: test_malloc_comparison
         args = [exp] + TINY + extra.get(exp, [])
         table = run(args).stdout
-        assert f"zabench {exp}:" in table and "Counters per op" in table, table
+        assert f"zabench {exp}:" in table and "\nCounters " in table, table
         assert "Hmean" in table or "Amean" in table, table
         check_contract(json.loads(run(args + ["--json"]).stdout), exp, ["default"])
 
@@ -103,7 +111,7 @@ def test_pgtable_table_counts_measured_iterations():
     for iterations in ("1", "2"):
         table = run(["pgtable", "--seconds", "0.05", "--iterations", iterations]).stdout
         lines = table.splitlines()
-        ops = int(next(l for l in lines if l.startswith("ops ")).split()[1])
+        ops = int(next(l for l in lines if l.startswith("ops ")).split()[-1])
         counts = [int(l.split()[1]) for l in lines if l.split()[:1] in
                   (["pgd_alloc"], ["pud_alloc"], ["pmd_alloc"], ["pte_alloc"])]
         assert len(counts) == 4 and sum(counts) == ops, (iterations, counts, ops)
@@ -134,10 +142,109 @@ def test_usage_errors():
         assert "usage: zabench" in p.stderr, (args, p.stderr)
 
 
+def test_usage_hints():
+    """Errors: one line that says what is wrong, a near name, a short usage."""
+    for args, hint in ((["repat"], "did you mean 'repeat'?"),
+                       (["repeat", "--ordr", "3"], "did you mean '--order'?"),
+                       (["repeat", "--order"], "option '--order' needs a value"),
+                       (["repeat", "--order", "11"], "max_order=10"),
+                       (["report", "--only", "repat"], "unknown experiment 'repat'")):
+        p = run(args, expect=2)
+        assert hint in p.stderr, (args, p.stderr)
+        assert len(p.stderr.splitlines()) <= 4, (args, p.stderr)
+    # --order is checked against the configuration, which may raise it.
+    run(["repeat", "--order", "11", "--config", "max_order=11"] + TINY)
+    # --help and list: the switches --ab compares, with their values.
+    for args in (["--help"], ["list"]):
+        out = run(args).stdout
+        for switch, values in (("pcp_high_order", "0|1"), ("slub_max_order", "3|4"),
+                               ("quicklists", "0|1")):
+            assert re.search(rf"^  {switch} +{re.escape(values)} ", out, re.M), (args, out)
+
+
+class Html(html.parser.HTMLParser):
+    """Tags must nest and close; images are collected."""
+    VOID = {"meta", "img", "br", "hr", "link"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.images = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+
+
+def check_png(data):
+    """Decodes a PNG: signature, every chunk's CRC, the image data inflates
+    to the size the header promises."""
+    import base64
+    raw = base64.b64decode(data, validate=True)
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n", raw[:8]
+    pos, idat, header = 8, b"", None
+    while pos < len(raw):
+        length, kind = struct.unpack(">I4s", raw[pos:pos + 8])
+        body = raw[pos + 8:pos + 8 + length]
+        crc, = struct.unpack(">I", raw[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, kind
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+        if kind == b"IEND":
+            break
+    width, height, depth, colour = header[:4]
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[colour]
+    assert len(zlib.decompress(idat)) == height * (1 + (width * channels * depth + 7) // 8)
+
+
+def test_report():
+    """A tiny report: the summary first, a row per A/B run with its interval
+    and verdict, then a section per run; the HTML well-formed, every plot
+    in it a PNG that decodes."""
+    with tempfile.TemporaryDirectory() as out:
+        run(["report", "--quick", "--only", "repeat,slab-repeat", "--seconds", "0.02",
+             "--budget", "0", "--out", out])
+        md = open(os.path.join(out, "report.md")).read()
+        heads = re.findall(r"^## .*", md, re.M)
+        assert heads[0].startswith("## Summary"), heads
+        assert len(heads) == 1 + 4 + 2, heads    # repeat: 4 runs, slab-repeat: 2
+        summary = md.split("\n## ")[1]
+        rows = [r for r in summary.splitlines() if r.startswith("| 0")]
+        assert len(rows) == 4, summary             # only the A/B runs
+        switches = sorted(r.split(" | ")[1] for r in rows)
+        assert switches == ["fair_zone 0 → 1"] + ["pcp_high_order 0 → 1"] * 3, switches
+        for r in rows:
+            cells = r.strip("|").split(" | ")
+            assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d%, [+-]\d+\.\d%\]", cells[5].strip()), r
+            assert cells[6].strip() in ("better", "worse", "within noise"), r
+            assert "→" in cells[7], r              # the mechanism counter, before → after
+        assert "What this machine can and cannot show" in md
+        page = open(os.path.join(out, "report.html")).read()
+        parser = Html()
+        parser.feed(page)
+        assert parser.stack == [], parser.stack
+        assert page.index("Summary") < page.index("<pre>")
+        plots = "No plots:" not in md
+        assert len(parser.images) == (6 if plots else 0), len(parser.images)
+        for src in parser.images:
+            assert src.startswith("data:image/png;base64,"), src[:40]
+            check_png(src.split(",", 1)[1])
+
+
 test_each_experiment()
 test_malloc_comparison()
 test_ab_differs_only_in_the_switch()
 test_pgtable_table_counts_measured_iterations()
 test_most_sizes()
 test_usage_errors()
+test_usage_hints()
+test_report()
 print("test_zabench: ok")
