@@ -81,6 +81,7 @@ struct bench {
 	int headline;           /* the metric the verdict is about: the first
 				 * declared unless declare() says otherwise */
 	int extra_rounds;       /* rounds added because the verdict was open */
+	double base_seconds;    /* the run without them: warm-up and K rounds */
 	bool too_many_metrics;  /* declare() asked for more: the run is refused */
 	bool warmup;            /* the run() in progress is a variant's warm-up,
 				 * whose results and counters are not kept */

@@ -541,6 +541,9 @@ static void measure_round(struct bench *b, int k)
 		measure(b, &b->variants[k % 2 ? b->nvariants - 1 - j : j]);
 }
 
+/* An open verdict gets at most this many times the iterations asked for. */
+#define MAX_EXTENSION 3
+
 /* A change the interval confines within this of zero is no change. */
 #define NOISE_FLOOR 0.03
 
@@ -579,6 +582,7 @@ int bench_run(struct bench *b)
 	if (rc)
 		return rc;
 
+	double start = now_seconds();
 	b->warmup = true;
 	for (int i = 0; i < b->nvariants; i++) {
 		struct iteration warm = { 0 };
@@ -593,8 +597,10 @@ int bench_run(struct bench *b)
 		measure_round(b, k);
 		round = now_seconds() - t0;
 	}
+	b->base_seconds = now_seconds() - start;
 	bool ab = o->ab && b->nvariants == 2 && !b->exp->make_variants;
-	for (int k = o->iterations; ab && k < MAX_ITERS && verdict_open(b) &&
+	int most = o->iterations * MAX_EXTENSION < MAX_ITERS ? o->iterations * MAX_EXTENSION : MAX_ITERS;
+	for (int k = o->iterations; ab && k < most && verdict_open(b) &&
 	     now_seconds() + round < o->extend_until; k++) {
 		measure_round(b, k);
 		b->extra_rounds++;

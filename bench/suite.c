@@ -24,10 +24,10 @@
 #endif
 
 /* One run of the report, and what the summary says of it. */
-/* The rounds added for open verdicts stop at this budget (minutes) for
- * the whole report: `make bench` (quick) stays under 10 minutes on 2 cores. */
-#define QUICK_BUDGET_MIN 7.0
-#define FULL_BUDGET_MIN 40.0
+/* The whole report's time (minutes) within which rounds are added for open
+ * verdicts: `make bench` (quick) stays under 10 minutes on 2 cores. */
+#define QUICK_BUDGET_MIN 8.0
+#define FULL_BUDGET_MIN 45.0
 
 struct report_opts {
 	bool quick;
@@ -35,6 +35,8 @@ struct report_opts {
 	const char *only;       /* a comma list of experiments, or NULL: all */
 	double seconds;         /* per iteration, over the mode's; 0: the mode's */
 	double deadline;        /* now_seconds() past which no round is added */
+	double base_seconds;    /* the runs so far without their added rounds */
+	int runs_done;
 };
 
 struct run_record {
@@ -143,7 +145,7 @@ static void record_summary(const struct bench *b, struct run_record *rec)
 }
 
 /* Runs one report entry; writes <id>.json and <id>.txt.  Returns 0 or -1. */
-static int run_entry(const struct experiment *e, const char *args, const struct report_opts *ro,
+static int run_entry(const struct experiment *e, const char *args, struct report_opts *ro,
 		     struct run_record *rec, int seq, int runs_left)
 {
 	char line[512], *argv[32];
@@ -160,13 +162,17 @@ static int run_entry(const struct experiment *e, const char *args, const struct 
 	if (ro->seconds)
 		b.opts.seconds = ro->seconds;
 	/* Rounds added while a verdict is open share what is left of the
-	 * budget equally among the runs still to come. */
-	double now = now_seconds();
-	b.opts.extend_until = now + fmax(0, ro->deadline - now) / runs_left;
+	 * budget, once the runs to come are paid for at the average so far,
+	 * equally among those runs. */
+	double now = now_seconds(), average = ro->runs_done ? ro->base_seconds / ro->runs_done : 0;
+	double spare = ro->deadline - now - average * runs_left;
+	b.opts.extend_until = now + average + fmax(0, spare) / runs_left;
 	snprintf(rec->title, sizeof(rec->title), "%s", b.title);
 	fprintf(stderr, "zabench report: %s\n", rec->title);
 	if (bench_run(&b))
 		return -1;
+	ro->base_seconds += b.base_seconds;
+	ro->runs_done++;
 	record_summary(&b, rec);
 	char name[96];
 	snprintf(name, sizeof(name), "%s.json", rec->id);
@@ -185,18 +191,39 @@ static int run_entry(const struct experiment *e, const char *args, const struct 
 	return json && txt ? 0 : -1;
 }
 
+/* plot.py: $ZABENCH_PLOT, the source tree's, or the installed one (beside
+ * zabench's bin directory, or where the build's prefix put it). */
+static const char *find_plot_script(char *path, size_t len)
+{
+	const char *env = getenv("ZABENCH_PLOT");
+	if (env)
+		return env;
+	snprintf(path, len, "%s/plot.py", ZA_BENCH_DIR);
+	if (!access(path, R_OK))
+		return path;
+#ifdef ZA_BENCH_INSTALL_DIR
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		*strrchr(exe, '/') = 0;
+		snprintf(path, len, "%s/%s/plot.py", exe, ZA_BENCH_INSTALL_RELDIR);
+		if (!access(path, R_OK))
+			return path;
+	}
+	snprintf(path, len, "%s/plot.py", ZA_BENCH_INSTALL_DIR);
+#endif
+	return path;
+}
+
 /* Draws the plots; returns NULL or why there are none. */
 static const char *draw_plots(const char *dir)
 {
 	static char why[640];
-	const char *script = getenv("ZABENCH_PLOT");
-	char path[512];
-	if (!script) {
-		snprintf(path, sizeof(path), "%s/plot.py", ZA_BENCH_DIR);
-		script = path;
-	}
+	char path[1024];
+	const char *script = find_plot_script(path, sizeof(path));
 	if (access(script, R_OK)) {
-		snprintf(why, sizeof(why), "the plot script %s is missing", script);
+		snprintf(why, sizeof(why), "the plot script %.560s is missing", script);
 		return why;
 	}
 	/* The first interpreter that has matplotlib: $ZABENCH_PYTHON, python3 on
@@ -426,7 +453,7 @@ static bool selected(const char *only, const char *name)
 int run_report(int argc, char **argv)
 {
 	struct report_opts ro = { 0 };
-	double budget_min = 0;
+	double budget_min = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			ro.quick = true;
@@ -466,7 +493,7 @@ int run_report(int argc, char **argv)
 	}
 
 	/* The budget bounds the rounds added for open verdicts, not the runs. */
-	if (!budget_min)
+	if (budget_min < 0)
 		budget_min = ro.quick ? QUICK_BUDGET_MIN : FULL_BUDGET_MIN;
 	double t0 = now_seconds();
 	ro.deadline = t0 + budget_min * 60;
