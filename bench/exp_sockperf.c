@@ -5,8 +5,17 @@
  * client times the round trip.  Every round trip is one allocation and one
  * remote free, so per-CPU list behaviour shows directly in the latency.
  *
- * Metrics per size: tput-<size> (round trips per second), lat50-<size> and
- * lat99-<size> (ns).  ops = round trips.
+ * Every round trip is timed (one clock read per trip: a trip ends where the
+ * next begins, so the trips of a pair add up to the client's whole loop) and
+ * counted in a histogram: 1 ns buckets below 4096 ns, 256 per power of two
+ * above.  So the mean round trip and the throughput describe the same trips:
+ * per pair, round trips/s x mean round trip ~ 1 s.
+ *
+ * Metrics per size: tput-<size> (round trips per second, all pairs),
+ * lat50-<size> and lat99-<size> (ns).  ops = round trips.  Printed after the
+ * tables: per size and variant, the mean round trip, the longest, the
+ * trips that stalled (>= STALL_NS) with their share of the time -- what
+ * separates the throughput from the median -- and the mean of the rest.
  */
 #include "bench.h"
 #include "queue.h"
@@ -15,10 +24,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SAMPLES (1 << 18)
 #define TOKEN ((void *)1)
 
+/* The histogram: values below LINEAR_NS exactly, above with SUB_BUCKETS per
+ * power of two (0.4%). */
+#define LINEAR_BITS 12
+#define LINEAR_NS (1LL << LINEAR_BITS)
+#define SUB_BITS 8
+#define SUB_BUCKETS (1 << SUB_BITS)
+#define NR_BUCKETS (LINEAR_NS + (63 - LINEAR_BITS + 1) * SUB_BUCKETS)
+
+/* A round trip this long did not spend its time allocating: a thread of the
+ * pair was off its CPU (preempted, or yielding to the other side). */
+#define STALL_NS 50000LL
+
 static const long default_sizes[] = { 14, 100, 300, 500, 850, 4096, 16384 };
+
+struct pair_stats {
+	long long trips, stalled;
+	double sum_ns, stalled_ns, max_ns;
+	long long *hist;                        /* [NR_BUCKETS] */
+};
+
+/* What the measured iterations of one variant gave at one size. */
+struct size_totals {
+	long long trips, stalled;
+	double sum_ns, stalled_ns, max_ns, wall;
+};
 
 struct sp_state {
 	za_mm_t *mm;
@@ -27,11 +59,44 @@ struct sp_state {
 	double deadline;
 	int pairs;
 	struct ring *to_server, *to_client;     /* [pairs] */
-	double **rtt;                           /* [pairs][MAX_SAMPLES] */
-	long *nrtt;
-	atomic_llong trips;
+	struct pair_stats *stats;               /* [pairs] */
+	long long *hist;                        /* [NR_BUCKETS]: all pairs merged */
 	int m_tput[MAX_SIZES], m_p50[MAX_SIZES], m_p99[MAX_SIZES];
+	struct size_totals totals[MAX_VARIANTS][MAX_SIZES];
 };
+
+static int bucket_of(long long ns)
+{
+	if (ns < LINEAR_NS)
+		return ns < 0 ? 0 : (int)ns;
+	int e = 63 - __builtin_clzll((unsigned long long)ns);  /* >= LINEAR_BITS */
+	int sub = (int)(ns >> (e - SUB_BITS)) & (SUB_BUCKETS - 1);
+	return (int)LINEAR_NS + (e - LINEAR_BITS) * SUB_BUCKETS + sub;
+}
+
+/* The middle of a bucket's range (the value itself in the linear part). */
+static double bucket_value(int b)
+{
+	if (b < LINEAR_NS)
+		return b;
+	int e = (b - (int)LINEAR_NS) / SUB_BUCKETS + LINEAR_BITS;
+	int sub = (b - (int)LINEAR_NS) % SUB_BUCKETS;
+	double step = (double)(1LL << (e - SUB_BITS));
+	return (double)(SUB_BUCKETS + sub) * step + step / 2;
+}
+
+/* The value of the sample of rank total * num / den (0-based), as a sort of
+ * every sample would give to within a bucket. */
+static double percentile(const long long *hist, long long total, long long num, long long den)
+{
+	if (!total)
+		return 0;
+	long long rank = total * num / den, seen = 0;
+	for (int b = 0; b < NR_BUCKETS; b++)
+		if ((seen += hist[b]) > rank)
+			return bucket_value(b);
+	return 0;
+}
 
 static void sp_declare(struct bench *b)
 {
@@ -52,10 +117,10 @@ static void sp_declare(struct bench *b)
 	st->pairs = b->opts.threads;
 	st->to_server = aligned_alloc(64, sizeof(struct ring) * (size_t)st->pairs);
 	st->to_client = aligned_alloc(64, sizeof(struct ring) * (size_t)st->pairs);
-	st->rtt = calloc((size_t)st->pairs, sizeof(double *));
-	st->nrtt = calloc((size_t)st->pairs, sizeof(long));
+	st->stats = calloc((size_t)st->pairs, sizeof(struct pair_stats));
 	for (int p = 0; p < st->pairs; p++)
-		st->rtt[p] = malloc(sizeof(double) * MAX_SAMPLES);
+		st->stats[p].hist = malloc(sizeof(long long) * NR_BUCKETS);
+	st->hist = malloc(sizeof(long long) * NR_BUCKETS);
 	b->state = st;
 }
 
@@ -63,9 +128,9 @@ static void sp_release(struct bench *b)
 {
 	struct sp_state *st = b->state;
 	for (int p = 0; p < st->pairs; p++)
-		free(st->rtt[p]);
-	free(st->rtt);
-	free(st->nrtt);
+		free(st->stats[p].hist);
+	free(st->stats);
+	free(st->hist);
 	free(st->to_server);
 	free(st->to_client);
 }
@@ -81,9 +146,9 @@ static void *wait_pop(struct ring *r)
 
 static void client(struct sp_state *st, int pair)
 {
-	long n = 0;
+	struct pair_stats *ps = &st->stats[pair];
+	double t0 = now_seconds(), t1;
 	do {
-		double t0 = now_seconds();
 		void **msg = za_cache_alloc(st->hdr, 0);
 		unsigned char *data = za_kmalloc(st->mm, (size_t)st->size, 0);
 		if (!msg || !data) {
@@ -94,13 +159,20 @@ static void client(struct sp_state *st, int pair)
 		msg[0] = data;
 		ring_push(&st->to_server[pair], msg);
 		wait_pop(&st->to_client[pair]);
-		if (n < MAX_SAMPLES)
-			st->rtt[pair][n] = (now_seconds() - t0) * 1e9;
-		n++;
-	} while (now_seconds() < st->deadline);
+		t1 = now_seconds();
+		double ns = (t1 - t0) * 1e9;
+		t0 = t1;
+		ps->hist[bucket_of((long long)(ns + 0.5))]++;
+		ps->trips++;
+		ps->sum_ns += ns;
+		if (ns > ps->max_ns)
+			ps->max_ns = ns;
+		if (ns >= (double)STALL_NS) {
+			ps->stalled++;
+			ps->stalled_ns += ns;
+		}
+	} while (t1 < st->deadline);
 	ring_push(&st->to_server[pair], TOKEN);         /* done */
-	st->nrtt[pair] = n < MAX_SAMPLES ? n : MAX_SAMPLES;
-	atomic_fetch_add(&st->trips, n);
 }
 
 static void server(struct sp_state *st, int pair)
@@ -122,12 +194,6 @@ static void sp_worker(int i, void *arg)
 		server(arg, i / 2);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 static void sp_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct sp_state *st = b->state;
@@ -137,25 +203,65 @@ static void sp_run(struct bench *b, struct variant *v, struct iteration *it)
 		st->size = b->opts.sizes[s];
 		memset(st->to_server, 0, sizeof(struct ring) * (size_t)st->pairs);
 		memset(st->to_client, 0, sizeof(struct ring) * (size_t)st->pairs);
-		atomic_store(&st->trips, 0);
+		for (int p = 0; p < st->pairs; p++) {
+			long long *hist = st->stats[p].hist;
+			memset(hist, 0, sizeof(long long) * NR_BUCKETS);
+			st->stats[p] = (struct pair_stats){ .hist = hist };
+		}
 		st->deadline = now_seconds() + bench_seconds(b);
 		double wall = run_threads(2 * st->pairs, sp_worker, st);
-		/* Percentiles over every pair's samples. */
-		long total = 0;
-		for (int p = 0; p < st->pairs; p++)
-			total += st->nrtt[p];
-		double *all = malloc(sizeof(double) * (size_t)(total ? total : 1));
-		for (int p = 0, k = 0; p < st->pairs; p++)
-			for (long j = 0; j < st->nrtt[p]; j++)
-				all[k++] = st->rtt[p][j];
-		qsort(all, (size_t)total, sizeof(double), cmp_double);
-		long long trips = atomic_load(&st->trips);
-		it->value[st->m_tput[s]] = (double)trips / wall;
-		it->value[st->m_p50[s]] = total ? all[total / 2] : 0;
-		it->value[st->m_p99[s]] = total ? all[total * 99 / 100] : 0;
-		it->ops += trips;
-		free(all);
+		/* Percentiles over every pair's trips. */
+		struct size_totals t = { .wall = wall };
+		memset(st->hist, 0, sizeof(long long) * NR_BUCKETS);
+		for (int p = 0; p < st->pairs; p++) {
+			const struct pair_stats *ps = &st->stats[p];
+			for (int k = 0; k < NR_BUCKETS; k++)
+				st->hist[k] += ps->hist[k];
+			t.trips += ps->trips;
+			t.stalled += ps->stalled;
+			t.sum_ns += ps->sum_ns;
+			t.stalled_ns += ps->stalled_ns;
+			if (ps->max_ns > t.max_ns)
+				t.max_ns = ps->max_ns;
+		}
+		it->value[st->m_tput[s]] = (double)t.trips / wall;
+		it->value[st->m_p50[s]] = percentile(st->hist, t.trips, 50, 100);
+		it->value[st->m_p99[s]] = percentile(st->hist, t.trips, 99, 100);
+		it->ops += t.trips;
+		if (!b->warmup) {
+			struct size_totals *sum = &st->totals[v - b->variants][s];
+			sum->trips += t.trips;
+			sum->stalled += t.stalled;
+			sum->sum_ns += t.sum_ns;
+			sum->stalled_ns += t.stalled_ns;
+			sum->wall += t.wall;
+			if (t.max_ns > sum->max_ns)
+				sum->max_ns = t.max_ns;
+		}
 	}
+}
+
+/* Where the time of the round trips went, measured iterations summed. */
+static void sp_print(const struct bench *b, FILE *out)
+{
+	const struct sp_state *st = b->state;
+	fprintf(out, "\nRound trips (%d pair%s, measured iterations)\n", st->pairs,
+		st->pairs == 1 ? "" : "s");
+	fprintf(out, "%-6s %-8s %14s %12s %17s %12s %13s %12s %16s\n", "size", "variant",
+		"round trips/s", "mean rtt ns", "pairs/mean rtt/s", "max rtt us", "trips >=50us",
+		"their time %", "mean rtt ns rest");
+	for (int s = 0; s < b->opts.nsizes; s++)
+		for (int i = 0; i < b->nvariants; i++) {
+			const struct size_totals *t = &st->totals[i][s];
+			long long rest = t->trips - t->stalled;
+			double mean = t->trips ? t->sum_ns / (double)t->trips : 0;
+			fprintf(out, "%-6ld %-8s %14.0f %12.1f %17.0f %12.1f %13lld %12.1f %16.1f\n",
+				b->opts.sizes[s], b->variants[i].name,
+				t->wall > 0 ? (double)t->trips / t->wall : 0, mean,
+				mean > 0 ? st->pairs * 1e9 / mean : 0, t->max_ns / 1e3, t->stalled,
+				t->sum_ns > 0 ? 100 * t->stalled_ns / t->sum_ns : 0,
+				rest ? (t->sum_ns - t->stalled_ns) / (double)rest : 0);
+		}
 }
 
 static const char *const sp_report[] = {
@@ -172,4 +278,16 @@ const struct experiment exp_sockperf = {
 	.run = sp_run,
 	.release = sp_release,
 	.report_runs = sp_report,
+	.print_extra = sp_print,
+	.notes = "tput counts every round trip of the run and lat50/lat99 are percentiles of "
+		 "those same trips, so per pair tput x mean round trip = 1 s (the Round trips "
+		 "table shows both); the mean is not the median, though. A trip in which the "
+		 "client or the server was off its CPU (preempted by another process or by the "
+		 "host, or yielding while it waited) takes milliseconds instead of a few hundred "
+		 "ns, and a few hundred such stalls can fill most of a 0.3 s run: tput then falls "
+		 "several-fold while lat50 does not move. When 'their time %' is large, a tput "
+		 "difference between the variants is the machine's, not the allocator's: compare "
+		 "lat50, lat99 and the mean of the other trips instead. With --threads N, 2N "
+		 "threads spin on the machine's cores, so beyond one pair per two cores every "
+		 "trip also waits for the scheduler.",
 };

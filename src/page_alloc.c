@@ -137,7 +137,7 @@ struct alloc_context {
 	bool low_failed;                /* a zone failed the low watermark */
 };
 
-static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int mt,
+static struct za_page *rmqueue_buddy(struct za_zone *z, int cpu, unsigned int order, int mt,
 				     bool pcp_busy)
 {
 	uint64_t t0 = zone_lock(z);
@@ -149,7 +149,7 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, unsigned int order, int 
 		set_page_flags(page, PG_alloc);
 		ev_add(&z->stat, EV_PGALLOC, 1UL << order);
 		if (z->mm->fair_zone)       /* no per-CPU share on this path */
-			atomic_fetch_sub_explicit(&z->alloc_batch, 1L << order, memory_order_relaxed);
+			zone_charge_alloc_batch(z, cpu, 1L << order);
 	}
 	if (pcp_busy)
 		ev_add(&z->stat, EV_PCP_TRYLOCK_FAIL, 1);
@@ -209,7 +209,7 @@ static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_conte
 		mark_run(z, page_to_pfn(mm, page), n, ac->mt);
 		ev_add(&z->stat, EV_PGALLOC, n);
 		if (mm->fair_zone)
-			atomic_fetch_sub_explicit(&z->alloc_batch, (long)n, memory_order_relaxed);
+			zone_charge_alloc_batch(z, ac->cpu, (long)n);
 	}
 	zone_unlock(z, t0, NO_CAUSE);
 	return page;
@@ -224,7 +224,7 @@ rmqueue(struct za_zone *z, const struct alloc_context *ac)
 	bool pcp = pcp_allowed_order(z->mm, ac->order);
 	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, &page))
 		return page;
-	return rmqueue_buddy(z, ac->order, ac->mt, pcp);
+	return rmqueue_buddy(z, ac->cpu, ac->order, ac->mt, pcp);
 }
 
 /* The watermark check; a zone with deferred blocks grows before it counts

@@ -42,6 +42,20 @@ static inline void pcp_charge_alloc_batch(struct za_zone *z, struct za_pcp *pcp,
 	store_relaxed(&pcp->batch_charged, charged);
 }
 
+/*
+ * fair_zone: an allocation that did not come from the per-CPU lists (an
+ * order they do not cache, a run, or lists busy) charges the zone's batch
+ * itself, and the CPU's view follows the value it got back: otherwise that
+ * view, lowered only by per-CPU hits, would stay positive while such
+ * allocations spend the batch, and the fast path would never skip the zone.
+ */
+static inline void zone_charge_alloc_batch(struct za_zone *z, int cpu, long pages)
+{
+	struct za_pcp *pcp = &z->pcp[cpu];
+	long left = atomic_fetch_sub_explicit(&z->alloc_batch, pages, memory_order_relaxed) - pages;
+	store_relaxed(&pcp->batch_left, (int)(left - load_relaxed(&pcp->batch_charged)));
+}
+
 /* Has the zone's batch run out, as this CPU sees it?  Only then is the
  * zone's counter read, in case a reset refilled it. */
 static inline bool pcp_batch_exhausted(struct za_zone *z, int cpu)

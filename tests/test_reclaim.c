@@ -831,6 +831,101 @@ static void test_fair_zone(void)
 	CHECK(unfair < 0.02);
 }
 
+/*
+ * fair_zone, counted exactly: on one CPU, allocating and freeing one block
+ * in a loop spends the local zones' batches (high - low watermark each) in
+ * turn; once both are spent the fast path fails and the slow path resets
+ * them (nothing is short of memory: no reclaim, no kswapd).  A zone is used
+ * while its batch is above zero, so a round is ceil(batch / block) blocks
+ * of each zone; the allocation that resets is the next round's first.  So
+ * n allocations enter the slow path (n - 1) / round times -- whether the
+ * blocks come from the per-CPU lists or, for an order they do not cache,
+ * from the buddy lists, whose charges the CPU's view of the batch must see
+ * too (it used not to: the batch went negative and was never reset).
+ */
+static void fair_zone_rounds(const char *config, unsigned int order, bool via_pcp)
+{
+	za_mm_t *mm = test_mm(config);
+	long block = 1L << order;
+	long normal = za_stat(mm, "nr_alloc_batch_Normal"), dma32 = za_stat(mm, "nr_alloc_batch_DMA32");
+	long round = (normal + block - 1) / block + (dma32 + block - 1) / block;
+	long n = 20 * round + 3;
+	CHECK(normal > 0 && dma32 > 0);
+	long long hits = za_stat(mm, "pcp_alloc_hit_order0") + za_stat(mm, "pcp_alloc_hit_order1");
+	for (long i = 0; i < n; i++) {
+		void *p = za_alloc_pages(mm, ZA_GFP_KERNEL, order);
+		CHECK(p);
+		CHECK_EQ(za_free_pages(mm, p, order), 0);
+	}
+	printf("  %s, order %u: batches %ld + %ld pages, %ld allocations, %lld slow-path entries\n",
+	       config, order, normal, dma32, n, za_stat(mm, "alloc_slowpath"));
+	CHECK_EQ(za_stat(mm, "alloc_slowpath"), (n - 1) / round);
+	CHECK_EQ(za_stat(mm, "allocstall"), 0);
+	CHECK_EQ(za_stat(mm, "kswapd_wakeup"), 0);
+	CHECK_EQ(za_stat(mm, "wmark_fail"), 0);
+	/* Never spent past one block: each zone's batch is checked before use. */
+	CHECK(za_stat(mm, "nr_alloc_batch_Normal") > -block);
+	CHECK(za_stat(mm, "nr_alloc_batch_DMA32") > -block);
+	long long now = za_stat(mm, "pcp_alloc_hit_order0") + za_stat(mm, "pcp_alloc_hit_order1");
+	if (via_pcp)
+		CHECK_EQ(now - hits, n - 2);    /* all but each zone's first: per-CPU hits */
+	else
+		CHECK_EQ(now, hits);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+static void test_fair_zone_rounds(void)
+{
+	/* One CPU: thresholds 4 (Normal) and 2 (DMA32) divide the batches, 96
+	 * and 32 pages, so the per-CPU charges are folded exactly at the end. */
+	const char *base = "memory=256M,zones=DMA32:64M+Normal,cpus=1,kswapd=0,fair_zone=1";
+	char config[256];
+	fair_zone_rounds(base, 0, true);
+	snprintf(config, sizeof(config), "%s,pcp_high_order=1", base);
+	fair_zone_rounds(config, 1, true);
+	snprintf(config, sizeof(config), "%s,pcp_high_order=0", base);
+	fair_zone_rounds(config, 1, false);     /* the buddy lists, under the zone lock */
+	fair_zone_rounds(base, 4, false);       /* above the per-CPU orders */
+	/* And no round robin without the policy. */
+	snprintf(config, sizeof(config), "%s", "memory=256M,zones=DMA32:64M+Normal,cpus=1,kswapd=0,"
+		 "fair_zone=0");
+	za_mm_t *mm = test_mm(config);
+	for (int i = 0; i < 10000; i++) {
+		void *p = za_alloc_pages(mm, ZA_GFP_KERNEL, i % 5);
+		CHECK(p);
+		CHECK_EQ(za_free_pages(mm, p, (unsigned int)(i % 5)), 0);
+	}
+	CHECK_EQ(za_stat(mm, "alloc_slowpath"), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* The stream's proportions hold for blocks the per-CPU lists do not cache. */
+static void test_fair_zone_high_order(void)
+{
+	static const char *const configs[] = {
+		"memory=256M,zones=DMA32:64M+Normal,fair_zone=1,pcp_high_order=0",
+		"memory=256M,zones=DMA32:64M+Normal,fair_zone=1",
+	};
+	for (int c = 0; c < 2; c++) {
+		unsigned int order = c ? 4 : 1;
+		za_mm_t *mm = test_mm(configs[c]);
+		long n = za_stat(mm, "nr_managed_pages") * 2 / 5 >> order;
+		void **blocks = calloc((size_t)n, sizeof(void *));
+		long dma = 0;
+		for (long i = 0; i < n; i++) {
+			CHECK((blocks[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, order)));
+			dma += za_page_zone(mm, za_virt_to_page(mm, blocks[i])) == 0;
+		}
+		double share = (double)dma / (double)n;
+		printf("  %s, order %u: DMA32 share %.3f (zone share 0.25)\n", configs[c], order, share);
+		CHECK(share > 0.20 && share < 0.30);
+		for (long i = 0; i < n; i++)
+			CHECK_EQ(za_free_pages(mm, blocks[i], order), 0);
+		CHECK_EQ(za_mm_destroy(mm), 0);
+		free(blocks);
+	}
+}
+
 /* With two nodes, the fair pass stays on the thread's node: a stream from a
  * thread pinned to a CPU of node N lands on node N only, spread over its
  * zones in proportion to their size. */
@@ -881,6 +976,8 @@ static const struct {
 	TEST(test_activation_by_reclaim),
 	TEST(test_deactivation),
 	TEST(test_fair_zone),
+	TEST(test_fair_zone_rounds),
+	TEST(test_fair_zone_high_order),
 	TEST(test_fair_zone_local_node),
 	TEST(test_builtin_shrinkers),
 	TEST(test_direct_reclaim_and_enomem),
