@@ -412,8 +412,31 @@ void za_shrinker_unregister(za_mm_t *mm, void *handle);
  *
  * Free memory goes back to the OS once it has been free for
  * purge_delay_ms (default 1000; 0: never), by a background thread started
- * when first needed; malloc_trim(0) does it at once.  ZA_STATS=1 prints a
- * summary and the kernel-format reports at exit.
+ * when first needed; malloc_trim(0) does it at once.
+ *
+ * Statistics at exit, per process (a forked child prints its own):
+ *   ZA_STATS=1   a summary -- peak and current RSS and what the arena's
+ *                resident memory is made of, blocks allocated by order,
+ *                sheaf, per-CPU slab and per-CPU list hit rates -- then
+ *                the vmstat counters that are not zero and mean something
+ *                here: no kswapd counters (the malloc's system has no
+ *                kswapd), none of a node it lacks, and not nr_alloc_batch.
+ *   ZA_STATS=2   the summary, then slabinfo, buddyinfo and every counter.
+ *                nr_alloc_batch there is fair_zone's bookkeeping (a zone's
+ *                budget of pages, reset to high - low watermark, which
+ *                allocations draw below zero between resets), not a count.
+ *   ZA_STATS=0 or unset: nothing.  Another value: one line on stderr
+ *                naming ZA_STATS, then taken as 1.
+ *   ZA_STATS_FILE=path (with ZA_STATS set): written to path rather than
+ *                stderr, %p replaced by the pid (%% by %) so that each
+ *                process, a forked child too, writes a file of its own,
+ *                made anew; a path without %p is appended to by every
+ *                process.  If it cannot be opened: one line on stderr with
+ *                the path and the reason, then stderr.
+ * On stderr, a program that closes stderr before exit (GNU coreutils do)
+ * still prints: with ZA_STATS set and no ZA_STATS_FILE, the malloc keeps a
+ * close-on-exec duplicate of stderr, numbered high (512, or half the
+ * descriptor limit), used only if stderr is closed at exit.
  * ------------------------------------------------------------------------ */
 struct mallinfo;
 struct mallinfo2;
@@ -435,7 +458,8 @@ void za_free_aligned_sized(void *ptr, size_t align, size_t size);
 int za_malloc_trim(size_t pad);
 struct mallinfo2 za_mallinfo2(void);
 struct mallinfo za_mallinfo(void);
-/* The ZA_STATS summary, on demand. */
+/* The ZA_STATS statistics, on demand: as ZA_STATS=2 asks if it is set so,
+ * else as ZA_STATS=1. */
 void za_malloc_stats(FILE *out);
 /* The default memory system (created if need be), for za_stat/za_report. */
 za_mm_t *za_malloc_system(void);

@@ -185,9 +185,7 @@ static bool init_front_end(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (zm.debug)
 		malloc_debug_init();
-	const char *stats = getenv("ZA_STATS");
-	if (stats && *stats && *stats != '0')
-		atexit(malloc_stats_at_exit);
+	malloc_stats_init();
 	view_copy(&malloc_arena, &mm->view);
 	return true;
 }

@@ -213,8 +213,9 @@ static inline unsigned long block_pages(size_t n)
 	return pages <= 1UL << PCP_MAX_ORDER ? 1UL << get_order(n) : pages;
 }
 
-/* malloc_stats.c */
-void malloc_stats_at_exit(void);
+/* malloc_stats.c: reads ZA_STATS and ZA_STATS_FILE, and if asked for,
+ * has the statistics printed at exit. */
+void malloc_stats_init(void);
 
 /* malloc_purge.c */
 void purge_worker_kick(void);

@@ -1,14 +1,19 @@
 /*
  * What the malloc front end can say about itself: mallinfo2() and the
- * ZA_STATS=1 summary printed at exit (also za_malloc_stats()).
+ * statistics ZA_STATS asks for at exit (also za_malloc_stats()).
  */
 #include "malloc_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -148,6 +153,39 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 	fputc('\n', out);
 }
 
+/* Every counter but those zero or not meaningful here (stat_in_summary),
+ * in the vmstat format; per zone too when there are several. */
+static void print_nonzero_counters(za_mm_t *mm, FILE *out)
+{
+	long long vals[1024];
+	int n = za_stat_all(mm, vals, (int)ZA_ARRAY_SIZE(vals));
+	fprintf(out, "vmstat, the counters not zero (ZA_STATS=2: all of them, slabinfo, buddyinfo):\n");
+	for (int i = 0; i < n; i++)
+		if (vals[i] && stat_in_summary(mm, i))
+			fprintf(out, "%s %lld\n", za_stat_name(i), vals[i]);
+	for (int zi = 0; mm->nr_zones > 1 && zi < mm->nr_zones; zi++) {
+		char name[48];
+		snprintf(name, sizeof(name), "pgalloc_%s", za_zone_name(mm, zi));
+		long long v = za_stat(mm, name);
+		if (v)
+			fprintf(out, "%s %lld\n", name, v);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * ZA_STATS: how much, where, and the print at exit
+ * ------------------------------------------------------------------------ */
+static void malloc_stats_at_exit(void);
+
+static int stats_level;                 /* 0: off, 1: summary, 2: everything */
+static char stats_path[PATH_MAX];       /* ZA_STATS_FILE, %p not yet replaced */
+/* A duplicate of stderr as the program started, close-on-exec, for a
+ * program that closes stderr before exit (GNU coreutils' close_stdout
+ * does, in an atexit handler that runs before this one). */
+static int stderr_copy = -1;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
 void za_malloc_stats(FILE *out)
 {
 	za_mm_t *mm = za_malloc_system();
@@ -171,6 +209,10 @@ void za_malloc_stats(FILE *out)
 	print_arena(mm, out);
 	print_cache_hits(mm, out);
 	fputc('\n', out);
+	if (stats_level < 2) {
+		print_nonzero_counters(mm, out);
+		return;
+	}
 	za_report(mm, "slabinfo", out);
 	fputc('\n', out);
 	za_report(mm, "buddyinfo", out);
@@ -178,7 +220,121 @@ void za_malloc_stats(FILE *out)
 	za_report(mm, "vmstat", out);
 }
 
-void malloc_stats_at_exit(void)
+/* One line on stderr, while the malloc starts (no stdio). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
 {
-	za_malloc_stats(stderr);
+	char msg[PATH_MAX + 200];
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	len = len < 0 ? 0 : len > (int)sizeof(msg) - 2 ? (int)sizeof(msg) - 2 : len;
+	msg[len++] = '\n';
+	if (write(STDERR_FILENO, msg, (size_t)len) < 0)
+		msg[0] = 0;
+}
+
+/* Out of the way of the descriptors a program expects (the lowest free
+ * one on open), within its limit; none if there is no room. */
+static void keep_stderr(void)
+{
+	struct stat st;
+	struct rlimit nofile;
+	int low = 512;
+	if (fstat(STDERR_FILENO, &st))
+		return;
+	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < 1024)
+		low = (int)nofile.rlim_cur / 2;
+	if (low < 10)
+		return;
+	stderr_copy = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, low);
+	stderr_dev = st.st_dev;
+	stderr_ino = st.st_ino;
+}
+
+void malloc_stats_init(void)
+{
+	const char *level = getenv("ZA_STATS"), *file = getenv("ZA_STATS_FILE");
+	if (!level || !*level || !strcmp(level, "0"))
+		return;
+	if (!strcmp(level, "1") || !strcmp(level, "2")) {
+		stats_level = level[0] - '0';
+	} else {
+		stats_level = 1;
+		say("zonealloc: ZA_STATS=%.40s is not 0, 1 or 2; taken as 1", level);
+	}
+	if (file && *file) {
+		if (strlen(file) < sizeof(stats_path))
+			strcpy(stats_path, file);
+		else
+			say("zonealloc: ZA_STATS_FILE is longer than %zu bytes; statistics go to stderr",
+			    sizeof(stats_path) - 1);
+	}
+	if (!stats_path[0])
+		keep_stderr();
+	atexit(malloc_stats_at_exit);
+}
+
+/* stderr now, or the copy kept if the program has closed it since; a
+ * stream of a descriptor of its own, since the C library's stderr may be
+ * closed too. */
+static FILE *open_stderr(void)
+{
+	struct stat st;
+	int fd = -1;
+	if (fcntl(STDERR_FILENO, F_GETFD) >= 0)
+		fd = STDERR_FILENO;
+	else if (stderr_copy >= 0 && !fstat(stderr_copy, &st) && st.st_dev == stderr_dev &&
+		 st.st_ino == stderr_ino)
+		fd = stderr_copy;
+	if (fd < 0 || (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "w");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+/* ZA_STATS_FILE with %p replaced by the pid (%% by %): a file of this
+ * process's own, made anew; without %p, one all processes append to. */
+static FILE *open_stats_file(char *path, size_t size)
+{
+	bool per_process = false;
+	size_t len = 0;
+	for (const char *s = stats_path; *s && len + 1 < size; s++) {
+		if (s[0] == '%' && s[1] == 'p') {
+			int n = snprintf(path + len, size - len, "%d", (int)getpid());
+			len = n > 0 && len + (size_t)n < size ? len + (size_t)n : size - 1;
+			per_process = true;
+			s++;
+		} else {
+			s += s[0] == '%' && s[1] == '%';
+			path[len++] = *s;
+		}
+	}
+	path[len] = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (per_process ? O_TRUNC : O_APPEND), 0666);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, per_process ? "w" : "a");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+static void malloc_stats_at_exit(void)
+{
+	char path[PATH_MAX];
+	FILE *out = NULL;
+	if (stats_path[0] && !(out = open_stats_file(path, sizeof(path)))) {
+		int err = errno;
+		if ((out = open_stderr()))
+			fprintf(out, "zonealloc: ZA_STATS_FILE: cannot open %s: %s; statistics on stderr\n",
+				path, strerror(err));
+	}
+	if (!out && !(out = open_stderr()))
+		return;
+	za_malloc_stats(out);
+	fclose(out);
 }

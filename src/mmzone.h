@@ -657,6 +657,10 @@ bool sparse_add_section(struct za_mm *mm, unsigned long nr);
 void sparse_release(struct za_mm *mm);
 
 
+/* vmstat.c: does counter i (za_stat_name's index) belong in a summary of
+ * this system, if it is not zero? */
+bool stat_in_summary(const struct za_mm *mm, int i);
+
 /* debug.c */
 void za_report_error(struct za_mm *mm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -495,6 +495,38 @@ static bool stat_applies(const struct za_mm *mm, int i)
 	       i - (GAUGE_BASE + G_NR_QUICKLIST_PAGES_NODE) < mm->nr_nodes;
 }
 
+/*
+ * What a summary (the malloc's ZA_STATS=1) shows, by group, beside leaving
+ * out every counter that is zero:
+ *   - the page allocator's, the slab caches', the quicklists', the page
+ *     cache's and direct reclaim's events and the gauges of memory: each
+ *     when it is not zero (a layer not in use counts nothing);
+ *   - kswapd's events only on a system with kswapd threads: without them
+ *     kswapd_wake_missed counts every failed low watermark, which
+ *     wmark_fail already does;
+ *   - not nr_alloc_batch: fair_zone's bookkeeping, a per-zone budget of
+ *     pages that allocations draw below zero between its resets;
+ *   - the per-node counters of the nodes the system has (as report_vmstat).
+ */
+bool stat_in_summary(const struct za_mm *mm, int i)
+{
+	if (i == GAUGE_BASE + G_NR_ALLOC_BATCH)
+		return false;
+	if (!mm->cfg.kswapd)
+		switch (i) {
+		case EV_PGSCAN_KSWAPD:
+		case EV_PGSTEAL_KSWAPD:
+		case EV_KSWAPD_WAKEUP:
+		case EV_KSWAPD_LOW_WMARK_HIT_QUICKLY:
+		case EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY:
+		case EV_KSWAPD_WAKE_MISSED:
+			return false;
+		default:
+			break;
+		}
+	return stat_applies(mm, i);
+}
+
 static void report_vmstat(struct za_mm *mm, FILE *out)
 {
 	struct layer_totals t = { 0 };
