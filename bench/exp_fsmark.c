@@ -88,6 +88,14 @@ static const char *const fs_report[] = {
 const struct experiment exp_fsmark = {
 	.name = "fsmark",
 	.summary = "E1/E3 control: allocation-only dentry+inode creation",
+	.notes = "The control: the seed posting ran fsmark with zero-sized files to show no harm, "
+		 "and here every seed's switch should be within noise or show its own mechanism "
+		 "only (zone-lock acquisitions with pcp_high_order, list_lock with seed 002, whose "
+		 "bigger slabs are a real gain for an allocation-only run).  fsmark allocates and "
+		 "never frees, so a new slab is linked every few files: slab_freelist_random, "
+		 "which links each new slab's objects in a random order (a division per object) "
+		 "and then hands them out at scattered addresses, costs here what it costs the "
+		 "kernel on slab-heavy allocation, with every counter unchanged.",
 	.config = "memory=1G,zones=DMA32:256M+Normal",
 	.threads = 1,
 	.declare = fs_declare,

@@ -232,6 +232,9 @@ def plot_malloc(run, path):
     ratio_panel(axes[0], run["variants"], "_s", "time: median per benchmark, lower is better")
     ratio_panel(axes[1], run["variants"], "_rss_mib",
                 "peak RSS: median per benchmark, lower is better")
+    n = len(run["variants"][0]["metrics"]["geomean_s"]["values"])
+    run = dict(run, title=f"{run.get('title', 'malloc')}: "
+               f"{', '.join(v['name'] for v in run['variants'])} (median of {n} runs each)")
     finish(fig, run, path)
 
 

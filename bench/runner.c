@@ -542,7 +542,7 @@ static void measure_round(struct bench *b, int k)
 }
 
 /* An open verdict gets at most this many times the iterations asked for. */
-#define MAX_EXTENSION 3
+#define MAX_EXTENSION 4
 
 /* A change the interval confines within this of zero is no change. */
 #define NOISE_FLOOR 0.03

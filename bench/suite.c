@@ -97,14 +97,17 @@ static FILE *open_in(const char *dir, const char *name, const char *mode)
 	return f;
 }
 
-/* A counter of a variant, or the sum of the family it names
- * ("pgscan_direct" sums pgscan_direct_DMA32, pgscan_direct_Normal...). */
+/* A counter of a variant or, if there is none of that name, the sum of the
+ * family it names ("pgscan_direct": pgscan_direct_DMA32, ..._Normal...). */
 static double counter_sum(const struct variant *v, const char *name)
 {
+	int exact = stat_index(name);
+	if (exact >= 0)
+		return (double)v->counters[exact];
 	double sum = 0;
 	size_t len = strlen(name);
 	for (int c = 0; c < za_stat_count(); c++)
-		if (!strncmp(za_stat_name(c), name, len) && strchr("_", za_stat_name(c)[len]))
+		if (!strncmp(za_stat_name(c), name, len) && za_stat_name(c)[len] == '_')
 			sum += (double)v->counters[c];
 	return sum;
 }
@@ -315,6 +318,45 @@ static void summary_row(struct doc *d, const struct run_record *r)
 	doc_table_row(d, cells);
 }
 
+/* "pcp_high_order (seed 000): better in 4 of 10 runs (repeat --order 3
+ * +80.2%, ...); worse in 1 (...); within noise in 5." */
+static void write_switch_line(struct doc *d, const struct ab_switch *s,
+			      const struct run_record *recs, int n)
+{
+	static const enum verdict order[] = { VERDICT_BETTER, VERDICT_WORSE, VERDICT_NOISE,
+					      VERDICT_INCONCLUSIVE };
+	char text[2048];
+	int runs = 0, len;
+	for (int i = 0; i < n; i++)
+		runs += recs[i].ab && recs[i].sw == s;
+	if (!runs)
+		return;
+	len = snprintf(text, sizeof(text), "%s (%s%s):", s->name, s->seed ? "seed " : "hardening",
+		       s->seed ? s->seed : "");
+	for (size_t v = 0; v < sizeof(order) / sizeof(order[0]); v++) {
+		int count = 0;
+		for (int i = 0; i < n; i++)
+			count += recs[i].ab && recs[i].sw == s && recs[i].cmp.verdict == order[v];
+		if (!count)
+			continue;
+		len += snprintf(text + len, sizeof(text) - (size_t)len, " %s in %d of %d",
+				verdict_name(order[v]), count, runs);
+		for (int i = 0, k = 0; order[v] != VERDICT_NOISE && i < n; i++) {
+			const struct run_record *r = &recs[i];
+			if (!r->ab || r->sw != s || r->cmp.verdict != order[v] || len > 1900)
+				continue;
+			const char *colon = strrchr(r->title, ':');
+			len += snprintf(text + len, sizeof(text) - (size_t)len, "%s%.*s %+.1f%%",
+					k++ ? ", " : " (", (int)(colon ? colon - r->title : 40), r->title,
+					r->cmp.change * 100);
+		}
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "%s;",
+				order[v] != VERDICT_NOISE ? ")" : "");
+	}
+	text[len - 1] = '.';
+	doc_para(d, text);
+}
+
 /* Seed by seed, then the switches that are not seeds: every A/B run. */
 static void write_summary(struct doc *d, const struct run_record *recs, int n)
 {
@@ -324,6 +366,8 @@ static void write_summary(struct doc *d, const struct run_record *recs, int n)
 		"published (the seed's posting)"
 	};
 	doc_heading(d, 2, "summary", "Summary: does each seed help here?");
+	for (const struct ab_switch *s = ab_switches; s->name; s++)
+		write_switch_line(d, s, recs, n);
 	doc_table_begin(d, 9, header);
 	for (const struct ab_switch *s = ab_switches; s->name; s++)
 		for (int i = 0; i < n; i++)
