@@ -19,7 +19,7 @@ const struct ab_switch ab_switches[] = {
 	{ "quicklists", "004", "0|1", "page-table pages kept constructed on per-CPU lists" },
 	{ "slab_freelist_random", NULL, "0|1", "hardening: slab free lists in random order" },
 	{ "slab_freelist_hardened", NULL, "0|1", "hardening: free pointers stored obfuscated" },
-	{ NULL },
+	{ 0 },
 };
 
 /*
@@ -58,7 +58,7 @@ static const struct seed_figure figures[] = {
 	  "pte_alloc 2.7 us -> 1.3 us, pgd_alloc 4 us -> 150 ns" },
 	{ "quicklists", "fsmark", NULL, "bytes_zeroed", NULL, "(not measured: a control)" },
 	{ "quicklists", NULL, NULL, "bytes_zeroed", NULL, NULL },
-	{ NULL },
+	{ 0 },
 };
 
 const struct ab_switch *find_switch(const char *name, size_t len)
