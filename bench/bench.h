@@ -172,7 +172,7 @@ enum verdict { VERDICT_NA, VERDICT_BETTER, VERDICT_WORSE, VERDICT_NOISE, VERDICT
 
 /* How "after" compares with "before" on one metric (stats.c explains). */
 struct comparison {
-	double change;          /* ratio of medians - 1, positive when better */
+	double change;          /* median pairwise ratio - 1, positive when better */
 	double lo, hi;          /* its interval, same sign convention */
 	double level;           /* the interval's confidence, >= CONFIDENCE
 				 * unless the verdict is inconclusive */

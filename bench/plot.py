@@ -94,7 +94,7 @@ def changes_panel(ax, run):
     span = max(max(abs(e) for e in ends), 1.0)
     ax.set_xlim(-1.15 * span, 1.15 * span)
     ax.set_xlabel("change after vs before, % (positive = better)", fontsize=8)
-    ax.set_title("every metric: change of the medians, 95% interval", fontsize=8)
+    ax.set_title("every metric: change (median pairwise ratio), 95% interval", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
 
 

@@ -197,7 +197,7 @@ static void print_verdicts(const struct bench *b, FILE *out)
 	fputc('\n', out);
 	table_print(&t, out);
 	table_free(&t);
-	fprintf(out, "(change: ratio of medians, positive = better; interval: Hodges-Lehmann / "
+	fprintf(out, "(change: median of the after/before ratios, positive = better; interval: Hodges-Lehmann / "
 		     "Mann-Whitney, %.0f%%; an interval that holds 0 is within noise)\n",
 		CONFIDENCE * 100);
 }

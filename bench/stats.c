@@ -53,8 +53,11 @@ double pct_change(double before, double after, enum direction dir)
 /* ------------------------------------------------------------------------
  * A/B verdicts
  *
- * The change of a metric between "before" and "after" is the ratio of
- * their medians.  Its interval is the distribution-free one that goes with
+ * The change of a metric between "before" and "after" is the median of
+ * the after/before ratios of every pair of iterations (the Hodges-Lehmann
+ * estimate: close to the ratio of the medians, and always inside its
+ * interval, which the latter is not when a sample is bimodal).  Its
+ * interval is the distribution-free one that goes with
  * the Mann-Whitney rank test (Hodges and Lehmann): of the n*m pairwise
  * differences after[j] - before[i], sorted, the c-th from either end, c
  * taken from the exact null distribution of the U statistic so that the
@@ -152,7 +155,8 @@ void compare_samples(const double *before, int nb, const double *after, int na,
 	double sign = dir == HIGHER_IS_BETTER ? 1 : -1;
 	double flo = logs ? expm1(lo) : lo / fabs(base);
 	double fhi = logs ? expm1(hi) : hi / fabs(base);
-	c->change = sign * (median_of(after, na) - base) / fabs(base) + 0.0;
+	double mid = k % 2 ? diff[k / 2] : (diff[k / 2 - 1] + diff[k / 2]) / 2;
+	c->change = sign * (logs ? expm1(mid) : mid / fabs(base)) + 0.0;
 	c->lo = fmin(sign * flo, sign * fhi) + 0.0;
 	c->hi = fmax(sign * flo, sign * fhi) + 0.0;
 	if (!enough)
