@@ -181,10 +181,21 @@ struct comparison {
 void compare_samples(const double *before, int nb, const double *after, int na,
 		     enum direction dir, struct comparison *c);
 const char *verdict_name(enum verdict v);
+/* Is b an A/B of two systems (--ab), whose metrics get verdicts? */
+bool is_ab(const struct bench *b);
+/* compare_samples for metric m of an A/B's "before" and "after". */
+void compare_ab(const struct bench *b, int m, struct comparison *c);
+/* Neither a sure change nor an interval narrow enough to call it none. */
+bool comparison_open(const struct comparison *c);
 
 /* report.c */
 void print_table(const struct bench *b, FILE *out);
-void print_lock_behaviour(const struct bench *b, FILE *out);
+/* A value as the tables print it: "n/a", "0", 3 significant digits below
+ * 0.01, 2 decimals below a million, none above. */
+void format_value(double v, char *out, size_t len);
+/* The unit that brings a per-operation figure to about 1 or more ("op",
+ * "1k ops", "1M ops", "1G ops"), and its scale. */
+const char *op_scale(double per_op, double *scale);
 int stat_index(const char *name);       /* -1 if there is no such counter */
 const char *variant_config(const struct variant *v);
 /* The value of key in a "k=v,k=v" configuration, into out ("" if absent). */

@@ -99,20 +99,39 @@ static double mean_of(const struct summary *s, enum direction dir)
 	return dir == HIGHER_IS_BETTER ? s->hmean : s->amean;
 }
 
-/* A value in at most 4 significant digits, without an exponent where a
- * reader would not want one. */
-static void add_value(struct table *t, double v)
+void format_value(double v, char *out, size_t len)
 {
 	if (v != v)
-		table_add(t, "n/a");
+		snprintf(out, len, "n/a");
 	else if (v == 0)
-		table_add(t, "0");
-	else if (v != 0 && fabs(v) < 0.01)
-		table_add(t, "%.3g", v);
+		snprintf(out, len, "0");
+	else if (fabs(v) < 0.01)
+		snprintf(out, len, "%.3g", v);
 	else if (fabs(v) < 1e6)
-		table_add(t, "%.2f", v);
+		snprintf(out, len, "%.2f", v);
 	else
-		table_add(t, "%.0f", v);
+		snprintf(out, len, "%.0f", v);
+}
+
+const char *op_scale(double per_op, double *scale)
+{
+	static const struct {
+		double scale;
+		const char *ops;
+	} scales[] = { { 1, "op" }, { 1e3, "1k ops" }, { 1e6, "1M ops" }, { 1e9, "1G ops" } };
+	size_t i = 0;
+	while (per_op != 0 && i + 1 < sizeof(scales) / sizeof(scales[0]) &&
+	       fabs(per_op) * scales[i].scale < 0.95)
+		i++;
+	*scale = scales[i].scale;
+	return scales[i].ops;
+}
+
+static void add_value(struct table *t, double v)
+{
+	char buf[TABLE_CELL];
+	format_value(v, buf, sizeof(buf));
+	table_add(t, "%s", buf);
 }
 
 static void add_pct(struct table *t, double pct)
@@ -171,7 +190,7 @@ static void print_metrics(const struct bench *b, FILE *out)
  */
 static void print_verdicts(const struct bench *b, FILE *out)
 {
-	if (b->nvariants != 2 || !b->opts.ab)
+	if (!is_ab(b))
 		return;
 	struct table t;
 	table_init(&t, 4);
@@ -181,9 +200,7 @@ static void print_verdicts(const struct bench *b, FILE *out)
 	table_add(&t, "verdict");
 	for (int m = 0; m < b->nmetrics; m++) {
 		struct comparison c;
-		const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
-		compare_samples(v0->values[m], v0->niters, v1->values[m], v1->niters,
-				b->metrics[m].dir, &c);
+		compare_ab(b, m, &c);
 		table_add(&t, "%s%s", b->metrics[m].name, m == b->headline ? " (headline)" : "");
 		if (c.verdict == VERDICT_NA) {
 			table_add(&t, "n/a");
@@ -222,20 +239,6 @@ int stat_index(const char *name)
 	return -1;
 }
 
-/* Per op, per 1000 ops or per million: the first that brings the largest
- * value of the row to 1 or more. */
-static double per_op_scale(const struct bench *b, int c, const char **label)
-{
-	double top = 0;
-	for (int i = 0; i < b->nvariants; i++) {
-		const struct variant *v = &b->variants[i];
-		if (v->ops)
-			top = fmax(top, fabs((double)v->counters[c] / (double)v->ops));
-	}
-	*label = top >= 1 || top == 0 ? "per op" : top >= 1e-3 ? "per 1k ops" : "per 1M ops";
-	return top >= 1 || top == 0 ? 1 : top >= 1e-3 ? 1e3 : 1e6;
-}
-
 static void add_counter_rows(const struct bench *b, struct table *t)
 {
 	for (int c = 0; c < za_stat_count(); c++) {
@@ -246,10 +249,14 @@ static void add_counter_rows(const struct bench *b, struct table *t)
 			any |= b->variants[i].counters[c] != 0;
 		if (!any)
 			continue;
-		const char *per;
-		double scale = per_op_scale(b, c, &per);
+		double top = 0, scale;
+		for (int i = 0; i < b->nvariants; i++) {
+			const struct variant *v = &b->variants[i];
+			if (v->ops)
+				top = fmax(top, fabs((double)v->counters[c] / (double)v->ops));
+		}
 		table_add(t, "%s", za_stat_name(c));
-		table_add(t, "%s", per);
+		table_add(t, "per %s", op_scale(top, &scale));
 		for (int i = 0; i < b->nvariants; i++) {
 			const struct variant *v = &b->variants[i];
 			add_value(t, v->ops ? (double)v->counters[c] / (double)v->ops * scale : NAN);
@@ -263,26 +270,7 @@ static void add_counter_rows(const struct bench *b, struct table *t)
 	}
 }
 
-static void print_counters(const struct bench *b, FILE *out)
-{
-	struct table t;
-	table_init(&t, 2 + b->nvariants);
-	table_add(&t, "Counters");
-	table_add(&t, "%s", "");
-	for (int i = 0; i < b->nvariants; i++)
-		table_add(&t, "%s", b->variants[i].name);
-	table_add(&t, "ops");
-	table_add(&t, "measured");
-	for (int i = 0; i < b->nvariants; i++)
-		table_add(&t, "%lld", b->variants[i].ops);
-	add_counter_rows(b, &t);
-	fputc('\n', out);
-	table_print(&t, out);
-	table_free(&t);
-	print_lock_behaviour(b, out);
-}
-
-void print_lock_behaviour(const struct bench *b, FILE *out)
+static void print_lock_behaviour(const struct bench *b, FILE *out)
 {
 	struct table t;
 	table_init(&t, 1 + b->nvariants);
@@ -320,6 +308,25 @@ void print_lock_behaviour(const struct bench *b, FILE *out)
 				     "runs again; the counts are exact)\n");
 	}
 	table_free(&t);
+}
+
+static void print_counters(const struct bench *b, FILE *out)
+{
+	struct table t;
+	table_init(&t, 2 + b->nvariants);
+	table_add(&t, "Counters");
+	table_add(&t, "%s", "");
+	for (int i = 0; i < b->nvariants; i++)
+		table_add(&t, "%s", b->variants[i].name);
+	table_add(&t, "ops");
+	table_add(&t, "measured");
+	for (int i = 0; i < b->nvariants; i++)
+		table_add(&t, "%lld", b->variants[i].ops);
+	add_counter_rows(b, &t);
+	fputc('\n', out);
+	table_print(&t, out);
+	table_free(&t);
+	print_lock_behaviour(b, out);
 }
 
 void print_table(const struct bench *b, FILE *out)
@@ -448,11 +455,9 @@ void print_json(const struct bench *b, FILE *out)
 		fprintf(out, "\"ops\": %lld}}", v->ops);
 	}
 	fprintf(out, "], \"comparisons\": {");
-	for (int m = 0; b->nvariants == 2 && b->opts.ab && m < b->nmetrics; m++) {
+	for (int m = 0; is_ab(b) && m < b->nmetrics; m++) {
 		struct comparison c;
-		const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
-		compare_samples(v0->values[m], v0->niters, v1->values[m], v1->niters,
-				b->metrics[m].dir, &c);
+		compare_ab(b, m, &c);
 		fprintf(out, "%s", m ? ", " : "");
 		json_string(out, b->metrics[m].name);
 		fprintf(out, ": {\"verdict\": ");

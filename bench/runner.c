@@ -544,20 +544,11 @@ static void measure_round(struct bench *b, int k)
 /* An open verdict gets at most this many times the iterations asked for. */
 #define MAX_EXTENSION 4
 
-/* A change the interval confines within this of zero is no change. */
-#define NOISE_FLOOR 0.03
-
-/* Is the headline metric's verdict still open: neither a sure change nor
- * an interval narrow enough to call it none? */
 static bool verdict_open(const struct bench *b)
 {
 	struct comparison c;
-	const struct variant *before = &b->variants[0], *after = &b->variants[1];
-	compare_samples(before->values[b->headline], before->niters,
-			after->values[b->headline], after->niters, b->metrics[b->headline].dir, &c);
-	if (c.verdict == VERDICT_BETTER || c.verdict == VERDICT_WORSE || c.verdict == VERDICT_NA)
-		return false;
-	return c.verdict == VERDICT_INCONCLUSIVE || c.lo < -NOISE_FLOOR || c.hi > NOISE_FLOOR;
+	compare_ab(b, b->headline, &c);
+	return comparison_open(&c);
 }
 
 /*
@@ -598,7 +589,7 @@ int bench_run(struct bench *b)
 		round = now_seconds() - t0;
 	}
 	b->base_seconds = now_seconds() - start;
-	bool ab = o->ab && b->nvariants == 2 && !b->exp->make_variants;
+	bool ab = is_ab(b);
 	int most = o->iterations * MAX_EXTENSION < MAX_ITERS ? o->iterations * MAX_EXTENSION : MAX_ITERS;
 	for (int k = o->iterations; ab && k < most && verdict_open(b) &&
 	     now_seconds() + round < o->extend_until; k++) {

@@ -168,3 +168,25 @@ void compare_samples(const double *before, int nb, const double *after, int na,
 	else
 		c->verdict = VERDICT_NOISE;
 }
+
+bool is_ab(const struct bench *b)
+{
+	return b->opts.ab && b->nvariants == 2 && !b->exp->make_variants;
+}
+
+void compare_ab(const struct bench *b, int m, struct comparison *c)
+{
+	const struct variant *before = &b->variants[0], *after = &b->variants[1];
+	compare_samples(before->values[m], before->niters, after->values[m], after->niters,
+			b->metrics[m].dir, c);
+}
+
+/* A change the interval confines within this of zero is no change. */
+#define NOISE_FLOOR 0.03
+
+bool comparison_open(const struct comparison *c)
+{
+	if (c->verdict == VERDICT_INCONCLUSIVE)
+		return true;
+	return c->verdict == VERDICT_NOISE && (c->lo < -NOISE_FLOOR || c->hi > NOISE_FLOOR);
+}

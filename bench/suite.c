@@ -126,7 +126,7 @@ static void record_summary(const struct bench *b, struct run_record *rec)
 	snprintf(rec->metric, sizeof(rec->metric), "%s (%s)", m->name, m->unit);
 	rec->niters = b->variants[0].niters;
 	rec->extra_rounds = b->extra_rounds;
-	rec->ab = b->opts.ab && b->nvariants == 2 && !b->exp->make_variants;
+	rec->ab = is_ab(b);
 	if (!rec->ab)
 		return;
 	const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
@@ -135,8 +135,7 @@ static void record_summary(const struct bench *b, struct run_record *rec)
 	rec->before = s.median;
 	summarize(v1->values[b->headline], v1->niters, &s);
 	rec->after = s.median;
-	compare_samples(v0->values[b->headline], v0->niters, v1->values[b->headline], v1->niters,
-			m->dir, &rec->cmp);
+	compare_ab(b, b->headline, &rec->cmp);
 	rec->sw = find_switch(b->opts.ab, strcspn(b->opts.ab, ",="));
 	rec->fig = rec->sw ? seed_figure(rec->sw->name, b->exp->name, rec->args) : NULL;
 	if (rec->fig) {
@@ -263,34 +262,14 @@ static void format_change(const struct comparison *c, char *out, size_t len)
 			 c->lo * 100 + 0.0, c->hi * 100 + 0.0);
 }
 
-static void format_number(double v, char *out, size_t len)
-{
-	if (v != v)
-		snprintf(out, len, "n/a");
-	else if (v != 0 && fabs(v) < 0.01)
-		snprintf(out, len, "%.2g", v);
-	else if (fabs(v) < 100)
-		snprintf(out, len, "%.3g", v);
-	else
-		snprintf(out, len, "%.0f", v);
-}
-
-/* A counter's value; per operation, scaled to read: "2.5/1M ops". */
+/* A counter's value; per operation, scaled to read: "2.50/1M ops". */
 static void format_counter(double v, bool per_op, char *out, size_t len)
 {
-	static const struct {
-		double scale;
-		const char *label;
-	} scales[] = { { 1, "/op" }, { 1e3, "/1k ops" }, { 1e6, "/1M ops" }, { 1e9, "/1G ops" } };
-	if (!per_op || v != v || v == 0) {
-		format_number(v, out, len);
-		return;
-	}
-	size_t i = 0;
-	while (i + 1 < sizeof(scales) / sizeof(scales[0]) && fabs(v) * scales[i].scale < 0.95)
-		i++;
-	format_number(v * scales[i].scale, out, len);
-	snprintf(out + strlen(out), len - strlen(out), "%s", scales[i].label);
+	double scale = 1;
+	const char *ops = per_op && v == v ? op_scale(v, &scale) : NULL;
+	format_value(v * scale, out, len);
+	if (ops && v != 0)
+		snprintf(out + strlen(out), len - strlen(out), "/%s", ops);
 }
 
 static void summary_row(struct doc *d, const struct run_record *r)
@@ -299,8 +278,8 @@ static void summary_row(struct doc *d, const struct run_record *r)
 	snprintf(seed, sizeof(seed), "%s", r->sw && r->sw->seed ? r->sw->seed : "-");
 	const char *colon = strrchr(r->title, ':');
 	snprintf(sw, sizeof(sw), "%s", colon ? colon + 2 : "");
-	format_number(r->before, a, sizeof(a));
-	format_number(r->after, b, sizeof(b));
+	format_value(r->before, a, sizeof(a));
+	format_value(r->after, b, sizeof(b));
 	snprintf(medians, sizeof(medians), "%s → %s", a, b);
 	format_change(&r->cmp, change, sizeof(change));
 	snprintf(verdict, sizeof(verdict), "%s", verdict_name(r->cmp.verdict));
@@ -383,14 +362,14 @@ static void write_summary(struct doc *d, const struct run_record *recs, int n)
 		if (!recs[i].ab)
 			continue;
 		count[recs[i].cmp.verdict]++;
-		open += recs[i].cmp.verdict == VERDICT_NOISE && recs[i].extra_rounds &&
-			(recs[i].cmp.lo < -0.03 || recs[i].cmp.hi > 0.03);
+		open += recs[i].cmp.verdict == VERDICT_NOISE && comparison_open(&recs[i].cmp);
 	}
 	char text[1024];
 	snprintf(text, sizeof(text),
 		 "Of %d A/B runs: %d better, %d worse, %d within noise, %d inconclusive "
 		 "(too few iterations for a %.0f%% interval).  %d of the within-noise runs still "
-		 "had an interval reaching past ±3%% when their share of the time budget ran out: "
+		 "had an interval reaching past ±3%% when their added rounds ran out (4 times the "
+		 "iterations, or their share of the time budget): "
 		 "no effect was seen there, but one of that size is not ruled out either.",
 		 count[1] + count[2] + count[3] + count[4], count[VERDICT_BETTER],
 		 count[VERDICT_WORSE], count[VERDICT_NOISE], count[VERDICT_INCONCLUSIVE],
