@@ -474,8 +474,75 @@ const char *za_zone_name(const za_mm_t *mm, int zone);
 int za_cpu_to_node(const za_mm_t *mm, int cpu);
 int za_page_to_nid(const za_mm_t *mm, const za_page_t *page);
 int za_page_zone(const za_mm_t *mm, const za_page_t *page);   /* zone index */
-/* The CPU the calling thread runs on now, as an index into the system's CPUs. */
+/* The CPU the calling thread runs on now, as an index into the system's
+ * CPUs (the bound one, see za_bind_cpu). */
 int za_current_cpu(const za_mm_t *mm);
+
+/* ------------------------------------------------------------------------
+ * Playing a recorded kernel: a thread as any CPU, the trace's clock, and
+ * the kernel's kmem tracepoints
+ *
+ * A replay of a kernel trace runs every event on one thread, each as the
+ * CPU that recorded it, at the trace's time.  These calls make that
+ * possible on any machine: a 224-CPU trace replays on a laptop.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * From now on the calling thread acts as CPU cpu of mm (0..za_nr_cpus-1):
+ * its allocations and frees use that CPU's per-CPU page lists, CPU slabs,
+ * quicklists and counters, wherever the thread really runs.  cpu = -1
+ * ends the binding.  Two threads bound to one CPU share its lists as two
+ * tasks of one real CPU would (each section is still locked).  Returns 0,
+ * or -1 with errno EINVAL for a CPU out of range.  Binding is per thread
+ * and per system; threads that never bind pay one predictable branch.
+ */
+int za_bind_cpu(za_mm_t *mm, int cpu);
+
+/*
+ * The vmstat worker's periodic work on every CPU (the kernel's
+ * vmstat_update, every vmstat_interval_ms): with pcp_high_auto=1, each
+ * CPU's auto-tuned per-CPU high decays and the pages above it are drained.
+ * A system with vmstat_interval_ms > 0 runs it from a thread of its own;
+ * with 0 (a replay: time is the trace's) nothing runs it but this call.
+ */
+void za_vmstat_tick(za_mm_t *mm);
+
+/*
+ * Tracepoints: zonealloc reports the kernel's kmem page events as it takes
+ * them, with the kernel's meaning, so that a replay compares like with
+ * like:
+ *   ZA_TP_PAGE_ALLOC_ZONE_LOCKED  a block taken from the buddy lists;
+ *                                 percpu_refill = the order is one the
+ *                                 per-CPU lists cache (so, in practice,
+ *                                 a refill), as the kernel reports it
+ *   ZA_TP_PAGE_PCPU_DRAIN         a block given back from a CPU's lists
+ *   ZA_TP_PAGE_ALLOC_EXTFRAG      a fallback to another migratetype's
+ *                                 block; fragmenting when smaller than a
+ *                                 pageblock, change_ownership when the
+ *                                 pageblock became the request's type
+ * fn runs on the thread that caused the event, possibly under a zone
+ * lock: it must not call into mm.  NULL turns tracing off.  Costs nothing
+ * on the per-CPU hit paths, which have no event.
+ */
+enum za_tracepoint {
+	ZA_TP_PAGE_ALLOC_ZONE_LOCKED,
+	ZA_TP_PAGE_PCPU_DRAIN,
+	ZA_TP_PAGE_ALLOC_EXTFRAG,
+};
+struct za_tp_event {
+	enum za_tracepoint type;
+	int cpu;                /* drain: the CPU whose lists gave the pages;
+				 * otherwise the allocating CPU */
+	int zone;               /* node * za_nr_zones() + zone index */
+	unsigned long pfn;
+	unsigned int order;     /* extfrag: the allocation's order */
+	int migratetype;        /* extfrag: the allocation's */
+	int percpu_refill;      /* zone_locked */
+	int fallback_order, fallback_migratetype;       /* extfrag */
+	int fragmenting, change_ownership;              /* extfrag */
+};
+typedef void (*za_tracepoint_fn)(const struct za_tp_event *ev, void *ctx);
+void za_set_tracepoint(za_mm_t *mm, za_tracepoint_fn fn, void *ctx);
 
 /* ------------------------------------------------------------------------
  * Counters and reports (vmstat)

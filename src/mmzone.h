@@ -310,6 +310,7 @@ struct za_mm {
 	unsigned int max_order, pageblock_order;
 	int nr_nodes, nr_zones, nr_cpus;
 	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id, 0 without rseq */
+	int nr_cpu_bindings;            /* threads bound by za_bind_cpu (percpu.h) */
 	bool pcp_high_order, bulkfree_outside_lock, lock_stats, debug;
 	bool fair_zone, kswapd_wake_high;
 	struct za_node *nodes;

@@ -4,6 +4,9 @@
  */
 #include "percpu.h"
 
+#include "config.h"
+
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -26,6 +29,23 @@ long rseq_cpu_id_offset(void)
 	return 0;
 }
 #endif
+
+__thread struct cpu_binding cpu_binding __attribute__((tls_model("initial-exec")));
+
+int za_bind_cpu(za_mm_t *mm, int cpu)
+{
+	if (cpu < -1 || cpu >= mm->nr_cpus) {
+		za_set_last_error("za_bind_cpu: no CPU %d (the system has %d)", cpu, mm->nr_cpus);
+		errno = EINVAL;
+		return -1;
+	}
+	if (cpu_binding.mm)
+		__atomic_fetch_sub((int *)&cpu_binding.mm->nr_cpu_bindings, 1, __ATOMIC_RELAXED);
+	cpu_binding = (struct cpu_binding){ cpu >= 0 ? mm : NULL, cpu };
+	if (cpu >= 0)
+		__atomic_fetch_add(&mm->nr_cpu_bindings, 1, __ATOMIC_RELAXED);
+	return 0;
+}
 
 /* No rseq, a CPU beyond the configured ones, or a thread whose rseq
  * registration failed. */

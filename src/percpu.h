@@ -31,10 +31,25 @@ static inline char *thread_pointer(void)
 #endif
 }
 
+/*
+ * za_bind_cpu: the CPU the calling thread acts as, for one system.  A
+ * system counts the threads bound to it, so that this_cpu() of a system
+ * nobody binds reads only its own (already cached) line.
+ */
+struct cpu_binding {
+	const struct za_mm *mm;
+	int cpu;
+};
+extern __thread struct cpu_binding cpu_binding __attribute__((tls_model("initial-exec")));
+
 /* The system's index of the current CPU (configurations with fewer CPUs
- * than the machine fold the machine's CPUs onto theirs). */
+ * than the machine fold the machine's CPUs onto theirs), or the CPU the
+ * thread is bound to. */
 static inline int this_cpu(const struct za_mm *mm)
 {
+	if (unlikely(__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED)) &&
+	    cpu_binding.mm == mm)
+		return cpu_binding.cpu;
 	if (likely(mm->rseq_cpu_offset)) {
 		unsigned int cpu = *(const volatile unsigned int *)(thread_pointer() + mm->rseq_cpu_offset);
 		if (likely(cpu < (unsigned int)mm->nr_cpus))
