@@ -52,6 +52,11 @@ struct bench_opts {
 	const char *allocators; /* --allocators: malloc's subset of allocators */
 	const char *benchmarks; /* --benchmarks: malloc's subset of its suite */
 	double scale;           /* --scale: malloc's amount of work (0: default) */
+	const char *file;       /* the experiment's input file (replay's trace) */
+	const char *sweep;      /* --sweep KEY=V1,V2,...: one run per value */
+	const char *predict;    /* --predict FILE: replay's second kernel trace */
+	const char *zone_policy;        /* --zone-policy pfn|model (replay) */
+	const char *events;     /* --events page,slab (replay) */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */
 };
@@ -85,6 +90,10 @@ struct bench {
 	bool too_many_metrics;  /* declare() asked for more: the run is refused */
 	bool warmup;            /* the run() in progress is a variant's warm-up,
 				 * whose results and counters are not kept */
+	/* The experiment's configuration when it depends on its input (a
+	 * replay mirrors the recorded machine): set by declare(), used
+	 * instead of exp->config, under the user's --config. */
+	char base_config[CONFIG_LEN];
 	/* "repeat --order 0: pcp_high_order 0 → 1": what the run compares */
 	char title[320];
 	int nvariants;
@@ -128,6 +137,18 @@ struct experiment {
 	/* Optional: what a reader of the report should know to read the
 	 * figures right (a counter that looks wrong and is not, say). */
 	const char *notes;
+	/* Takes one input file as its positional argument (opts.file). */
+	bool takes_file;
+	/* Each iteration on a system created anew (a replay must start
+	 * from the same state every time). */
+	bool fresh_system;
+	/* Optional: more of a variant's JSON object, after its counters
+	 * (", \"key\": value..."). */
+	void (*json_variant)(const struct bench *b, const struct variant *v, FILE *out);
+	/* Optional: named figures of a variant besides its metrics, for
+	 * --sweep's table and plot; returns how many (at most max). */
+	int (*observations)(const struct bench *b, const struct variant *v, const char **names,
+			    double *values, int max);
 };
 
 /* runner.c */
@@ -153,6 +174,14 @@ int bench_prepare(struct bench *b, int argc, char **argv);
 int bench_run(struct bench *b);          /* 0, or an exit status */
 void bench_finish(struct bench *b);
 int usage_error(const char *fmt, const char *arg);   /* prints usage, returns 2 */
+/* sweep.c: --sweep KEY=V1,V2,...: argv as bench_prepare takes it; the
+ * runs' JSON and tables go where o says (either may be NULL). */
+struct sweep_out {
+	FILE *json, *txt;
+	bool quick;
+	double seconds;         /* 0: the runs' own */
+};
+int run_sweep(int argc, char **argv, const char *spec, const struct sweep_out *o);
 /* "pcp_high_order,slub_max_order=3:4" -> "pcp_high_order 0 → 1, slub_max_order 3 → 4" */
 void describe_ab(const char *ab, char *out, size_t len);
 const struct experiment *find_experiment(const char *name);
@@ -203,6 +232,9 @@ void config_value(const char *config, const char *key, char *out, size_t len);
 long machine_cores(void);
 unsigned long long machine_memory(void);
 void print_json(const struct bench *b, FILE *out);
+/* A JSON string with its escapes; a number, or null for NaN and infinities. */
+void json_string(FILE *out, const char *s);
+void json_number(FILE *out, double v);
 int run_report(int argc, char **argv);
 
 /* Per-thread deterministic random numbers. */

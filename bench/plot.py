@@ -7,7 +7,11 @@ every metric's change with its 95% interval (the verdict zabench computed),
 and every counter per operation as the after/before ratio on one log axis.
 A run of one variant gets its metrics and its counters per operation; the
 malloc comparison gets each allocator's time and peak RSS relative to the
-best.  Usage: plot.py DIR
+best.  A replay gets its fidelity table: each row, all orders, per 1000
+page allocations, the kernel's (from the trace) beside each variant's
+(and, with --predict, the second kernel's beside the "after" variant).  A
+--sweep gets every metric and observation against the swept value.
+Usage: plot.py DIR
 """
 import glob
 import json
@@ -238,6 +242,90 @@ def plot_malloc(run, path):
     finish(fig, run, path)
 
 
+FIDELITY_ROWS = ["pcp_refill_pages", "zone_locked_allocs", "pcp_drain_pages",
+                 "extfrag_fallbacks", "pageblock_steals"]
+
+
+def all_orders(fidelity, side):
+    """{row: value} of the all-CPU, all-order rows of one side."""
+    return {r["metric"]: r[side] for r in fidelity["rows"]
+            if r["cpu"] is None and r["order"] is None}
+
+
+def fidelity_panel(ax, run):
+    """Grouped bars per row: the kernel, each variant, the predicted kernel."""
+    variants = run["variants"]
+    bars = [("kernel", all_orders(variants[0]["fidelity"], "kernel"))]
+    bars += [(f"zonealloc {v['name']}", all_orders(v["fidelity"], "zonealloc")) for v in variants]
+    predicted = variants[-1].get("predicted")
+    if predicted:
+        bars.append(("kernel of --predict", all_orders(predicted["fidelity"], "kernel")))
+    width = 0.8 / len(bars)
+    for i, (label, rows) in enumerate(bars):
+        values = [rows.get(r) or 0 for r in FIDELITY_ROWS]
+        ax.bar([k + i * width for k in range(len(FIDELITY_ROWS))], values, width, label=label,
+               color="#333333" if label.startswith("kernel") and i == 0 else COLOURS[i % len(COLOURS)],
+               alpha=0.85, hatch="//" if label == "kernel of --predict" else None)
+    ax.set_xticks([k + width * (len(bars) - 1) / 2 for k in range(len(FIDELITY_ROWS))])
+    ax.set_xticklabels(FIDELITY_ROWS, fontsize=8)
+    ax.set_ylabel("per 1000 page allocations", fontsize=8)
+    ax.set_title("fidelity: the kernel's per-CPU lists beside zonealloc's (all orders)",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def plot_replay(run, path):
+    fig = plt.figure(figsize=(12, 7))
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.2], width_ratios=[1, 1.4])
+    headline_panel(fig.add_subplot(grid[0, 0]), run, run["headline"])
+    if len(run["variants"]) == 2 and run.get("comparisons"):
+        changes_panel(fig.add_subplot(grid[0, 1]), run)
+    fidelity_panel(fig.add_subplot(grid[1, :]), run)
+    finish(fig, run, path)
+
+
+def plot_sweep(doc, path):
+    """Every metric's median and the replay's fidelity rows against the value."""
+    sweep = doc["sweep"]
+    values = sweep["values"]
+    runs = sweep["runs"]
+    series = {}
+    for k, run in enumerate(runs):
+        for v in run["variants"]:
+            for name, m in v["metrics"].items():
+                series.setdefault((name, v["name"], unit_of(run, name)), [None] * len(runs))[k] = m["median"]
+            fid = v.get("fidelity")
+            if fid:
+                for side in ("zonealloc", "kernel"):
+                    for row, x in all_orders(fid, side).items():
+                        label = row if side == "zonealloc" else f"kernel {row}"
+                        series.setdefault((label, v["name"], "per 1000 allocs"),
+                                          [None] * len(runs))[k] = x
+    panels = sorted({(name[len("kernel "):] if name.startswith("kernel ") else name, unit)
+                     for name, _, unit in series})
+    cols = min(len(panels), 3)
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 3 * rows), squeeze=False)
+    for ax, (name, unit) in zip(axes.flat, panels):
+        for i, ((label, variant, u), ys) in enumerate(sorted(series.items())):
+            base = label[len("kernel "):] if label.startswith("kernel ") else label
+            if base != name or u != unit:
+                continue
+            style = "--" if label.startswith("kernel ") else "-"
+            ax.plot(range(len(values)), [y if y is not None else float("nan") for y in ys],
+                    style, marker="o", label=f"{'kernel' if style == '--' else 'zonealloc'} {variant}",
+                    color=COLOURS[i % len(COLOURS)])
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels(values, fontsize=8)
+        ax.set_xlabel(sweep["key"], fontsize=8)
+        ax.set_title(f"{name} ({unit})", fontsize=9)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    finish(fig, {"title": f"sweep of {sweep['key']}: {runs[0].get('title', '')}",
+                 "experiment": runs[0]["experiment"]}, path)
+
+
 def finish(fig, run, path):
     fig.suptitle(run.get("title", run["experiment"]), fontsize=10, fontweight="bold")
     fig.tight_layout(rect=(0, 0, 0.93, 0.97))
@@ -248,7 +336,11 @@ def finish(fig, run, path):
 def plot(path):
     with open(path) as f:
         run = json.load(f)
-    if run["experiment"] == "malloc":
+    if "sweep" in run:
+        plot_sweep(run, path)
+    elif run["variants"] and "fidelity" in run["variants"][0]:
+        plot_replay(run, path)
+    elif run["experiment"] == "malloc":
         plot_malloc(run, path)
     elif len(run["variants"]) == 2 and run.get("comparisons"):
         plot_ab(run, path)

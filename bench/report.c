@@ -84,7 +84,8 @@ static void print_header(const struct bench *b, FILE *out)
 	if (b->extra_rounds)
 		fprintf(out, ", %d of them added while the verdict was open", b->extra_rounds);
 	fprintf(out, "\nconfiguration: %s%s%s (za_mm_config_string in the JSON has every key)\n",
-		b->exp->config, o->config ? "," : "", o->config ? o->config : "");
+		b->base_config[0] ? b->base_config : b->exp->config, o->config ? "," : "",
+		o->config ? o->config : "");
 	for (int i = 0; b->nvariants > 1 && i < b->nvariants; i++) {
 		fprintf(out, "%-7s ", b->variants[i].name);
 		config_difference(b, &b->variants[i], out);
@@ -353,7 +354,7 @@ const char *variant_config(const struct variant *v)
 	return v->mm ? za_mm_config_string(v->mm) : v->config;
 }
 
-static void json_string(FILE *out, const char *s)
+void json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; *s; s++) {
@@ -367,7 +368,7 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void json_number(FILE *out, double v)
+void json_number(FILE *out, double v)
 {
 	if (v != v || v > 1e300 || v < -1e300)
 		fprintf(out, "null");
@@ -452,7 +453,10 @@ void print_json(const struct bench *b, FILE *out)
 			json_string(out, v->extra_name[e]);
 			fprintf(out, ": %lld, ", v->extra_value[e]);
 		}
-		fprintf(out, "\"ops\": %lld}}", v->ops);
+		fprintf(out, "\"ops\": %lld}", v->ops);
+		if (b->exp->json_variant)
+			b->exp->json_variant(b, v, out);
+		fprintf(out, "}");
 	}
 	fprintf(out, "], \"comparisons\": {");
 	for (int m = 0; is_ab(b) && m < b->nmetrics; m++) {

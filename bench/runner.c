@@ -148,6 +148,9 @@ static void usage_lines(FILE *out)
 		"               [--order K] [--pages N] [--size N] [--sizes N,N,...]\n"
 		"               [--io-size PCT] [--dir DIR]\n"
 		"               [--allocators A,B,...] [--benchmarks B,...] [--scale X]  (malloc)\n"
+		"               [--sweep KEY=V1,V2,...]\n"
+		"       zabench replay TRACE [--zone-policy pfn|model] [--events page,slab]\n"
+		"                      [--predict TRACE2] [options above]\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"
 		"       zabench list\n");
@@ -178,7 +181,9 @@ static void usage(FILE *out)
 		"  --iterations K  measured iterations per variant (default 5), after one warm-up\n"
 		"  --config STR    configuration for za_mm_create, over the experiment's defaults\n"
 		"  --ab X          compare X=0 (\"before\") with X=1 (\"after\"), or X=A with X=B\n"
-		"  --json          one JSON object instead of the tables\n\n"
+		"  --json          one JSON object instead of the tables\n"
+		"  --sweep K=V,... the experiment once per value of configuration key K, then\n"
+		"                  a table of each metric against the value\n\n"
 		"experiments:\n");
 	list_experiments(out);
 	fputc('\n', out);
@@ -312,8 +317,9 @@ static int unknown_option(const char *arg, const struct option *longopts)
 	return usage_hint("unknown option", arg, near ? suggestion : NULL);
 }
 
-/* Parses argv into o; returns 0, or the exit status for a usage error. */
-static int parse_options(int argc, char **argv, struct bench_opts *o)
+/* Parses argv into o; returns 0, or the exit status for a usage error.
+ * An experiment that takes a file gets the one positional argument. */
+static int parse_options(int argc, char **argv, struct bench_opts *o, bool takes_file)
 {
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
@@ -331,6 +337,10 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 		{ "allocators", required_argument, NULL, 'A' },
 		{ "benchmarks", required_argument, NULL, 'B' },
 		{ "scale", required_argument, NULL, 'X' },
+		{ "sweep", required_argument, NULL, 'W' },
+		{ "predict", required_argument, NULL, 'P' },
+		{ "zone-policy", required_argument, NULL, 'Z' },
+		{ "events", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -402,6 +412,18 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 				return usage_error("bad --scale '%s' (0..100)", optarg);
 			break;
 		}
+		case 'W':
+			o->sweep = optarg;
+			break;
+		case 'P':
+			o->predict = optarg;
+			break;
+		case 'Z':
+			o->zone_policy = optarg;
+			break;
+		case 'E':
+			o->events = optarg;
+			break;
 		case 'z':
 			if (!parse_sizes(optarg, o))
 				return usage_error("bad --sizes '%s' (at most 16 sizes of 1..2^30 bytes)",
@@ -414,6 +436,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
 			return unknown_option(argv[optind - 1], longopts);
 		}
 	}
+	if (takes_file && optind < argc && !o->file)
+		o->file = argv[optind++];
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	return 0;
@@ -477,7 +501,8 @@ static int make_variants(struct bench *b)
 		if (ab && !ab_part(ab, i, extra, sizeof(extra)))
 			return usage_error("bad --ab '%s' (SWITCH or SWITCH=A:B, comma separated)", ab);
 		snprintf(v->name, sizeof(v->name), "%s", ab ? (i ? "after" : "before") : "default");
-		snprintf(v->config, sizeof(v->config), "%s,%s%s", b->exp->config, user, extra);
+		snprintf(v->config, sizeof(v->config), "%s,%s%s",
+			 b->base_config[0] ? b->base_config : b->exp->config, user, extra);
 		v->mm = za_mm_create(v->config);
 		if (!v->mm) {
 			fprintf(stderr, "zabench: %s\n", za_last_error());
@@ -491,18 +516,37 @@ static int make_variants(struct bench *b)
 	return 0;
 }
 
+static void destroy_system(struct bench *b, struct variant *v)
+{
+	if (b->exp->cleanup)
+		b->exp->cleanup(b, v);
+	long leaked = za_mm_destroy(v->mm);
+	if (leaked)
+		fprintf(stderr, "zabench: %s: the %s variant leaked %ld pages\n",
+			b->exp->name, v->name, leaked);
+	v->mm = NULL;
+}
+
+/* For an experiment that starts every iteration from a new system. */
+static void renew_system(struct bench *b, struct variant *v)
+{
+	destroy_system(b, v);
+	if (!(v->mm = za_mm_create(v->config))) {
+		fprintf(stderr, "zabench: %s\n", za_last_error());
+		exit(1);
+	}
+}
+
 static void destroy_variants(struct bench *b)
 {
 	for (int i = 0; i < b->nvariants; i++) {
 		struct variant *v = &b->variants[i];
-		if (b->exp->cleanup)
-			b->exp->cleanup(b, v);
-		if (!v->mm)
+		if (!v->mm) {
+			if (b->exp->cleanup)
+				b->exp->cleanup(b, v);
 			continue;
-		long leaked = za_mm_destroy(v->mm);
-		if (leaked)
-			fprintf(stderr, "zabench: %s: the %s variant leaked %ld pages\n",
-				b->exp->name, v->name, leaked);
+		}
+		destroy_system(b, v);
 		free(v->counters);
 	}
 }
@@ -516,6 +560,8 @@ static void measure(struct bench *b, struct variant *v)
 	long long before[n], after[n];
 	struct iteration it = { 0 };
 
+	if (v->mm && b->exp->fresh_system)
+		renew_system(b, v);
 	if (v->mm)
 		za_stat_all(v->mm, before, n);
 	b->exp->run(b, v, &it);
@@ -651,7 +697,7 @@ int bench_prepare(struct bench *b, int argc, char **argv)
 	if (!(b->exp = find_experiment(argv[0])))
 		return unknown_experiment(argv[0]);
 	b->opts.experiment = b->exp->name;
-	int rc = parse_options(argc, argv, &b->opts);
+	int rc = parse_options(argc, argv, &b->opts, b->exp->takes_file);
 	if (!rc)
 		make_title(b, argc, argv);
 	return rc;
@@ -680,6 +726,11 @@ int bench_main(int argc, char **argv)
 	}
 	static struct bench b;
 	int rc = bench_prepare(&b, argc - 1, argv + 1);
+	if (!rc && b.opts.sweep) {
+		struct sweep_out o = { .json = b.opts.json ? stdout : NULL,
+				       .txt = b.opts.json ? NULL : stdout };
+		return run_sweep(argc - 1, argv + 1, b.opts.sweep, &o);
+	}
 	if (!rc)
 		rc = bench_run(&b);
 	if (rc)

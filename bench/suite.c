@@ -146,12 +146,86 @@ static void record_summary(const struct bench *b, struct run_record *rec)
 	}
 }
 
+/* A file zabench ships (plot.py, traces/...): the source tree's, or the
+ * installed one (beside zabench's bin directory, or where the build's
+ * prefix put it). */
+static const char *find_bench_file(const char *name, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s", ZA_BENCH_DIR, name);
+	if (!access(path, R_OK))
+		return path;
+#ifdef ZA_BENCH_INSTALL_DIR
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		*strrchr(exe, '/') = 0;
+		snprintf(path, len, "%s/%s/%s", exe, ZA_BENCH_INSTALL_RELDIR, name);
+		if (!access(path, R_OK))
+			return path;
+	}
+	snprintf(path, len, "%s/%s", ZA_BENCH_INSTALL_DIR, name);
+#endif
+	return path;
+}
+
+/* plot.py: $ZABENCH_PLOT, or the one zabench ships. */
+static const char *find_plot_script(char *path, size_t len)
+{
+	const char *env = getenv("ZABENCH_PLOT");
+	return env ? env : find_bench_file("plot.py", path, len);
+}
+
+/* "@traces/NAME" in a report entry: the traces zabench ships. */
+static void expand_traces(const char *args, char *out, size_t len)
+{
+	char dir[1024];
+	const char *at = strstr(args, "@traces/");
+	if (!at) {
+		snprintf(out, len, "%s", args);
+		return;
+	}
+	find_bench_file("traces", dir, sizeof(dir));
+	snprintf(out, len, "%.*s%s/%s", (int)(at - args), args, dir, at + strlen("@traces/"));
+	if (strstr(out + (at - args), "@traces/")) {
+		char rest[512];
+		snprintf(rest, sizeof(rest), "%s", out);
+		expand_traces(rest, out, len);
+	}
+}
+
+/* A --sweep entry: its runs' JSON (one document) and tables. */
+static int run_sweep_entry(const struct bench *b, int argc, char **argv, struct report_opts *ro,
+			   struct run_record *rec)
+{
+	char name[96];
+	snprintf(name, sizeof(name), "%s.json", rec->id);
+	FILE *json = open_in(ro->dir, name, "w");
+	snprintf(name, sizeof(name), "%s.txt", rec->id);
+	FILE *txt = open_in(ro->dir, name, "w");
+	int rc = -1;
+	double t0 = now_seconds();
+	if (json && txt) {
+		struct sweep_out o = { json, txt, ro->quick, ro->seconds };
+		rc = run_sweep(argc, argv, b->opts.sweep, &o) ? -1 : 0;
+	}
+	ro->base_seconds += now_seconds() - t0;
+	ro->runs_done++;
+	snprintf(rec->metric, sizeof(rec->metric), "sweep of %s", b->opts.sweep);
+	if (json)
+		fclose(json);
+	if (txt)
+		fclose(txt);
+	return rc;
+}
+
 /* Runs one report entry; writes <id>.json and <id>.txt.  Returns 0 or -1. */
 static int run_entry(const struct experiment *e, const char *args, struct report_opts *ro,
 		     struct run_record *rec, int seq, int runs_left)
 {
-	char line[512], *argv[32];
-	snprintf(line, sizeof(line), "%s %s", e->name, args);
+	char line[1536], expanded[1536], *argv[32];
+	expand_traces(args, expanded, sizeof(expanded));
+	snprintf(line, sizeof(line), "%s %s", e->name, expanded);
 	snprintf(rec->args, sizeof(rec->args), "%s ", args);
 	snprintf(rec->id, sizeof(rec->id), "%02d-%s", seq, e->name);
 	rec->exp = e;
@@ -171,6 +245,8 @@ static int run_entry(const struct experiment *e, const char *args, struct report
 	b.opts.extend_until = now + average + fmax(0, spare) / runs_left;
 	snprintf(rec->title, sizeof(rec->title), "%s", b.title);
 	fprintf(stderr, "zabench report: %s\n", rec->title);
+	if (b.opts.sweep)
+		return run_sweep_entry(&b, argc, argv, ro, rec);
 	if (bench_run(&b))
 		return -1;
 	ro->base_seconds += b.base_seconds;
@@ -191,31 +267,6 @@ static int run_entry(const struct experiment *e, const char *args, struct report
 		fclose(txt);
 	bench_finish(&b);
 	return json && txt ? 0 : -1;
-}
-
-/* plot.py: $ZABENCH_PLOT, the source tree's, or the installed one (beside
- * zabench's bin directory, or where the build's prefix put it). */
-static const char *find_plot_script(char *path, size_t len)
-{
-	const char *env = getenv("ZABENCH_PLOT");
-	if (env)
-		return env;
-	snprintf(path, len, "%s/plot.py", ZA_BENCH_DIR);
-	if (!access(path, R_OK))
-		return path;
-#ifdef ZA_BENCH_INSTALL_DIR
-	char exe[512];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		*strrchr(exe, '/') = 0;
-		snprintf(path, len, "%s/%s/plot.py", exe, ZA_BENCH_INSTALL_RELDIR);
-		if (!access(path, R_OK))
-			return path;
-	}
-	snprintf(path, len, "%s/plot.py", ZA_BENCH_INSTALL_DIR);
-#endif
-	return path;
 }
 
 /* Draws the plots; returns NULL or why there are none. */

@@ -131,6 +131,10 @@ typedef unsigned int za_gfp_t;
 #define ZA_GFP_ZERO          ((za_gfp_t)1 << 5)  /* return zeroed memory */
 #define ZA_GFP_NOWAIT        ((za_gfp_t)1 << 6)  /* never reclaim or sleep */
 #define ZA_GFP_THISNODE      ((za_gfp_t)1 << 7)  /* no fallback to other nodes */
+/* Straight from the buddy lists, past the per-CPU lists (the kernel's
+ * rmqueue_buddy): a block that must not disturb what a CPU caches, such as
+ * a replay's stand-in for a page allocated before its trace began. */
+#define ZA_GFP_BUDDY         ((za_gfp_t)1 << 8)
 
 #define ZA_GFP_KERNEL        ((za_gfp_t)0)
 

@@ -15,7 +15,7 @@
 
 /* Every gfp bit the header defines: the zone limit, then the flags. */
 #define ZA_GFP_VALID_MASK (ZA_GFP_ZONE_MASK | ZA_GFP_MOVABLE | ZA_GFP_RECLAIMABLE | ZA_GFP_ZERO | \
-			   ZA_GFP_NOWAIT | ZA_GFP_THISNODE)
+			   ZA_GFP_NOWAIT | ZA_GFP_THISNODE | ZA_GFP_BUDDY)
 _Static_assert(ZA_MAX_ZONES <= ZA_GFP_ZONE_MASK, "ZA_GFP_ZONE(i) holds every zone index, plus 0 for none");
 
 /* ------------------------------------------------------------------------
@@ -134,6 +134,7 @@ struct alloc_context {
 	int node;                       /* the local node, for fair_zone */
 	unsigned int order;
 	unsigned long nr_pages;         /* a run of this many pages (order: its block), or 0 */
+	bool buddy;                     /* ZA_GFP_BUDDY: not from the per-CPU lists */
 	bool low_failed;                /* a zone failed the low watermark */
 };
 
@@ -221,7 +222,7 @@ rmqueue(struct za_zone *z, const struct alloc_context *ac)
 	struct za_page *page;
 	if (ac->nr_pages)
 		return rmqueue_exact(z, ac);
-	bool pcp = pcp_allowed_order(z->mm, ac->order);
+	bool pcp = pcp_allowed_order(z->mm, ac->order) && !ac->buddy;
 	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, &page))
 		return page;
 	return rmqueue_buddy(z, ac->cpu, ac->order, ac->mt, pcp);
@@ -407,6 +408,7 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 		.node = node,
 		.order = order,
 		.nr_pages = nr_pages,
+		.buddy = gfp & ZA_GFP_BUDDY,
 	};
 	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))

@@ -1,0 +1,320 @@
+/*
+ * replay: a real kernel's kmem trace (zabench record, ftrace, trace-cmd,
+ * perf script) through zonealloc, on a system that mirrors the recorded
+ * machine, under any configuration and --ab switch.  Each iteration is one
+ * whole pass on a fresh system, so every pass does the same thing and the
+ * metric, events per second, times the replay end to end (reading,
+ * decompressing, parsing and the allocator's work).  Beside the usual
+ * tables: the fidelity table, the kernel's per-CPU list figures from the
+ * trace beside zonealloc's for the same stream (fidelity.c).
+ */
+#include "bench.h"
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct replay_state {
+	struct replay_opts ro;
+	int m_events_per_sec;
+	int nr_cpus;                    /* the fidelity tables' */
+	struct replay_result result[MAX_VARIANTS];
+	struct fidelity predicted;      /* --predict: the second trace's kernel */
+	bool have_predicted;
+};
+
+/* ------------------------------------------------------------------------
+ * The recorded machine
+ * ------------------------------------------------------------------------ */
+static int header_nodes(const struct trace_header *h)
+{
+	int nodes = 0;
+	for (int z = 0; z < h->nr_zones; z++)
+		if (h->zones[z].node + 1 > nodes)
+			nodes = h->zones[z].node + 1;
+	return nodes;
+}
+
+/* "zones=DMA:15360K+DMA32:3091672K+Normal" from node 0's populated zones
+ * (every node of a model has the same zones; the last takes the rest). */
+static size_t mirror_zones(const struct trace_header *h, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, ",zones=");
+	int last = -1;
+	for (int z = 0; z < h->nr_zones; z++)
+		if (h->zones[z].node == 0)
+			last = z;
+	for (int z = 0; z <= last && n < len; z++) {
+		const struct trace_zone *tz = &h->zones[z];
+		if (tz->node)
+			continue;
+		n += (size_t)snprintf(out + n, len - n, "%s%s", n > 7 ? "+" : "", tz->name);
+		if (z < last)
+			n += (size_t)snprintf(out + n, len - n, ":%lluK", (unsigned long long)tz->managed * 4);
+	}
+	return n;
+}
+
+/* The watermarks' parameters that give the header's watermarks. */
+static void mirror_watermarks(const struct trace_header *h, char *out, size_t len)
+{
+	uint64_t min = 0, big_managed = 0, big_gap = 0;
+	for (int z = 0; z < h->nr_zones; z++) {
+		min += h->zones[z].min;
+		if (h->zones[z].managed > big_managed) {
+			big_managed = h->zones[z].managed;
+			big_gap = h->zones[z].low - h->zones[z].min;
+		}
+	}
+	uint64_t wsf = big_managed ? big_gap * 10000 / big_managed : 10;
+	snprintf(out, len, ",min_free_kbytes=%llu,watermark_scale_factor=%llu",
+		 (unsigned long long)(min * 4 < 128 ? 128 : min * 4),
+		 (unsigned long long)(wsf < 1 ? 1 : wsf > 3000 ? 3000 : wsf));
+}
+
+/*
+ * The configuration that mirrors the recorded machine: its CPUs, zones and
+ * managed sizes, watermarks and the per-CPU mechanisms of its release.
+ * Always: nothing runs but the replay (no kswapd, vmstat thread or lock
+ * timing), and page memory is reserved, not touched, until used.
+ */
+static void mirror_config(const struct trace_header *h, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,"
+					      "deferred_init=1");
+	if (!h->present || !h->nr_zones)
+		return;
+	uint64_t managed = 0;
+	for (int z = 0; z < h->nr_zones; z++)
+		managed += h->zones[z].managed;
+	int major, minor;
+	if (sscanf(h->uname, "%d.%d", &major, &minor) == 2)
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",kernel=%d.%d", major, minor);
+	if (h->nr_cpus)
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",cpus=%d,nr_cpus=%d",
+				      h->nr_cpus, h->nr_cpus);
+	n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",memory=%lluK,nodes=%d",
+			      (unsigned long long)managed * 4, header_nodes(h));
+	n += mirror_zones(h, out + n, n < len ? len - n : 0);
+	mirror_watermarks(h, out + n, n < len ? len - n : 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Options
+ * ------------------------------------------------------------------------ */
+static bool parse_replay_opts(const struct bench_opts *o, struct replay_opts *ro, bool header)
+{
+	ro->zones = header ? ZONE_BY_PFN : ZONE_BY_GFP;
+	if (o->zone_policy && !strcmp(o->zone_policy, "model"))
+		ro->zones = ZONE_BY_GFP;
+	else if (o->zone_policy && strcmp(o->zone_policy, "pfn"))
+		return false;
+	ro->events = REPLAY_PAGE;
+	if (o->events) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%s", o->events);
+		ro->events = 0;
+		for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+			if (!strcmp(tok, "page"))
+				ro->events |= REPLAY_PAGE;
+			else if (!strcmp(tok, "slab"))
+				ro->events |= REPLAY_SLAB;
+			else
+				return false;
+		}
+	}
+	return ro->events != 0;
+}
+
+static void fail(const char *what, const char *msg)
+{
+	fprintf(stderr, "zabench replay: %s%s\n", what, msg);
+	exit(2);
+}
+
+/* The kernel side of --predict's trace: a pass without a model. */
+static void read_predicted(struct replay_state *st, const char *path)
+{
+	struct replay_result r = { 0 };
+	char err[512];
+	if (fidelity_init(&r.kernel, st->nr_cpus) || fidelity_init(&r.model, st->nr_cpus))
+		fail("", "out of memory");
+	if (replay_trace(NULL, path, &st->ro, &r, err, sizeof(err)))
+		fail("--predict: ", err);
+	st->predicted = r.kernel;
+	st->have_predicted = true;
+	fidelity_free(&r.model);
+}
+
+static void replay_declare(struct bench *b)
+{
+	struct replay_state *st = calloc(1, sizeof(*st));
+	char err[512];
+	b->state = st;
+	if (!b->opts.file)
+		fail("", "no trace given (zabench replay FILE [options])");
+	struct trace_reader *tr = trace_open(b->opts.file, err, sizeof(err));
+	if (!tr)
+		fail("", err);
+	const struct trace_header *h = trace_header(tr);
+	if (!h->present && !b->opts.config)
+		fprintf(stderr, "zabench replay: %s has no header (zabench record writes one): "
+				"give the machine with --config (cpus=N,memory=...); the gfp flags "
+				"choose the zones\n", b->opts.file);
+	if (!parse_replay_opts(&b->opts, &st->ro, h->present))
+		fail("bad --zone-policy (pfn or model) or --events (page,slab)", "");
+	mirror_config(h, b->base_config, sizeof(b->base_config));
+	st->nr_cpus = h->nr_cpus ? h->nr_cpus : (int)machine_cores();
+	trace_close(tr);
+	for (int i = 0; i < MAX_VARIANTS; i++)
+		if (fidelity_init(&st->result[i].kernel, st->nr_cpus) ||
+		    fidelity_init(&st->result[i].model, st->nr_cpus))
+			fail("", "out of memory");
+	if (b->opts.predict)
+		read_predicted(st, b->opts.predict);
+	st->m_events_per_sec = bench_metric(b, "events_per_sec", "events/s", HIGHER_IS_BETTER);
+}
+
+/* ------------------------------------------------------------------------
+ * Running
+ * ------------------------------------------------------------------------ */
+static void clear_result(struct replay_result *r)
+{
+	struct fidelity kernel = r->kernel, model = r->model;
+	fidelity_reset(&kernel);
+	fidelity_reset(&model);
+	*r = (struct replay_result){ .kernel = kernel, .model = model };
+}
+
+static void replay_run(struct bench *b, struct variant *v, struct iteration *it)
+{
+	struct replay_state *st = b->state;
+	struct replay_result *r = &st->result[v - b->variants];
+	char err[512];
+	clear_result(r);
+	double t0 = now_seconds();
+	if (replay_trace(v->mm, b->opts.file, &st->ro, r, err, sizeof(err)))
+		fail("", err);
+	double wall = now_seconds() - t0;
+	it->ops = (long long)r->events;
+	it->value[st->m_events_per_sec] = (double)r->events / wall;
+	uint64_t problems = 0;
+	for (int p = 0; p < NR_REPLAY_PROBLEMS; p++)
+		problems += p == RP_KERNEL_FAILED ? 0 : r->problems[p];
+	set_extra_counter(v, "replay_early_frees", (long long)r->early_frees);
+	set_extra_counter(v, "replay_problems", (long long)problems);
+}
+
+/* ------------------------------------------------------------------------
+ * Output
+ * ------------------------------------------------------------------------ */
+static void print_problems(const struct bench *b, const struct variant *v, FILE *out)
+{
+	const struct replay_state *st = b->state;
+	const struct replay_result *r = &st->result[v - b->variants];
+	for (int p = 0; p < NR_REPLAY_PROBLEMS; p++) {
+		if (!r->problems[p])
+			continue;
+		fprintf(out, "  %s: %llu %s (line", v->name, (unsigned long long)r->problems[p],
+			replay_problem_name((enum replay_problem)p));
+		for (uint64_t k = 0; k < r->problems[p] && k < RP_FIRST_LINES; k++)
+			fprintf(out, "%s %llu", k ? "," : "", (unsigned long long)r->first_lines[p][k]);
+		fprintf(out, "%s)\n", r->problems[p] > RP_FIRST_LINES ? ", ..." : "");
+	}
+}
+
+static void replay_print_extra(const struct bench *b, FILE *out)
+{
+	const struct replay_state *st = b->state;
+	const struct replay_result *r0 = &st->result[0];
+	fprintf(out, "\nTrace: %s, %llu events over %.3f s; %llu frees of pages allocated before "
+		     "it began (replayed with stand-ins)\n", b->opts.file,
+		(unsigned long long)r0->events, (double)r0->trace_ns * 1e-9,
+		(unsigned long long)r0->early_frees);
+	for (int i = 0; i < b->nvariants; i++)
+		print_problems(b, &b->variants[i], out);
+
+	struct fid_column cols[MAX_VARIANTS + 2];
+	char names[MAX_VARIANTS + 2][64];
+	int n = 0, after = -1;
+	cols[n++] = (struct fid_column){ "kernel", &r0->kernel, -1 };
+	for (int i = 0; i < b->nvariants; i++, n++) {
+		snprintf(names[n], sizeof(names[n]), "zonealloc %s", b->variants[i].name);
+		cols[n] = (struct fid_column){ names[n], &st->result[i].model, 0 };
+		after = n;
+	}
+	if (st->have_predicted) {
+		cols[n] = (struct fid_column){ "kernel of --predict", &st->predicted, -1 };
+		cols[after].ref = n++;
+	}
+	fidelity_print(cols, n, out);
+}
+
+static void replay_json_variant(const struct bench *b, const struct variant *v, FILE *out)
+{
+	const struct replay_state *st = b->state;
+	int i = (int)(v - b->variants);
+	const struct replay_result *r = &st->result[i];
+	fprintf(out, ", \"fidelity\": ");
+	fidelity_json(&r->kernel, &r->model, out);
+	if (st->have_predicted && i == b->nvariants - 1) {
+		fprintf(out, ", \"predicted\": {\"trace\": ");
+		json_string(out, b->opts.predict);
+		fprintf(out, ", \"fidelity\": ");
+		fidelity_json(&st->predicted, &r->model, out);
+		fprintf(out, "}");
+	}
+	fprintf(out, ", \"replay\": {\"events\": %llu, \"early_frees\": %llu",
+		(unsigned long long)r->events, (unsigned long long)r->early_frees);
+	for (int p = 0; p < NR_REPLAY_PROBLEMS; p++)
+		fprintf(out, ", \"%s\": %llu", replay_problem_key((enum replay_problem)p),
+			(unsigned long long)r->problems[p]);
+	fprintf(out, "}");
+}
+
+/* The model's all-orders rows, and the kernel's, for --sweep. */
+static int replay_observations(const struct bench *b, const struct variant *v, const char **names,
+			       double *values, int max)
+{
+	static char kernel_names[NR_FID_ROWS][48];
+	const struct replay_state *st = b->state;
+	const struct replay_result *r = &st->result[v - b->variants];
+	int n = 0;
+	for (int row = 0; row < NR_FID_ROWS && n + 2 <= max; row++) {
+		snprintf(kernel_names[row], sizeof(kernel_names[row]), "kernel %s",
+			 fid_row_metric((enum fid_row)row));
+		names[n] = fid_row_metric((enum fid_row)row);
+		values[n++] = fidelity_per_1000(&r->model, (enum fid_row)row, -1, FID_ALL);
+		names[n] = kernel_names[row];
+		values[n++] = fidelity_per_1000(&r->kernel, (enum fid_row)row, -1, FID_ALL);
+	}
+	return n;
+}
+
+static void replay_release(struct bench *b)
+{
+	struct replay_state *st = b->state;
+	for (int i = 0; i < MAX_VARIANTS; i++) {
+		fidelity_free(&st->result[i].kernel);
+		fidelity_free(&st->result[i].model);
+	}
+	if (st->have_predicted)
+		fidelity_free(&st->predicted);
+}
+
+const struct experiment exp_replay = {
+	.name = "replay",
+	.summary = "a kernel's kmem trace (zabench record) through zonealloc; the kernel beside the model",
+	.config = "",
+	.threads = 1,
+	.declare = replay_declare,
+	.run = replay_run,
+	.release = replay_release,
+	.print_extra = replay_print_extra,
+	.json_variant = replay_json_variant,
+	.observations = replay_observations,
+	.takes_file = true,
+	.fresh_system = true,
+	.notes = "Each iteration replays the whole trace on a fresh system that mirrors the "
+		 "recorded machine; the fidelity figures are the same in every pass.",
+};

@@ -1,0 +1,499 @@
+/*
+ * Replaying a kernel's kmem trace through a memory system.
+ *
+ * One thread plays every event in the trace's time order, each as the CPU
+ * that recorded it (za_bind_cpu), so each CPU's per-CPU lists see what the
+ * kernel's saw.  Time is the trace's: a vmstat tick per second of it, and
+ * nothing else runs (the mirror configuration has no kswapd, no lock
+ * timing, no vmstat thread), so two replays of one trace do exactly the
+ * same thing.
+ *
+ * The kernel's pfns are not ours: an allocation maps the pfn the trace
+ * names to the block zonealloc returned, and a free finds it there.  A
+ * free of a pfn allocated before the trace began is still a page the
+ * kernel's per-CPU list received, so the model receives one too: a
+ * stand-in block taken straight from the buddy lists (ZA_GFP_BUDDY, with
+ * the tracepoints muted: the kernel took that page long ago), then freed
+ * through the normal path.
+ *
+ * The kernel's tracepoint events (refills, drains, fallbacks) are not
+ * replayed: they are what the model must reproduce, counted on the
+ * kernel's side of the fidelity table, while zonealloc's own tracepoints
+ * count the model's side.
+ */
+#include "replay.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * Live blocks and objects: trace key (pfn, or hashed object pointer) to
+ * what zonealloc returned.  Open addressing with linear probing; deletion
+ * shifts the rest of the cluster back, so there are no tombstones and a
+ * long trace does not degrade the table.
+ * ------------------------------------------------------------------------ */
+#define NO_KEY UINT64_MAX
+
+struct live {
+	uint64_t key;
+	void *addr;
+	int tag;                /* pages: the order; objects: cache index, -1 kmalloc */
+};
+
+struct live_map {
+	struct live *slot;
+	unsigned int bits;
+	size_t used;
+};
+
+static size_t live_hash(const struct live_map *m, uint64_t key)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - m->bits));
+}
+
+static int map_init(struct live_map *m, unsigned int bits)
+{
+	m->bits = bits;
+	m->used = 0;
+	m->slot = malloc(sizeof(*m->slot) << bits);
+	if (!m->slot)
+		return -1;
+	for (size_t i = 0; i < (size_t)1 << bits; i++)
+		m->slot[i].key = NO_KEY;
+	return 0;
+}
+
+static struct live *map_find(const struct live_map *m, uint64_t key)
+{
+	size_t mask = ((size_t)1 << m->bits) - 1;
+	for (size_t i = live_hash(m, key);; i = (i + 1) & mask) {
+		if (m->slot[i].key == key)
+			return &m->slot[i];
+		if (m->slot[i].key == NO_KEY)
+			return NULL;
+	}
+}
+
+static int map_grow(struct live_map *m);
+
+/* A new entry for key, which must not be present.  NULL if out of memory. */
+static struct live *map_insert(struct live_map *m, uint64_t key)
+{
+	if (m->used + 1 > ((size_t)1 << m->bits) / 2 && map_grow(m))
+		return NULL;
+	size_t mask = ((size_t)1 << m->bits) - 1, i = live_hash(m, key);
+	while (m->slot[i].key != NO_KEY)
+		i = (i + 1) & mask;
+	m->slot[i].key = key;
+	m->used++;
+	return &m->slot[i];
+}
+
+static int map_grow(struct live_map *m)
+{
+	struct live_map bigger;
+	if (map_init(&bigger, m->bits + 1))
+		return -1;
+	for (size_t i = 0; i < (size_t)1 << m->bits; i++)
+		if (m->slot[i].key != NO_KEY)
+			*map_insert(&bigger, m->slot[i].key) = m->slot[i];
+	free(m->slot);
+	*m = bigger;
+	return 0;
+}
+
+/* Removes e, moving back any later entry of its cluster that the hole
+ * would otherwise cut off from its home slot. */
+static void map_delete(struct live_map *m, struct live *e)
+{
+	size_t mask = ((size_t)1 << m->bits) - 1, hole = (size_t)(e - m->slot);
+	for (size_t i = (hole + 1) & mask; m->slot[i].key != NO_KEY; i = (i + 1) & mask) {
+		size_t home = live_hash(m, m->slot[i].key);
+		/* may the entry at i move to the hole?  Only if its home is not
+		 * cyclically within (hole, i] */
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			m->slot[hole] = m->slot[i];
+			hole = i;
+		}
+	}
+	m->slot[hole].key = NO_KEY;
+	m->used--;
+}
+
+/* ------------------------------------------------------------------------
+ * The replayer
+ * ------------------------------------------------------------------------ */
+#define NS_PER_TICK 1000000000ULL       /* the kernel's stat_interval: 1 s */
+#define MAX_CATCHUP_TICKS 64            /* decay reaches high_min well before */
+#define MAX_CACHES 512
+
+struct trace_cache {
+	char name[32];
+	uint32_t size;
+	za_cache_t *cache;
+};
+
+struct replayer {
+	za_mm_t *mm;
+	const struct replay_opts *o;
+	struct replay_result *r;
+	const struct trace_header *h;
+	struct live_map pages, objects;
+	int bound_cpu;
+	bool muted;                     /* stand-ins: not the model's doing */
+	uint64_t next_tick;
+	int model_zone[TRACE_MAX_ZONES];        /* header zone -> model zone index, -1 */
+	int ncaches;
+	struct trace_cache caches[MAX_CACHES];
+};
+
+const char *replay_problem_name(enum replay_problem p)
+{
+	static const char *const names[NR_REPLAY_PROBLEMS] = {
+		[RP_ALLOC_FAILED] = "allocations zonealloc could not satisfy",
+		[RP_LIVE_PFN] = "allocations of a pfn or object already live",
+		[RP_ORDER_MISMATCH] = "frees whose order differs from the allocation's",
+		[RP_KERNEL_FAILED] = "allocations that failed in the kernel (page=(null))",
+		[RP_UNKNOWN_OBJECT] = "slab frees of objects allocated before the trace",
+		[RP_OUTSIDE_ZONES] = "pfns in no zone of the header (zone chosen by gfp)",
+		[RP_CPU_BEYOND] = "events of a CPU beyond the system's (played as CPU mod cpus)",
+	};
+	return names[p];
+}
+
+const char *replay_problem_key(enum replay_problem p)
+{
+	static const char *const keys[NR_REPLAY_PROBLEMS] = {
+		[RP_ALLOC_FAILED] = "alloc_failed", [RP_LIVE_PFN] = "live_pfn",
+		[RP_ORDER_MISMATCH] = "order_mismatch", [RP_KERNEL_FAILED] = "kernel_failed",
+		[RP_UNKNOWN_OBJECT] = "unknown_object", [RP_OUTSIDE_ZONES] = "outside_zones",
+		[RP_CPU_BEYOND] = "cpu_beyond",
+	};
+	return keys[p];
+}
+
+static void problem(struct replayer *rp, enum replay_problem p, const struct trace_event *ev)
+{
+	uint64_t n = rp->r->problems[p]++;
+	if (n < RP_FIRST_LINES)
+		rp->r->first_lines[p][n] = ev->line;
+}
+
+/* zonealloc's own tracepoints: the model's side of the table. */
+static void model_tracepoint(const struct za_tp_event *e, void *ctx)
+{
+	struct replayer *rp = ctx;
+	if (rp->muted)
+		return;
+	struct fidelity *f = &rp->r->model;
+	switch (e->type) {
+	case ZA_TP_PAGE_ALLOC_ZONE_LOCKED:
+		fidelity_zone_locked(f, e->cpu, (int)e->order, e->percpu_refill);
+		break;
+	case ZA_TP_PAGE_PCPU_DRAIN:
+		fidelity_drain(f, e->cpu, (int)e->order);
+		break;
+	case ZA_TP_PAGE_ALLOC_EXTFRAG:
+		fidelity_extfrag(f, e->cpu, (int)e->order, e->fragmenting, e->change_ownership);
+		break;
+	}
+}
+
+static int zone_named(za_mm_t *mm, const char *name)
+{
+	for (int z = 0; z < za_nr_zones(mm); z++)
+		if (!strcmp(za_zone_name(mm, z), name))
+			return z;
+	return -1;
+}
+
+/* The model zone of each header zone, by name within the node. */
+static void map_zones(struct replayer *rp)
+{
+	for (int t = 0; t < rp->h->nr_zones; t++)
+		rp->model_zone[t] = zone_named(rp->mm, rp->h->zones[t].name);
+}
+
+/* The zone limit the gfp flags ask for, as the kernel's gfp_zone(). */
+static za_gfp_t gfp_zone_limit(za_mm_t *mm, uint32_t gfp)
+{
+	int z = -1;
+	if (gfp & TGFP_DMA)
+		z = zone_named(mm, "DMA");
+	else if (gfp & TGFP_DMA32)
+		z = zone_named(mm, "DMA32");
+	else if (!(gfp & TGFP_MOVABLE) || !(gfp & TGFP_HIGHMEM))
+		z = zone_named(mm, "Normal");
+	return z < 0 ? 0 : ZA_GFP_ZONE(z);
+}
+
+/* The request for a page event: migratetype, zone, and may it reclaim. */
+static za_gfp_t page_gfp(struct replayer *rp, const struct trace_event *ev, int *nid)
+{
+	za_gfp_t gfp = 0;
+	int mt = ev->migratetype >= 0 ? ev->migratetype :
+		 ev->gfp & TGFP_MOVABLE ? 1 : ev->gfp & TGFP_RECLAIMABLE ? 2 : 0;
+	if (mt == 1)
+		gfp |= ZA_GFP_MOVABLE;
+	else if (mt == 2)
+		gfp |= ZA_GFP_RECLAIMABLE;
+	if (!(ev->gfp & TGFP_DIRECT_RECLAIM))
+		gfp |= ZA_GFP_NOWAIT;
+	*nid = -1;
+	int tz = rp->o->zones == ZONE_BY_PFN ? trace_pfn_zone(rp->h, ev->pfn) : -1;
+	if (tz >= 0 && rp->model_zone[tz] >= 0) {
+		int node = rp->h->zones[tz].node;
+		*nid = node < za_nr_nodes(rp->mm) ? node : -1;
+		return gfp | ZA_GFP_ZONE(rp->model_zone[tz]);
+	}
+	if (rp->o->zones == ZONE_BY_PFN && rp->h->nr_zones)
+		problem(rp, RP_OUTSIDE_ZONES, ev);
+	return gfp | gfp_zone_limit(rp->mm, ev->gfp);
+}
+
+static void replay_page_alloc(struct replayer *rp, const struct trace_event *ev)
+{
+	if (ev->pfn == TRACE_NO_PFN) {
+		problem(rp, RP_KERNEL_FAILED, ev);
+		return;
+	}
+	struct live *l = map_find(&rp->pages, ev->pfn);
+	if (l) {                /* its free was lost: give the old block back */
+		problem(rp, RP_LIVE_PFN, ev);
+		za_free_pages(rp->mm, l->addr, (unsigned int)l->tag);
+		map_delete(&rp->pages, l);
+	}
+	int nid;
+	za_gfp_t gfp = page_gfp(rp, ev, &nid);
+	void *addr = za_alloc_pages_node(rp->mm, nid, gfp, (unsigned int)ev->order);
+	if (!addr || !(l = map_insert(&rp->pages, ev->pfn))) {
+		if (addr)
+			za_free_pages(rp->mm, addr, (unsigned int)ev->order);
+		problem(rp, RP_ALLOC_FAILED, ev);
+		return;
+	}
+	l->addr = addr;
+	l->tag = ev->order;
+}
+
+/* A block for a pfn the kernel allocated before the trace began. */
+static void *stand_in(struct replayer *rp, const struct trace_event *ev)
+{
+	struct trace_event as_alloc = *ev;
+	as_alloc.migratetype = 1;       /* most of a running system's pages */
+	as_alloc.gfp = TGFP_MOVABLE | TGFP_DIRECT_RECLAIM;
+	int nid;
+	za_gfp_t gfp = page_gfp(rp, &as_alloc, &nid) | ZA_GFP_BUDDY;
+	rp->muted = true;
+	void *addr = za_alloc_pages_node(rp->mm, nid, gfp, (unsigned int)ev->order);
+	rp->muted = false;
+	return addr;
+}
+
+static void replay_page_free(struct replayer *rp, const struct trace_event *ev)
+{
+	struct live *l = map_find(&rp->pages, ev->pfn);
+	if (!l) {
+		void *addr = stand_in(rp, ev);
+		rp->r->early_frees++;
+		if (addr)
+			za_free_pages(rp->mm, addr, (unsigned int)ev->order);
+		else
+			problem(rp, RP_ALLOC_FAILED, ev);
+		return;
+	}
+	if (l->tag != ev->order)
+		problem(rp, RP_ORDER_MISMATCH, ev);
+	za_free_pages(rp->mm, l->addr, (unsigned int)l->tag);
+	map_delete(&rp->pages, l);
+}
+
+/* The cache of a kmem_cache event: by the trace's name (or object size
+ * for kernels before name=), created on first sight.  -1 if none can be. */
+static int trace_cache(struct replayer *rp, const struct trace_event *ev)
+{
+	char name[40];
+	if (ev->cache[0])
+		snprintf(name, sizeof(name), "%s", ev->cache);
+	else
+		snprintf(name, sizeof(name), "size-%u", ev->bytes_alloc);
+	for (int i = 0; i < rp->ncaches; i++)
+		if (!strcmp(rp->caches[i].name, name))
+			return i;
+	if (rp->ncaches == MAX_CACHES || !ev->bytes_alloc)
+		return -1;
+	struct trace_cache *c = &rp->caches[rp->ncaches];
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->size = ev->bytes_alloc;
+	c->cache = za_cache_create(rp->mm, c->name, c->size, 0, 0, NULL);
+	return c->cache ? rp->ncaches++ : -1;
+}
+
+static void free_object(struct replayer *rp, struct live *l)
+{
+	if (l->tag < 0)
+		za_kfree(rp->mm, l->addr);
+	else
+		za_cache_free(rp->caches[l->tag].cache, l->addr);
+	map_delete(&rp->objects, l);
+}
+
+static void replay_slab_alloc(struct replayer *rp, const struct trace_event *ev)
+{
+	if (!ev->ptr)
+		return;         /* the kernel's own failure */
+	struct live *l = map_find(&rp->objects, ev->ptr);
+	if (l) {
+		problem(rp, RP_LIVE_PFN, ev);
+		free_object(rp, l);
+	}
+	za_gfp_t gfp = ev->gfp & TGFP_DIRECT_RECLAIM ? ZA_GFP_KERNEL : ZA_GFP_NOWAIT;
+	int tag = -1;
+	void *addr;
+	if (ev->type == TEV_KMALLOC)
+		addr = za_kmalloc(rp->mm, ev->bytes_req ? ev->bytes_req : 1, gfp);
+	else
+		addr = (tag = trace_cache(rp, ev)) < 0 ? NULL : za_cache_alloc(rp->caches[tag].cache, gfp);
+	if (!addr || !(l = map_insert(&rp->objects, ev->ptr))) {
+		if (addr)
+			tag < 0 ? za_kfree(rp->mm, addr) : za_cache_free(rp->caches[tag].cache, addr);
+		problem(rp, RP_ALLOC_FAILED, ev);
+		return;
+	}
+	l->addr = addr;
+	l->tag = tag;
+}
+
+static void replay_slab_free(struct replayer *rp, const struct trace_event *ev)
+{
+	if (!ev->ptr)
+		return;         /* kfree(NULL) */
+	struct live *l = map_find(&rp->objects, ev->ptr);
+	if (l)
+		free_object(rp, l);
+	else
+		problem(rp, RP_UNKNOWN_OBJECT, ev);
+}
+
+/* The vmstat ticks due by the event's time: one per second of trace. */
+static void advance_clock(struct replayer *rp, uint64_t ts)
+{
+	if (!rp->next_tick) {
+		rp->next_tick = ts + NS_PER_TICK;
+		return;
+	}
+	for (int n = 0; ts >= rp->next_tick && n < MAX_CATCHUP_TICKS; n++) {
+		za_vmstat_tick(rp->mm);
+		rp->next_tick += NS_PER_TICK;
+	}
+	if (ts >= rp->next_tick)        /* a long quiet stretch: decay is done */
+		rp->next_tick = ts + NS_PER_TICK;
+}
+
+static void act_as(struct replayer *rp, const struct trace_event *ev)
+{
+	int cpu = ev->cpu, nr = za_nr_cpus(rp->mm);
+	if (cpu >= nr) {
+		problem(rp, RP_CPU_BEYOND, ev);
+		cpu %= nr;
+	}
+	if (cpu != rp->bound_cpu)
+		za_bind_cpu(rp->mm, rp->bound_cpu = cpu);
+}
+
+static void play(struct replayer *rp, const struct trace_event *ev)
+{
+	bool page = rp->o->events & REPLAY_PAGE, slab = rp->o->events & REPLAY_SLAB;
+	switch (ev->type) {
+	case TEV_PAGE_ALLOC:
+		if (page)
+			replay_page_alloc(rp, ev);
+		break;
+	case TEV_PAGE_FREE:
+	case TEV_PAGE_FREE_BATCHED:
+		if (page)
+			replay_page_free(rp, ev);
+		break;
+	case TEV_KMALLOC:
+	case TEV_CACHE_ALLOC:
+		if (slab)
+			replay_slab_alloc(rp, ev);
+		break;
+	case TEV_KFREE:
+	case TEV_CACHE_FREE:
+		if (slab)
+			replay_slab_free(rp, ev);
+		break;
+	default:                /* the kernel's own bookkeeping: counted, not played */
+		break;
+	}
+}
+
+/* Gives back everything the trace left allocated, so the system can be
+ * destroyed clean; not the model's doing, so not counted. */
+static void release_all(struct replayer *rp)
+{
+	rp->muted = true;
+	for (size_t i = 0; i < (size_t)1 << rp->objects.bits; i++)
+		while (rp->objects.slot[i].key != NO_KEY)
+			free_object(rp, &rp->objects.slot[i]);
+	for (size_t i = 0; i < (size_t)1 << rp->pages.bits; i++)
+		if (rp->pages.slot[i].key != NO_KEY)
+			za_free_pages(rp->mm, rp->pages.slot[i].addr, (unsigned int)rp->pages.slot[i].tag);
+	for (int i = 0; i < rp->ncaches; i++)
+		za_cache_destroy(rp->caches[i].cache);
+	za_set_tracepoint(rp->mm, NULL, NULL);
+	za_bind_cpu(rp->mm, -1);
+}
+
+static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err, size_t errlen)
+{
+	struct trace_event ev;
+	uint64_t first_ts = 0, last_ts = 0;
+	int rc;
+	while ((rc = trace_next(tr, &ev)) == 1) {
+		if (!rp->r->events++)
+			first_ts = ev.ts_ns;
+		last_ts = ev.ts_ns;
+		fidelity_count_kernel(&rp->r->kernel, &ev);
+		if (!rp->mm)
+			continue;
+		advance_clock(rp, ev.ts_ns);
+		act_as(rp, &ev);
+		play(rp, &ev);
+	}
+	rp->r->trace_ns = last_ts - first_ts;
+	rp->r->model.page_allocs = rp->r->kernel.page_allocs;
+	if (rc < 0)
+		snprintf(err, errlen, "%s", trace_error(tr));
+	return rc < 0 ? -1 : 0;
+}
+
+int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
+		 struct replay_result *r, char *err, size_t errlen)
+{
+	struct trace_reader *tr = trace_open(path, err, errlen);
+	if (!tr)
+		return -1;
+	struct replayer *rp = calloc(1, sizeof(*rp));
+	if (!rp || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
+		snprintf(err, errlen, "out of memory");
+		trace_close(tr);
+		return -1;
+	}
+	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = trace_header(tr), .bound_cpu = -1,
+				 .pages = rp->pages, .objects = rp->objects };
+	if (mm) {
+		map_zones(rp);
+		za_set_tracepoint(mm, model_tracepoint, rp);
+	}
+	int rc = replay_stream(rp, tr, err, errlen);
+	if (mm)
+		release_all(rp);
+	free(rp->pages.slot);
+	free(rp->objects.slot);
+	free(rp);
+	trace_close(tr);
+	return rc;
+}

@@ -1,0 +1,120 @@
+/*
+ * Replaying a kernel's kmem trace through a memory system (replay.c), and
+ * the fidelity table that puts the kernel's per-CPU list figures beside
+ * zonealloc's for the same stream (fidelity.c).
+ */
+#ifndef ZABENCH_REPLAY_H
+#define ZABENCH_REPLAY_H
+
+#include "trace.h"
+#include "zonealloc.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The rows of the fidelity table, each counted per order and per CPU. */
+enum fid_row {
+	FID_PCP_REFILL_PAGES,   /* pages taken from the buddy lists into per-CPU lists */
+	FID_ZONE_LOCKED_ALLOCS, /* allocations served from the buddy lists directly */
+	FID_PCP_DRAIN_PAGES,    /* pages given back from per-CPU lists */
+	FID_EXTFRAG_FALLBACKS,  /* fragmenting fallbacks */
+	FID_PAGEBLOCK_STEALS,   /* fallbacks that changed a pageblock's owner */
+	NR_FID_ROWS
+};
+
+/* Orders 0..3 each, then everything (orders above 3 too). */
+#define FID_ORDERS 4
+#define FID_ALL    FID_ORDERS
+
+/* What one side (the kernel, or zonealloc) did, counted per CPU. */
+struct fidelity {
+	int nr_cpus;
+	uint64_t page_allocs;                   /* the denominator: successful mm_page_alloc */
+	uint64_t (*count)[NR_FID_ROWS][FID_ORDERS + 1];  /* [nr_cpus + 1]: [nr_cpus] is all CPUs */
+};
+
+const char *fid_row_metric(enum fid_row row);
+int fidelity_init(struct fidelity *f, int nr_cpus);
+void fidelity_free(struct fidelity *f);
+void fidelity_reset(struct fidelity *f);
+void fidelity_add(struct fidelity *f, enum fid_row row, int cpu, int order, uint64_t n);
+/* Per 1000 page allocations of the whole trace (so rows of the orders add
+ * up to the all-orders row); cpu -1 for all CPUs, order FID_ALL for all. */
+double fidelity_per_1000(const struct fidelity *f, enum fid_row row, int cpu, int order);
+/* What either side did, by the kernel's tracepoints' meaning. */
+void fidelity_zone_locked(struct fidelity *f, int cpu, int order, int percpu_refill);
+void fidelity_drain(struct fidelity *f, int cpu, int order);
+void fidelity_extfrag(struct fidelity *f, int cpu, int order, int fragmenting, int change_ownership);
+/* The kernel's side from one trace event (a no-op for other events). */
+void fidelity_count_kernel(struct fidelity *f, const struct trace_event *ev);
+
+/* How a replayed allocation picks its zone. */
+enum zone_policy {
+	ZONE_BY_PFN,            /* the zone the kernel used (header's zone spans) */
+	ZONE_BY_GFP,            /* zonealloc chooses from the gfp flags */
+};
+
+#define REPLAY_PAGE  1u      /* replay page events */
+#define REPLAY_SLAB  2u      /* replay slab events */
+
+struct replay_opts {
+	enum zone_policy zones;
+	unsigned int events;    /* REPLAY_* */
+};
+
+/* Lines of the trace the replay could not follow, each kind counted with
+ * the first few line numbers. */
+enum replay_problem {
+	RP_ALLOC_FAILED,        /* zonealloc could not satisfy an allocation */
+	RP_LIVE_PFN,            /* allocation of a pfn already allocated */
+	RP_ORDER_MISMATCH,      /* a free's order differs from its allocation's */
+	RP_KERNEL_FAILED,       /* the kernel's own failed allocations (page=(null)) */
+	RP_UNKNOWN_OBJECT,      /* a slab free of an object allocated before the trace */
+	RP_OUTSIDE_ZONES,       /* a pfn in no zone of the header */
+	RP_CPU_BEYOND,          /* a CPU beyond the system's (no header to check it) */
+	NR_REPLAY_PROBLEMS
+};
+#define RP_FIRST_LINES 5
+
+struct replay_result {
+	uint64_t events;                /* trace events read */
+	uint64_t early_frees;           /* frees of pages allocated before the trace began */
+	uint64_t problems[NR_REPLAY_PROBLEMS];
+	uint64_t first_lines[NR_REPLAY_PROBLEMS][RP_FIRST_LINES];
+	uint64_t trace_ns;              /* the trace's span */
+	struct fidelity kernel, model;
+};
+
+/*
+ * Replays the trace at path into mm (one pass, this thread acting as each
+ * CPU) and fills r, whose fidelity tables must have been initialised.  mm
+ * NULL counts the kernel's side only.  Returns 0, or -1 with a message in
+ * err (a stream error: the line number is in it).
+ */
+int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
+		 struct replay_result *r, char *err, size_t errlen);
+const char *replay_problem_name(enum replay_problem p);   /* a phrase */
+const char *replay_problem_key(enum replay_problem p);    /* a JSON key */
+
+/*
+ * fidelity.c: the table, one column per fidelity: kernels (ref -1) and
+ * models, each model compared with the kernel column `ref`.  All orders
+ * and per order for all CPUs, then all orders per CPU.  Under it, for each
+ * all-orders row where a model differs from its kernel by more than 25%,
+ * the kernel mechanism that explains it.
+ */
+struct fid_column {
+	const char *name;
+	const struct fidelity *f;
+	int ref;
+};
+void fidelity_print(const struct fid_column *cols, int ncols, FILE *out);
+/* Does the model's all-orders row differ from the kernel's by more than 25%? */
+bool fidelity_differs(const struct fidelity *kernel, const struct fidelity *model, enum fid_row row);
+/* The kernel mechanism behind a row that differs. */
+const char *fidelity_explain(enum fid_row row);
+/* {"page_allocs": N, "rows": [{"metric", "order", "cpu", "kernel", "zonealloc"}]} */
+void fidelity_json(const struct fidelity *kernel, const struct fidelity *model, FILE *out);
+
+#endif
