@@ -41,6 +41,9 @@ enum trace_event_type {
 
 /* The event's name as the kernel spells it ("mm_page_alloc"). */
 const char *trace_event_name(enum trace_event_type t);
+/* The type of the event named name[0, len), older kernels' names
+ * ("kmalloc_node") included; -1 if it is none of them. */
+int trace_event_lookup(const char *name, size_t len);
 
 /* The gfp flags zonealloc's replay needs, decoded from the names the
  * kernel prints (GFP_KERNEL, __GFP_DMA32|__GFP_ZERO, ...) or, for a number,
@@ -60,11 +63,14 @@ const char *trace_event_name(enum trace_event_type t);
 #define TGFP_THISNODE     (1u << 21)
 #define TGFP_ACCOUNT      (1u << 22)
 
+/* A kernel's gfp_t value (current kernels' bit layout) as TGFP_* bits. */
+uint32_t trace_gfp_bits(uint64_t kernel_gfp);
+
 #define TRACE_NO_PFN      UINT64_MAX      /* page=(null): a failed allocation */
 
 struct trace_event {
 	enum trace_event_type type;
-	int cpu;
+	int cpu;                        /* 0 if the line has none (perf script without -a) */
 	uint64_t ts_ns;                 /* the trace's clock, in ns */
 	uint64_t line;                  /* 1-based line (record number in trace.dat) */
 	/* page events */
@@ -101,10 +107,13 @@ struct trace_slab {
 
 struct trace_header {
 	bool present;                   /* any "# nr_cpus"/"# zoneinfo" line seen */
-	int nr_cpus;                    /* 0: unknown */
+	int nr_cpus;                    /* 0: unknown; else "# nr_cpus", or trace-cmd's "cpus=N" */
 	char uname[128];
 	int nr_zones;                   /* populated zones (managed > 0) only */
 	struct trace_zone zones[TRACE_MAX_ZONES];
+	/* The "# zoneinfo" lines' parser (trace_parse_line): 1 + the index in
+	 * zones[] of the zone being read (0: none), and where in it. */
+	int zi_zone, zi_part;
 };
 
 /* Why lines were not used; counted, and printed by trace_print_skipped. */
@@ -167,8 +176,24 @@ int trace_pfn_zone(const struct trace_header *h, uint64_t pfn);
  * Parses one line of text (no newline) into *ev.  Returns 1 for a kmem
  * event, 0 for a header or comment line (header lines update *h), or -1
  * with *why set.  The readers' core, exposed for the tests and the fuzzer.
+ * ev->line is left 0 (the reader numbers the lines); "# slabinfo" lines
+ * are comments here (trace_parse_slabinfo reads them).
  */
 int trace_parse_line(const char *line, size_t len, struct trace_header *h,
 		     struct trace_event *ev, enum trace_skip *why);
+
+/*
+ * gfp_flags as printed ("GFP_KERNEL|__GFP_ZERO", "0x400dc0", "none") into
+ * TGFP_* bits; names of flags replay ignores count as 0.  0, or -1 if it
+ * is not a gfp value.
+ */
+int trace_parse_gfp(const char *s, size_t len, uint32_t *gfp);
+
+/*
+ * A "# slabinfo" line: 1 with *s filled for a cache's line, 0 for another
+ * line of the file (its version, its column names), -1 if line is no
+ * "# slabinfo" line or its cache's fields do not parse.
+ */
+int trace_parse_slabinfo(const char *line, size_t len, struct trace_slab *s);
 
 #endif
