@@ -205,6 +205,9 @@ unsigned long long machine_memory(void);
 void print_json(const struct bench *b, FILE *out);
 int run_report(int argc, char **argv);
 
+/* record.c */
+int run_record(int argc, char **argv);
+
 /* Per-thread deterministic random numbers. */
 static inline uint64_t bench_rand(uint64_t *s)
 {
