@@ -1,5 +1,5 @@
 /*
- * `zabench record -o FILE [--slab] [--buffer-kb N] -- COMMAND [ARGS...]`:
+ * `zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]`:
  * the kernel's kmem tracepoints while COMMAND runs, as ftrace text with
  * the header trace.h describes, for `zabench replay`.
  *
@@ -9,13 +9,16 @@
  * COMMAND exits the events are disabled, the rest is drained, and tracefs
  * is put back as it was: tracing_on, the buffers' size, the enabled events;
  * SIGINT or SIGTERM to zabench goes to COMMAND, whose exit ends the
- * recording the same way.
+ * recording the same way.  Built with libtracefs, the thread copies the
+ * per-CPU raw buffers instead, which keeps up with far more events, and
+ * they are formatted after COMMAND (record_raw.c); --pipe reads trace_pipe.
  *
  * Exit status: COMMAND's (128 + the signal if one killed it); 1 if the
  * trace could not be recorded or written completely; 2 for a usage error.
  */
 #include "bench.h"
 #include "ftrace.h"
+#include "record.h"
 #include "trace_write.h"
 
 #include <errno.h>
@@ -33,11 +36,6 @@
 
 #define DEFAULT_BUFFER_KB 16384         /* per CPU */
 #define MAX_BUFFER_KB (4L << 20)
-/* The reader drains trace_pipe this often.  A 16 MiB buffer holds some
- * 300k page events, a third of a second at the rates a build reaches on
- * one CPU, so 10 ms leaves a wide margin; polling instead would wake the
- * reader for every few events. */
-#define DRAIN_MS 10
 /* trace_pipe returns at most a page a read; READ_BUF bytes go to the
  * compressor at once. */
 #define PAGE_READ 4096
@@ -61,20 +59,25 @@ static const char *const sysctls[] = {
 	"vm.watermark_scale_factor", "vm.watermark_boost_factor",
 };
 
-#define USAGE "zabench record -o FILE [--slab] [--buffer-kb N] -- COMMAND [ARGS...]"
+#define USAGE "zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]"
+
+#ifdef ZA_RECORD_RAW
+#define RAW_BUILT true
+#else
+#define RAW_BUILT false
+#endif
 
 struct record_opts {
 	const char *out;
 	bool slab, help;
+	bool raw;               /* the raw buffers, not trace_pipe */
 	long buffer_kb;
 	char **cmd;
 };
 
 /* What the reader saw in the stream. */
 struct pipe_stats {
-	uint64_t events;        /* lines that are neither comments nor markers */
-	uint64_t lost;          /* the counts of "CPU:n [LOST k EVENTS]" */
-	uint64_t lost_markers;  /* those lines, with or without a count */
+	struct record_counts n; /* events: lines neither comments nor markers */
 	char head[64];          /* the start of the line being read */
 	size_t headlen;
 };
@@ -105,11 +108,11 @@ static void count_line(struct pipe_stats *s, const char *head)
 		return;
 	const char *lost = strncmp(head, "CPU:", 4) ? NULL : strstr(head, "[LOST ");
 	if (!lost) {
-		s->events++;
+		s->n.events++;
 		return;
 	}
-	s->lost_markers++;
-	s->lost += strtoull(lost + strlen("[LOST "), NULL, 10);
+	s->n.lost_markers++;
+	s->n.lost += strtoull(lost + strlen("[LOST "), NULL, 10);
 }
 
 /* Counts the lines of buf, which may begin or end inside one. */
@@ -326,6 +329,9 @@ static void write_header(struct trace_writer *w, const struct record_opts *o, in
 	trace_writer_printf(w, "\n# buffer_size_kb %ld\n# trace_clock %.*s\n# page_size %ld\n",
 			    o->buffer_kb, in_use ? (int)strcspn(in_use + 1, "]") : 0,
 			    in_use ? in_use + 1 : "", sysconf(_SC_PAGESIZE));
+	trace_writer_printf(w, "# reader %s\n", o->raw ?
+			    "raw per-CPU buffers, formatted by libtraceevent (pointers not hashed, "
+			    "page= is the pfn)" : "trace_pipe");
 	write_sysctls(w);
 	copy_prefixed(w, "/proc/zoneinfo", "# zoneinfo ");
 }
@@ -391,6 +397,10 @@ static int run_command(char **cmd)
 
 struct recording {
 	struct pipe_reader reader;
+#ifdef ZA_RECORD_RAW
+	struct raw_capture *raw;
+#endif
+	struct record_counts counts;
 	struct ftrace_loss before, after;
 	double seconds;
 	int status;             /* the command's, or -1 */
@@ -425,11 +435,40 @@ static int setup_tracing(const struct record_opts *o)
 	return 0;
 }
 
+/* Starts the reader o asks for: 0 or -1 (printed). */
+static int start_reading(const struct record_opts *o, struct trace_writer *w, int nr_cpus,
+			 struct recording *rec)
+{
+	if (!o->raw)
+		return start_reader(&rec->reader, w);
+#ifdef ZA_RECORD_RAW
+	char err[512];
+	if ((rec->raw = raw_start(nr_cpus, err, sizeof(err))))
+		return 0;
+	fprintf(stderr, "zabench record: %s\n", err);
+#else
+	(void)nr_cpus;          /* o->raw is never true */
+#endif
+	return -1;
+}
+
+/* Stops the reader with the events off: 0, or -1 if it failed (printed). */
+static int stop_reading(struct recording *rec)
+{
+#ifdef ZA_RECORD_RAW
+	if (rec->raw)
+		return raw_stop(rec->raw);
+#endif
+	stop_reader(&rec->reader);
+	rec->counts = rec->reader.stats.n;
+	return rec->reader.read_errno ? -1 : 0;
+}
+
 /* Runs the command with the events on and the reader draining them. */
 static int record(const struct record_opts *o, struct trace_writer *w, int nr_cpus,
 		  struct recording *rec)
 {
-	if (setup_tracing(o) || start_reader(&rec->reader, w))
+	if (setup_tracing(o) || start_reading(o, w, nr_cpus, rec))
 		return -1;
 	ftrace_loss(nr_cpus, &rec->before);
 	double t0 = now_seconds();
@@ -444,9 +483,23 @@ static int record(const struct record_opts *o, struct trace_writer *w, int nr_cp
 	/* Events off, then the rest drained: the reader's last pass ends. */
 	ftrace_write("set_event", "");
 	rec->seconds = now_seconds() - t0;
-	stop_reader(&rec->reader);
+	if (stop_reading(rec))
+		rc = -1;
 	ftrace_loss(nr_cpus, &rec->after);
-	return rc || rec->status < 0 || rec->reader.read_errno ? -1 : 0;
+	return rc || rec->status < 0 ? -1 : 0;
+}
+
+/* The raw reader's events, formatted now that tracefs is put back. */
+static int format_events(struct recording *rec, struct trace_writer *w)
+{
+#ifdef ZA_RECORD_RAW
+	if (rec->raw)
+		return raw_format(rec->raw, w, &rec->counts);
+#else
+	(void)rec;
+	(void)w;
+#endif
+	return 0;
 }
 
 static uint64_t lost_events(const struct recording *rec)
@@ -454,14 +507,14 @@ static uint64_t lost_events(const struct recording *rec)
 	uint64_t counted = rec->after.overrun - rec->before.overrun +
 			   rec->after.dropped - rec->before.dropped;
 	/* The markers and the overrun counter count the same events. */
-	return counted > rec->reader.stats.lost ? counted : rec->reader.stats.lost;
+	return counted > rec->counts.lost ? counted : rec->counts.lost;
 }
 
 static void write_footer(struct trace_writer *w, const struct recording *rec)
 {
 	copy_prefixed(w, "/proc/slabinfo", "# slabinfo ");
 	trace_writer_printf(w, "# events_written %llu\n# lost_events %llu\n# seconds %.3f\n",
-			    (unsigned long long)rec->reader.stats.events,
+			    (unsigned long long)rec->counts.events,
 			    (unsigned long long)lost_events(rec), rec->seconds);
 }
 
@@ -471,17 +524,17 @@ static void print_summary(const struct record_opts *o, const struct recording *r
 	uint64_t lost = lost_events(rec);
 	fprintf(stderr, "zabench record: %llu events in %.2f s to %s (%.1f MB of text, "
 		"%.1f MB written); ",
-		(unsigned long long)rec->reader.stats.events, rec->seconds, o->out, text / 1e6,
+		(unsigned long long)rec->counts.events, rec->seconds, o->out, text / 1e6,
 		written / 1e6);
-	if (!lost && !rec->reader.stats.lost_markers) {
+	if (!lost && !rec->counts.lost_markers) {
 		fprintf(stderr, "no events lost\n");
 		return;
 	}
 	fprintf(stderr, "LOST %llu events (%llu LOST EVENTS markers in the stream counting %llu; "
 		"per-CPU overrun +%llu, dropped +%llu): the buffers filled faster than they "
 		"were read; raise --buffer-kb (now %ld per CPU)\n",
-		(unsigned long long)lost, (unsigned long long)rec->reader.stats.lost_markers,
-		(unsigned long long)rec->reader.stats.lost,
+		(unsigned long long)lost, (unsigned long long)rec->counts.lost_markers,
+		(unsigned long long)rec->counts.lost,
 		(unsigned long long)(rec->after.overrun - rec->before.overrun),
 		(unsigned long long)(rec->after.dropped - rec->before.dropped), o->buffer_kb);
 }
@@ -489,6 +542,19 @@ static void print_summary(const struct record_opts *o, const struct recording *r
 /* ------------------------------------------------------------------------
  * The command line
  * ------------------------------------------------------------------------ */
+
+static void print_help(void)
+{
+	printf("usage: " USAGE "\n"
+	       "  -o FILE        the trace, compressed if FILE ends in .zst, .xz or .gz\n"
+	       "  --slab         kmalloc, kfree, kmem_cache_alloc and kmem_cache_free too\n"
+	       "  --buffer-kb N  the kernel's trace buffer per CPU, KiB (default %d)\n"
+	       "  --pipe         read trace_pipe, not the raw per-CPU buffers\n"
+	       "                 (%s)\n",
+	       DEFAULT_BUFFER_KB,
+	       RAW_BUILT ? "which are read by default: they keep up with more events"
+			 : "this zabench reads trace_pipe anyway: built without libtracefs");
+}
 
 static bool parse_kb(const char *s, long *kb)
 {
@@ -502,6 +568,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->buffer_kb = DEFAULT_BUFFER_KB;
+	o->raw = RAW_BUILT;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -512,6 +579,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			return 0;
 		} else if (!strcmp(argv[i], "--slab"))
 			o->slab = true;
+		else if (!strcmp(argv[i], "--pipe"))
+			o->raw = false;
 		else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
 			o->out = argv[++i];
 		else if (!strcmp(argv[i], "--buffer-kb") && i + 1 < argc) {
@@ -537,7 +606,7 @@ int run_record(int argc, char **argv)
 	int rc = parse_record(argc, argv, &o);
 	if (rc || o.help) {
 		if (o.help)
-			printf("usage: " USAGE "\n");
+			print_help();
 		return rc;
 	}
 	if (ftrace_ready(err, sizeof(err)) || ftrace_lock(err, sizeof(err))) {
@@ -563,13 +632,15 @@ int run_record(int argc, char **argv)
 	rc = record(&o, w, nr_cpus, &rec);
 	ftrace_restore(&saved);
 	catch_signals(false);
+	if (format_events(&rec, w))
+		rc = -1;
 	write_footer(w, &rec);
 	uint64_t text, written;
 	if (trace_writer_close(w, &text, &written))
 		rc = -1;
 	print_summary(&o, &rec, text, written);
 	if (rc && rec.status >= 0)
-		fprintf(stderr, "zabench record: the trace is incomplete; the command's exit status "
-			"was %d\n", rec.status);
+		fprintf(stderr, "zabench record: the trace is incomplete; the command's exit "
+			"status was %d\n", rec.status);
 	return rc ? 1 : rec.status;
 }

@@ -150,7 +150,7 @@ static void usage_lines(FILE *out)
 		"               [--allocators A,B,...] [--benchmarks B,...] [--scale X]  (malloc)\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"
-		"       zabench record -o FILE [--slab] [--buffer-kb N] -- COMMAND [ARGS...]\n"
+		"       zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]\n"
 		"       zabench list\n");
 }
 

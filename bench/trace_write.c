@@ -182,6 +182,7 @@ static int feed(struct trace_writer *w, const void *buf, size_t len, bool end)
 		return gz_feed(w, buf, len, end);
 #endif
 	default:
+		(void)end;      /* plain text has no end to write */
 		return put(w, buf, len);
 	}
 }
@@ -220,18 +221,25 @@ static int codec_init(struct trace_writer *w)
 
 static void codec_free(struct trace_writer *w)
 {
+	switch (w->codec) {
 #ifdef ZA_HAVE_ZSTD
-	if (w->codec == CODEC_ZSTD)
+	case CODEC_ZSTD:
 		ZSTD_freeCCtx(w->zstd);
+		break;
 #endif
 #ifdef ZA_HAVE_LZMA
-	if (w->codec == CODEC_XZ)
+	case CODEC_XZ:
 		lzma_end(&w->xz);
+		break;
 #endif
 #ifdef ZA_HAVE_ZLIB
-	if (w->codec == CODEC_GZIP)
+	case CODEC_GZIP:
 		deflateEnd(&w->gz);
+		break;
 #endif
+	default:
+		break;
+	}
 }
 
 /* The codec path's suffix names, or NULL for plain text. */
@@ -250,8 +258,9 @@ struct trace_writer *trace_writer_open(const char *path, char *err, size_t errle
 {
 	const struct codec_def *c = codec_of(path);
 	if (c && !c->built) {
-		snprintf(err, errlen, "%s: writing %s needs %s, which this zabench was built without "
-			 "(install %s and rebuild)", path, c->suffix, c->library, c->package);
+		snprintf(err, errlen, "%s: writing %s needs %s, which this zabench was built "
+			 "without (install %s and rebuild)", path, c->suffix, c->library,
+			 c->package);
 		return NULL;
 	}
 	struct trace_writer *w = calloc(1, sizeof(*w));

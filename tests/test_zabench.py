@@ -190,7 +190,8 @@ def tracefs_state():
     def read(name):
         with open(os.path.join(TRACEFS, name)) as f:
             return f.read()
-    return read("tracing_on"), read("buffer_size_kb"), read("set_event")
+    return (read("tracing_on"), read("buffer_size_kb"), read("set_event"),
+            read("saved_cmdlines_size"))
 
 
 def event_names(text):
@@ -225,7 +226,8 @@ def test_record_usage():
 def test_record():
     """Where the machine allows it (root, tracefs): the command's exit
     status, the header, kmem events, compressed files that decompress,
-    --slab's events; tracefs left as it was."""
+    --slab's events, both readers (the raw buffers where built in, and
+    trace_pipe); tracefs left as it was."""
     with tempfile.TemporaryDirectory() as d:
         p = subprocess.run([ZABENCH, "record", "-o", os.path.join(d, "probe.trace"), "--", "true"],
                            capture_output=True, text=True, timeout=60)
@@ -255,6 +257,16 @@ def test_record():
         names = event_names(text)
         assert {"mm_page_alloc", "kmem_cache_alloc", "kmem_cache_free"} <= names, names
         assert re.search(r"^# events .*kmem:kmalloc", text, re.M)
+        reader = re.search(r"^# reader (\w+)", text, re.M).group(1)
+        if reader == "raw":
+            # Merged from the per-CPU buffers: oldest first.
+            stamps = [float(t) for t in re.findall(r" (\d+\.\d+): \w+:", text)]
+            assert stamps == sorted(stamps)
+            text = record(os.path.join(d, "pipe.trace"), alloc, ["--pipe"])
+            check_record_header(text)
+            assert {"mm_page_alloc", "mm_page_free"} <= event_names(text)
+            reader = re.search(r"^# reader (\w+)", text, re.M).group(1)
+        assert reader == "trace_pipe", reader
         assert tracefs_state() == before, (tracefs_state(), before)
 
 

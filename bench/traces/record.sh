@@ -1,7 +1,9 @@
 #!/bin/sh
 # Records the traces README.md lists, in full, into DIR, then cuts them to
 # the excerpts shipped here (excerpt.py, zstd -19).  Needs root.  The
-# machine should be otherwise idle: the trace is of every process.
+# machine should be otherwise idle: the trace is of every process.  They
+# are read through trace_pipe (--pipe), as the shipped ones were, so that
+# the text is the kernel's own.
 #   bench/traces/record.sh path/to/zabench [DIR]     (DIR: /tmp/za-traces)
 set -eu
 zb=$(realpath "$1")
@@ -13,7 +15,7 @@ mkdir -p "$dir"
 # The project's build, from scratch (2 jobs: the machine's cores).
 build() {
 	rm -rf "$dir/tb"
-	"$zb" record -o "$dir/$1.full.zst" -- sh -c \
+	"$zb" record --pipe -o "$dir/$1.full.zst" -- sh -c \
 		"cmake -S $src -B $dir/tb -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build $dir/tb -j2 >/dev/null"
 }
 
@@ -29,9 +31,9 @@ echo 2147483647 > $hf
 build build-hfmax
 echo "$old_hf" > $hf
 
-"$zb" record -o "$dir/udp16k.full.zst" -- python3 "$here/udp_stream.py" 16384 2
+"$zb" record --pipe -o "$dir/udp16k.full.zst" -- python3 "$here/udp_stream.py" 16384 2
 
-"$zb" record --slab -o "$dir/git-slab.full.zst" -- sh -c \
+"$zb" record --pipe --slab -o "$dir/git-slab.full.zst" -- sh -c \
 	"for i in 1 2 3; do rm -rf $dir/gs; git clone -q --no-local $src $dir/gs && git -C $dir/gs gc -q; done"
 
 cut() {         # name, excerpt.py's options
