@@ -237,6 +237,9 @@ void json_string(FILE *out, const char *s);
 void json_number(FILE *out, double v);
 int run_report(int argc, char **argv);
 
+/* record.c */
+int run_record(int argc, char **argv);
+
 /* Per-thread deterministic random numbers. */
 static inline uint64_t bench_rand(uint64_t *s)
 {

@@ -153,6 +153,7 @@ static void usage_lines(FILE *out)
 		"                      [--predict TRACE2] [options above]\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"
+		"       zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]\n"
 		"       zabench list\n");
 }
 
@@ -258,9 +259,10 @@ static int unknown_experiment(const char *name)
 {
 	const char *names[64];
 	int n = 0;
-	for (int i = 0; experiments[i] && n < 62; i++)
+	for (int i = 0; experiments[i] && n < 61; i++)
 		names[n++] = experiments[i]->name;
 	names[n++] = "report";
+	names[n++] = "record";
 	names[n++] = "list";
 	return usage_hint("unknown experiment", name, nearest(name, names, n));
 }
@@ -713,6 +715,8 @@ int bench_main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "report"))
 		return run_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "record"))
+		return run_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list")) {
 		printf("experiments:\n");
 		list_experiments(stdout);

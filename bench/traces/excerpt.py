@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Cuts a recorded trace to a shippable excerpt: the header, a contiguous
+run of whole event lines from a steady part, and the footer (the slabinfo
+of the end of the recording).  The run starts at the first event FROM
+seconds after the recording's first, and ends after ALLOCS mm_page_alloc
+events (so that the two traces of a pair cover about the same work) or
+EVENTS events, whichever comes first.  The text goes to stdout, e.g.
+
+  excerpt.py --from 3 --allocs 60000 build.full.zst | zstd -19 -q -o build.trace.zst
+
+Footer lines about the whole recording (events_written, lost_events,
+seconds) are renamed recording_*, and the excerpt's own are added."""
+import argparse
+import re
+import subprocess
+import sys
+
+TIMESTAMP = re.compile(r" (\d+\.\d+): (\w+):")
+
+
+def lines(path):
+    if path.endswith(".zst") or path.endswith(".xz") or path.endswith(".gz"):
+        tool = {"zst": "zstd", "xz": "xz", "gz": "gzip"}[path.rsplit(".", 1)[1]]
+        p = subprocess.Popen([tool, "-dc", path], stdout=subprocess.PIPE, text=True)
+        yield from p.stdout
+        if p.wait():
+            sys.exit(f"{path}: {tool} failed")
+    else:
+        with open(path) as f:
+            yield from f
+
+
+def excerpt(path, start_after, max_allocs, max_events, out):
+    header, body, footer = [], [], []
+    first_ts = None
+    allocs = seen = skipped = 0
+    span = [None, None]
+    for line in lines(path):
+        if line.startswith("#"):
+            (footer if seen else header).append(line)
+            continue
+        seen += 1
+        m = TIMESTAMP.search(line)
+        if m and first_ts is None:
+            first_ts = float(m.group(1))
+        full = allocs >= max_allocs or len(body) >= max_events
+        if full or not m and not body or m and float(m.group(1)) - first_ts < start_after:
+            skipped += not full
+            continue
+        if m:
+            span[0] = span[0] if span[0] is not None else float(m.group(1))
+            span[1] = float(m.group(1))
+        allocs += bool(m and m.group(2) == "mm_page_alloc")
+        body.append(line)
+    out.writelines(header)
+    out.write(f"# excerpt {len(body)} of the recording's {seen} event lines, from event line "
+              f"{skipped + 1}: {span[0]}..{span[1]} s, {allocs} mm_page_alloc\n")
+    out.writelines(body)
+    for line in footer:
+        out.write(re.sub(r"^# (events_written|lost_events|seconds) ", r"# recording_\1 ", line))
+    out.write(f"# events_written {len(body)}\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--from", dest="start", type=float, default=0, metavar="SECONDS")
+    ap.add_argument("--allocs", type=int, default=10**12)
+    ap.add_argument("--events", type=int, default=10**12)
+    a = ap.parse_args()
+    excerpt(a.trace, a.start, a.allocs, a.events, sys.stdout)
+
+
+main()
