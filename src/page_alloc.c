@@ -141,7 +141,8 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, int cpu, unsigned int or
 				     bool pcp_busy)
 {
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue(z, order, mt);
+	struct za_page *page = buddy_rmqueue(z, order, mt, cpu);
+	zone_check_below_high(z);
 	if (page) {
 		set_page_order(page, order);
 		page->zone = (uint8_t)z->id;
@@ -204,8 +205,10 @@ static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_conte
 	struct za_mm *mm = z->mm;
 	unsigned long n = ac->nr_pages;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt);
+	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu);
+	zone_check_below_high(z);
 	if (page) {
+		tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
 		mark_run(z, page_to_pfn(mm, page), n, ac->mt);
 		ev_add(&z->stat, EV_PGALLOC, n);
 		if (mm->fair_zone)

@@ -10,15 +10,45 @@
 #include "mmzone.h"
 
 /* pcp.c */
+void pcp_setup_lists(struct za_mm *mm);
 void pcp_init(struct za_zone *z, int nr_cpus);
 void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list);
-void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp);
+void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
+void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high);
+void pcp_decay(struct za_zone *z, int cpu);
+void zone_check_below_high(struct za_zone *z);
+
+/* zone->pcp_flags (the kernel's zone->flags bits the per-CPU lists read). */
+enum {
+	ZONE_BELOW_HIGH = 1u << 0,      /* a buddy allocation left it at or below high */
+	ZONE_RECLAIM_ACTIVE = 1u << 1,  /* kswapd is balancing the zone's node */
+};
+
+/* The slot of the per-CPU events and of mm->pcp_pindex: the order, or
+ * PCP_THP_SLOT for the THP order. */
+static inline unsigned int pcp_order_slot(unsigned int order)
+{
+	return order <= PCP_MAX_ORDER ? order : PCP_THP_SLOT;
+}
 
 static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
 {
-	return order == 0 || (order <= PCP_MAX_ORDER && mm->pcp_high_order);
+	if (likely(order <= PCP_MAX_ORDER))
+		return order == 0 || mm->pcp_high_order;
+	return order == mm->pcp_thp_order;      /* 0 (never above 3) when not cached */
+}
+
+/* The list of a block of this order and migratetype. */
+static inline unsigned int pcp_list_index(const struct za_mm *mm, int mt, unsigned int order)
+{
+	return mm->pcp_pindex[pcp_order_slot(order)][mt];
+}
+
+static inline unsigned int pindex_to_order(const struct za_mm *mm, unsigned int pindex)
+{
+	return pindex < NR_LOWORDER_PCP_LISTS ? pindex / MT_TYPES : mm->pcp_thp_order;
 }
 
 /*
@@ -73,10 +103,68 @@ static inline int pcp_count(const struct za_pcp *pcp)
 	return load_relaxed(&pcp->count);
 }
 
+static inline int pcp_high(const struct za_pcp *pcp)
+{
+	return load_relaxed(&pcp->high);
+}
+
 static inline void pcp_add_count(struct za_pcp *pcp, int n)
 {
 	store_relaxed(&pcp->count, load_relaxed(&pcp->count) + n);
 	VM_BUG_ON(NULL, load_relaxed(&pcp->count) < 0);
+}
+
+/* Blocks this set has handed out (EV_PCP_ALLOC), or taken back
+ * (EV_PCP_FREE), over every order slot. */
+static inline uint64_t pcp_events(const struct za_pcp *pcp, enum za_event first)
+{
+	uint64_t n = 0;
+	for (unsigned int slot = 0; slot < NR_PCP_ORDERS; slot++)
+		n += load_relaxed(&pcp->stat.ev[first + slot]);
+	return n;
+}
+
+/* Applies a halving per power of two: n of them at once. */
+static inline int halve_times(int v, uint64_t n)
+{
+	return n >= 31 ? 0 : v >> n;
+}
+
+/*
+ * pcp_high_auto / pcp_free_high: the free path's books (the kernel's
+ * free_unref_page_commit).  Allocations halve free_count; they are not
+ * told (the hit path stays as it was), so the halvings of those since the
+ * last free are applied here, all at once, before it is read.  free_high:
+ * a CPU freeing high-order pages drains its lists -- with pcp_free_high=1
+ * once free_count reaches a batch (5.18), with 2 also only when the free
+ * before was of a high order too, and, with PCPF_FREE_HIGH_BATCH, only
+ * once a batch is on the lists (6.7).  The rest, when a drain may be due
+ * or high may change, is pcp_free_tracked's.
+ */
+static inline __attribute__((always_inline)) void
+pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
+{
+	const struct za_mm *mm = z->mm;
+	int batch = pcp->batch;
+	uint64_t allocs = pcp_events(pcp, EV_PCP_ALLOC);
+	int free_count = halve_times(pcp->free_count, allocs - pcp->allocs_seen);
+	bool free_high = false;
+	pcp->allocs_seen = allocs;
+	if (order && order <= PCP_MAX_ORDER) {
+		if (mm->pcp_free_high == 1)
+			free_high = free_count >= batch;
+		else if (mm->pcp_free_high == 2)
+			free_high = free_count >= batch && (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
+				    (!(pcp->flags & PCPF_FREE_HIGH_BATCH) || pcp_count(pcp) >= batch);
+		pcp->flags |= PCPF_PREV_FREE_HIGH_ORDER;
+	} else {
+		pcp->flags &= (uint8_t)~PCPF_PREV_FREE_HIGH_ORDER;
+	}
+	if (free_count < batch << mm->pcp_batch_scale_max)
+		free_count += 1 << order;
+	pcp->free_count = free_count;
+	if (unlikely(free_high || load_relaxed(&z->pcp_flags) || pcp_count(pcp) >= pcp_high(pcp)))
+		pcp_free_tracked(z, pcp, pindex, free_high);
 }
 
 /*
@@ -92,7 +180,8 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
-	struct za_list *list = &pcp->lists[order_to_pindex(mt, order)];
+	unsigned int slot = pcp_order_slot(order);
+	struct za_list *list = &pcp->lists[z->mm->pcp_pindex[slot][mt]];
 	struct za_page *page = NULL;
 	if (unlikely(list_empty(list)))
 		pcp_refill(z, pcp, order, mt, list);
@@ -103,7 +192,7 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 		pcp_add_count(pcp, -(1 << order));
 		set_page_mt(page, mt);
 		set_page_flags(page, PG_alloc);
-		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + order, 1);
+		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + slot, 1);
 		if (z->mm->fair_zone)
 			pcp_charge_alloc_batch(z, pcp, 1 << order);
 	}
@@ -119,16 +208,20 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
-	int mt = pageblock_mt(z->mm, page_to_pfn(z->mm, page));
+	const struct za_mm *mm = z->mm;
+	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
+	unsigned int slot = pcp_order_slot(order), pindex = mm->pcp_pindex[slot][mt];
 	/* the callers' checks: an allocated block of its own, or claimed (0) */
-	VM_BUG_ON_PAGE(z->mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
+	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
 	set_page_mt(page, mt);
 	set_page_flags(page, PG_pcp);
-	list_add(&page->lru, &pcp->lists[order_to_pindex(mt, order)]);
+	list_add(&page->lru, &pcp->lists[pindex]);
 	pcp_add_count(pcp, 1 << order);
-	pcp_ev_add(&pcp->stat, EV_PCP_FREE + order, 1);
-	if (unlikely(pcp_count(pcp) >= pcp->high))
-		pcp_free_batch(z, pcp);
+	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
+	if (unlikely(mm->pcp_track_free))
+		pcp_free_account(z, pcp, order, pindex);
+	else if (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
+		pcp_free_batch(z, pcp, pindex);
 	za_tryunlock(&pcp->lock);
 	return true;
 }
