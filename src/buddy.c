@@ -458,8 +458,10 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 				keep--;
 			take_block(z, page, keep, o, mt);
 			o = keep;
-			for (unsigned long i = 0; i < 1UL << (o - order); i++)
-				tp_zone_locked(z, cpu, page_to_pfn(mm, page) + (i << order), order, mt);
+			if (tracing(mm))
+				for (unsigned long i = 0; i < 1UL << (o - order); i++)
+					tp_zone_locked_slow(z, cpu, page_to_pfn(mm, page) + (i << order),
+							    order, mt);
 		} else if (!mm->fallback_steal_smallest) {
 			if (!(page = rmqueue_fallback(z, order, mt, cpu, true)))
 				break;

@@ -40,11 +40,14 @@ enum za_migratetype {
  * per migratetype (pindex 3 * order + mt), then two for the THP order (the
  * pageblock order), non-movable and movable.  pcp_high_order=1 (seed 000)
  * uses only the first list of each order 1..3, shared by all migratetypes,
- * and no THP lists; pcp_high_order=0 the order-0 lists.  The mapping is a
- * table in the memory system (mm->pcp_pindex, pcp_list_index()).
+ * and no THP lists; pcp_high_order=0 the order-0 lists (pcp.h's
+ * pcp_list_index).
  */
 #define NR_LOWORDER_PCP_LISTS (MT_TYPES * (PCP_MAX_ORDER + 1))
 #define NR_PCP_LISTS (NR_LOWORDER_PCP_LISTS + 2)
+
+_Static_assert(MT_UNMOVABLE == 0 && MT_MOVABLE == 1 && MT_RECLAIMABLE == 2,
+	       "pcp_list_index's masks rely on the numbering");
 
 /* ------------------------------------------------------------------------
  * Intrusive doubly linked lists
@@ -331,15 +334,15 @@ struct za_mm {
 	int nr_cpu_bindings;            /* threads bound by za_bind_cpu (percpu.h) */
 	bool bulkfree_outside_lock, lock_stats, debug;
 	bool fair_zone, kswapd_wake_high;
-	/* The per-CPU lists (pcp.h): which orders they cache, the list of
-	 * each order slot and migratetype (NR_PCP_ORDERS x MT_TYPES), and
+	/* The per-CPU lists (pcp.h): which orders they cache, how a
+	 * migratetype picks a list of orders 1..3 (pcp_list_index), and
 	 * whether the free path keeps the books of pcp_high_auto and
 	 * pcp_free_high. */
 	uint8_t pcp_high_order;
 	uint8_t pcp_thp_order;          /* 0: the THP order is not cached */
-	uint8_t pcp_pindex[NR_PCP_ORDERS][MT_TYPES];
-	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
+	uint8_t pcp_mt_mask;
 	bool pcp_track_free;
+	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
 	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest;
 	uint8_t pcp_free_high, pcp_batch_scale_max;
 	struct za_node *nodes;

@@ -42,19 +42,14 @@
 static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
 
-/* The kernel's layout, or the seed's (see mmzone.h), as tables. */
+/* The kernel's layout, or the seed's (see mmzone.h). */
 void pcp_setup_lists(struct za_mm *mm)
 {
 	int mode = (int)mm->cfg.pcp_high_order;
 	mm->pcp_high_order = (uint8_t)mode;
 	mm->pcp_thp_order = (uint8_t)(mode == 2 && mm->pageblock_order > PCP_MAX_ORDER ?
 				      mm->pageblock_order : 0);
-	for (unsigned int slot = 0; slot < NR_PCP_ORDERS; slot++)
-		for (int mt = 0; mt < MT_TYPES; mt++)
-			mm->pcp_pindex[slot][mt] = (uint8_t)(
-				slot == PCP_THP_SLOT ? NR_LOWORDER_PCP_LISTS + (mt == MT_MOVABLE) :
-				slot == 0 || mode == 2 ? MT_TYPES * slot + (unsigned int)mt :
-							 MT_TYPES * slot);
+	mm->pcp_mt_mask = mode == 2 ? 3 : 0;
 	mm->nr_pcp_lists = 0;
 	for (unsigned int i = 0; i < NR_PCP_LISTS; i++) {
 		unsigned int order = pindex_to_order(mm, i);
@@ -165,6 +160,22 @@ void pcp_init(struct za_zone *z, int nr_cpus)
 static int pcp_cpu(const struct za_zone *z, const struct za_pcp *pcp)
 {
 	return (int)(pcp - z->pcp);
+}
+
+/* Blocks this set has handed out (EV_PCP_ALLOC), or taken back
+ * (EV_PCP_FREE), over every order slot. */
+static uint64_t pcp_events(const struct za_pcp *pcp, enum za_event first)
+{
+	uint64_t n = 0;
+	for (unsigned int slot = 0; slot < NR_PCP_ORDERS; slot++)
+		n += load_relaxed(&pcp->stat.ev[first + slot]);
+	return n;
+}
+
+/* Applies a halving per power of two: n of them at once. */
+static int halve_times(int v, uint64_t n)
+{
+	return n >= 31 ? 0 : v >> n;
 }
 
 /* ------------------------------------------------------------------------
@@ -501,7 +512,7 @@ static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int bat
 
 /* pcp_free_account's rest: a drain may be due, or high may change.
  * Under the per-CPU lock. */
-void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high)
+static void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high)
 {
 	const struct za_mm *mm = z->mm;
 	int batch = pcp->batch;
@@ -514,6 +525,45 @@ void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex
 	if ((load_relaxed(&z->pcp_flags) & ZONE_BELOW_HIGH) && zone_above_high(z))
 		atomic_fetch_and_explicit(&z->pcp_flags, ~(unsigned int)ZONE_BELOW_HIGH,
 					  memory_order_relaxed);
+}
+
+/*
+ * pcp_high_auto / pcp_free_high: the free path's books (the kernel's
+ * free_unref_page_commit).  Allocations halve free_count; they are not
+ * told (the hit path stays as it was), so the halvings of those since the
+ * last free are applied here, all at once, before it is read.  Out of
+ * line, so that the hit path without these switches keeps its registers.
+ * Under the per-CPU lock.  free_high:
+ * a CPU freeing high-order pages drains its lists -- with pcp_free_high=1
+ * once free_count reaches a batch (5.18), with 2 also only when the free
+ * before was of a high order too, and, with PCPF_FREE_HIGH_BATCH, only
+ * once a batch is on the lists (6.7).  The rest, when a drain may be due
+ * or high may change, is pcp_free_tracked's.
+ */
+void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
+{
+	const struct za_mm *mm = z->mm;
+	int batch = pcp->batch;
+	za_lock_assert_held(mm, &pcp->lock);
+	uint64_t allocs = pcp_events(pcp, EV_PCP_ALLOC);
+	int free_count = halve_times(pcp->free_count, allocs - pcp->allocs_seen);
+	bool free_high = false;
+	pcp->allocs_seen = allocs;
+	if (order && order <= PCP_MAX_ORDER) {
+		if (mm->pcp_free_high == 1)
+			free_high = free_count >= batch;
+		else if (mm->pcp_free_high == 2)
+			free_high = free_count >= batch && (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
+				    (!(pcp->flags & PCPF_FREE_HIGH_BATCH) || pcp_count(pcp) >= batch);
+		pcp->flags |= PCPF_PREV_FREE_HIGH_ORDER;
+	} else {
+		pcp->flags &= (uint8_t)~PCPF_PREV_FREE_HIGH_ORDER;
+	}
+	if (free_count < batch << mm->pcp_batch_scale_max)
+		free_count += 1 << order;
+	pcp->free_count = free_count;
+	if (unlikely(free_high || load_relaxed(&z->pcp_flags) || pcp_count(pcp) >= pcp_high(pcp)))
+		pcp_free_tracked(z, pcp, pindex, free_high);
 }
 
 /* ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list);
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
-void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high);
+void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex);
 void pcp_decay(struct za_zone *z, int cpu);
 void zone_check_below_high(struct za_zone *z);
 
@@ -26,24 +26,46 @@ enum {
 	ZONE_RECLAIM_ACTIVE = 1u << 1,  /* kswapd is balancing the zone's node */
 };
 
-/* The slot of the per-CPU events and of mm->pcp_pindex: the order, or
- * PCP_THP_SLOT for the THP order. */
+/* The slot of the per-CPU events: the order, or PCP_THP_SLOT for the THP
+ * order (the hit paths read it from mm->pcp_order). */
 static inline unsigned int pcp_order_slot(unsigned int order)
 {
 	return order <= PCP_MAX_ORDER ? order : PCP_THP_SLOT;
 }
 
+/* Does a per-CPU list cache this order? */
 static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
 {
-	if (likely(order <= PCP_MAX_ORDER))
-		return order == 0 || mm->pcp_high_order;
-	return order == mm->pcp_thp_order;      /* 0 (never above 3) when not cached */
+	if (likely(order == 0))
+		return true;
+	return order <= PCP_MAX_ORDER ? mm->pcp_high_order : order == mm->pcp_thp_order;
 }
 
-/* The list of a block of this order and migratetype. */
-static inline unsigned int pcp_list_index(const struct za_mm *mm, int mt, unsigned int order)
+/*
+ * The list of a block of this order and migratetype (mmzone.h's layout),
+ * and the order's event slot: arithmetic for orders 0..3 (a table costs
+ * the hit path a dependent load), where mm->pcp_mt_mask keeps the type
+ * (3: a list per type) or drops it (0: seed 000's shared lists); the THP
+ * lists tell movable (1) from the other types (0, 2).
+ */
+static inline unsigned int pcp_list_index(const struct za_mm *mm, int mt, unsigned int order,
+					  unsigned int *slot)
 {
-	return mm->pcp_pindex[pcp_order_slot(order)][mt];
+	if (likely(order == 0)) {
+		*slot = 0;
+		return (unsigned int)mt;
+	}
+	if (likely(order <= PCP_MAX_ORDER)) {
+		*slot = order;
+		if (!mm->pcp_mt_mask)
+			return MT_TYPES * order;
+		/* a branch, not a select: a shared list does not wait for mt
+		 * (on the free path, two dependent loads away) */
+		__asm__ volatile("");
+		return MT_TYPES * order + ((unsigned int)mt & mm->pcp_mt_mask);
+	}
+	*slot = PCP_THP_SLOT;
+	return NR_LOWORDER_PCP_LISTS + ((unsigned int)mt & 1);
 }
 
 static inline unsigned int pindex_to_order(const struct za_mm *mm, unsigned int pindex)
@@ -114,59 +136,6 @@ static inline void pcp_add_count(struct za_pcp *pcp, int n)
 	VM_BUG_ON(NULL, load_relaxed(&pcp->count) < 0);
 }
 
-/* Blocks this set has handed out (EV_PCP_ALLOC), or taken back
- * (EV_PCP_FREE), over every order slot. */
-static inline uint64_t pcp_events(const struct za_pcp *pcp, enum za_event first)
-{
-	uint64_t n = 0;
-	for (unsigned int slot = 0; slot < NR_PCP_ORDERS; slot++)
-		n += load_relaxed(&pcp->stat.ev[first + slot]);
-	return n;
-}
-
-/* Applies a halving per power of two: n of them at once. */
-static inline int halve_times(int v, uint64_t n)
-{
-	return n >= 31 ? 0 : v >> n;
-}
-
-/*
- * pcp_high_auto / pcp_free_high: the free path's books (the kernel's
- * free_unref_page_commit).  Allocations halve free_count; they are not
- * told (the hit path stays as it was), so the halvings of those since the
- * last free are applied here, all at once, before it is read.  free_high:
- * a CPU freeing high-order pages drains its lists -- with pcp_free_high=1
- * once free_count reaches a batch (5.18), with 2 also only when the free
- * before was of a high order too, and, with PCPF_FREE_HIGH_BATCH, only
- * once a batch is on the lists (6.7).  The rest, when a drain may be due
- * or high may change, is pcp_free_tracked's.
- */
-static inline __attribute__((always_inline)) void
-pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
-{
-	const struct za_mm *mm = z->mm;
-	int batch = pcp->batch;
-	uint64_t allocs = pcp_events(pcp, EV_PCP_ALLOC);
-	int free_count = halve_times(pcp->free_count, allocs - pcp->allocs_seen);
-	bool free_high = false;
-	pcp->allocs_seen = allocs;
-	if (order && order <= PCP_MAX_ORDER) {
-		if (mm->pcp_free_high == 1)
-			free_high = free_count >= batch;
-		else if (mm->pcp_free_high == 2)
-			free_high = free_count >= batch && (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
-				    (!(pcp->flags & PCPF_FREE_HIGH_BATCH) || pcp_count(pcp) >= batch);
-		pcp->flags |= PCPF_PREV_FREE_HIGH_ORDER;
-	} else {
-		pcp->flags &= (uint8_t)~PCPF_PREV_FREE_HIGH_ORDER;
-	}
-	if (free_count < batch << mm->pcp_batch_scale_max)
-		free_count += 1 << order;
-	pcp->free_count = free_count;
-	if (unlikely(free_high || load_relaxed(&z->pcp_flags) || pcp_count(pcp) >= pcp_high(pcp)))
-		pcp_free_tracked(z, pcp, pindex, free_high);
-}
-
 /*
  * Returns false, doing nothing, when the CPU's lists are busy (another
  * thread on the same CPU, or a drain): the caller then uses the buddy
@@ -177,11 +146,12 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 			     struct za_page **out)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
+	/* The list first: its lookup overlaps the lock's atomic. */
+	unsigned int slot, pindex = pcp_list_index(z->mm, mt, order, &slot);
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
-	unsigned int slot = pcp_order_slot(order);
-	struct za_list *list = &pcp->lists[z->mm->pcp_pindex[slot][mt]];
+	struct za_list *list = &pcp->lists[pindex];
 	struct za_page *page = NULL;
 	if (unlikely(list_empty(list)))
 		pcp_refill(z, pcp, order, mt, list);
@@ -205,12 +175,14 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
+	/* The block's type and list first (a lockless read of its
+	 * pageblock's type, as ever): they overlap the lock's atomic. */
+	const struct za_mm *mm = z->mm;
+	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
+	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
-	const struct za_mm *mm = z->mm;
-	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
-	unsigned int slot = pcp_order_slot(order), pindex = mm->pcp_pindex[slot][mt];
 	/* the callers' checks: an allocated block of its own, or claimed (0) */
 	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
 	set_page_mt(page, mt);
