@@ -58,6 +58,11 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        max-order blocks.
  *   cpus=auto            per-CPU structures; auto = the machine's CPUs
  *   max_order=10         largest block is 4 KiB << max_order (0..14)
+ *   alloc_nofragment=0   1: as since 5.0, an allocation from a zone with a
+ *                        lower one on its node (Normal above DMA32) tries
+ *                        the node's zones without splitting another
+ *                        migratetype's pageblock first, and falls back to
+ *                        that only if they all would have to
  *   fallback_steal_smallest=0
  *                        1: as since 6.15, an allocation whose migratetype
  *                        has no free block tries to claim another type's

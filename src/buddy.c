@@ -305,7 +305,7 @@ static void trace_fallback(struct za_zone *z, int cpu, struct za_page *page, uns
  * request's lists and took it from there).
  */
 static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, int start_mt,
-					int cpu, bool trace_locked)
+					int cpu, bool trace_locked, bool nofragment)
 {
 	struct za_mm *mm = z->mm;
 	struct za_page *page;
@@ -315,7 +315,7 @@ static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, i
 	for (o = mm->max_order + 1; o-- > order;)
 		if ((fmt = find_fallback(z, o, start_mt)) >= 0)
 			break;
-	if (fmt < 0)
+	if (fmt < 0 || (nofragment && o < mm->pageblock_order))
 		return NULL;
 	bool can_claim = can_claim_fallback(mm, o, start_mt);
 	if (!can_claim && start_mt == MT_MOVABLE && o > order)
@@ -351,10 +351,11 @@ static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, i
  * __rmqueue_smallest).  A failed claim goes on to the next order.
  */
 static struct za_page *rmqueue_claim(struct za_zone *z, unsigned int order, int start_mt, int cpu,
-				     bool trace_locked)
+				     bool trace_locked, bool nofragment)
 {
 	struct za_mm *mm = z->mm;
-	for (unsigned int o = mm->max_order + 1; o-- > order;) {
+	unsigned int min_order = nofragment && order < mm->pageblock_order ? mm->pageblock_order : order;
+	for (unsigned int o = mm->max_order + 1; o-- > min_order;) {
 		if (!can_claim_fallback(mm, o, start_mt))
 			break;
 		int fmt = find_fallback(z, o, start_mt);
@@ -399,10 +400,12 @@ static struct za_page *rmqueue_steal(struct za_zone *z, unsigned int order, int 
  * One block of the order, off the lists and counted; cpu is the CPU
  * taking it, for the tracepoints.  trace_locked: trace it as taken from
  * the buddy lists (the zone_locked tracepoint), as the kernel does on the
- * path it took.
+ * path it took.  nofragment (alloc_nofragment, the kernel's
+ * ALLOC_NOFRAGMENT): a fallback may only claim whole pageblocks, never
+ * split another type's smaller block.
  */
 static struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int mt, int cpu,
-				     bool trace_locked)
+				     bool trace_locked, bool nofragment)
 {
 	zone_lock_assert_held(z);
 	struct za_page *page = rmqueue_smallest(z, order, mt);
@@ -410,8 +413,9 @@ static struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int 
 		if (trace_locked)
 			tp_zone_locked(z, cpu, page_to_pfn(z->mm, page), order, mt);
 	} else if (!z->mm->fallback_steal_smallest) {
-		page = rmqueue_fallback(z, order, mt, cpu, trace_locked);
-	} else if (!(page = rmqueue_claim(z, order, mt, cpu, trace_locked))) {
+		page = rmqueue_fallback(z, order, mt, cpu, trace_locked, nofragment);
+	} else if (!(page = rmqueue_claim(z, order, mt, cpu, trace_locked, nofragment)) &&
+		   !nofragment) {
 		page = rmqueue_steal(z, order, mt, cpu);
 	}
 	if (page)
@@ -419,9 +423,10 @@ static struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int 
 	return page;
 }
 
-struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu)
+struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
+			      bool nofragment)
 {
-	return rmqueue_block(z, order, mt, cpu, true);
+	return rmqueue_block(z, order, mt, cpu, true, nofragment);
 }
 
 /*
@@ -438,7 +443,7 @@ struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int
  * zone runs out).
  */
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
-				 int mt, struct za_list *out, int cpu)
+				 int mt, struct za_list *out, int cpu, bool nofragment)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long got = 0;
@@ -463,13 +468,13 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 					tp_zone_locked_slow(z, cpu, page_to_pfn(mm, page) + (i << order),
 							    order, mt);
 		} else if (!mm->fallback_steal_smallest) {
-			if (!(page = rmqueue_fallback(z, order, mt, cpu, true)))
+			if (!(page = rmqueue_fallback(z, order, mt, cpu, true, nofragment)))
 				break;
 			o = order;
 		} else {
-			if (!stealing && (page = rmqueue_claim(z, order, mt, cpu, true))) {
+			if (!stealing && (page = rmqueue_claim(z, order, mt, cpu, true, nofragment))) {
 				o = order;
-			} else if ((page = rmqueue_steal(z, order, mt, cpu))) {
+			} else if (!nofragment && (page = rmqueue_steal(z, order, mt, cpu))) {
 				o = order;
 				stealing = true;
 			} else {
@@ -760,7 +765,7 @@ static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt,
  * tracepoint).
  */
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
-				  int cpu)
+				  int cpu, bool nofragment)
 {
 	unsigned int o;
 	zone_lock_assert_held(z);
@@ -773,7 +778,7 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 		add_free_pages(z, -(1L << order));
 	} else if ((page = take_next_run(z, n, mt, true))) {
 		return page;
-	} else if (!(page = rmqueue_block(z, order, mt, cpu, false))) {
+	} else if (!(page = rmqueue_block(z, order, mt, cpu, false, nofragment))) {
 		return NULL;
 	}
 	/* take_block left the block's state in its flags and private word */

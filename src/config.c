@@ -40,6 +40,7 @@ static const struct key keys[] = {
 	{ "cpus",                  K_INT,    FIELD(cpus), 1, ZA_MAX_CPUS, true, NULL },
 	{ "max_order",             K_INT,    FIELD(max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "fallback_steal_smallest", K_BOOL, FIELD(fallback_steal_smallest), 0, 1, false, NULL },
+	{ "alloc_nofragment",      K_BOOL,   FIELD(alloc_nofragment), 0, 1, false, NULL },
 	{ "pcp_high_order",        K_INT,    FIELD(pcp_high_order), 0, 2, false, NULL },
 	{ "bulkfree_outside_lock", K_BOOL,   FIELD(bulkfree_outside_lock), 0, 1, false, NULL },
 	{ "bulkfree_list_first",   K_BOOL,   FIELD(bulkfree_list_first), 0, 1, false, NULL },
@@ -280,6 +281,10 @@ static const struct preset_row kernel_presets[] = {
 	{ "pcp_high_auto", 0, { { KV(6, 7, 0), 1 } },
 	  "6.7: 'PCP high auto-tuning' (Huang Ying): high_min/high_max, alloc_factor, free_count, "
 	  "decay by the vmstat worker" },
+	{ "alloc_nofragment", 0, { { KV(5, 0, 0), 1 } },
+	  "5.0 [likely]: 'spread allocations across zones before introducing fragmentation' "
+	  "(6bb154504f8b): the fast path from Normal, with DMA32 below it, falls back only to "
+	  "whole pageblocks, trying the other zones first" },
 	{ "fallback_steal_smallest", 0, { { KV(6, 15, 0), 1 } },
 	  "6.15 [likely]: the fallback tries to claim a pageblock at every order, then steals the "
 	  "smallest block ('don't steal single pages from biggest buddy', c2f6ea38fc1b)" },

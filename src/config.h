@@ -42,6 +42,7 @@ struct za_config {
 	uint64_t llc_per_cpu;           /* ZA_AUTO: the machine's last-level cache / its sharers */
 	int64_t vmstat_interval_ms;     /* ZA_AUTO: 1000 if pcp_high_auto, else 0 */
 	int64_t fallback_steal_smallest;        /* 6.15: claim at any order, then steal the smallest */
+	int64_t alloc_nofragment;       /* 5.0: the fast path tries lower zones before fragmenting */
 	int64_t watermark_scale_factor;
 	int64_t min_free_kbytes;      /* ZA_AUTO: 4 * sqrt(lowmem KiB) */
 	int64_t lowmem_reserve_ratio[ZA_MAX_ZONES];   /* ZA_AUTO: by zone name */

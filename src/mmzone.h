@@ -343,7 +343,7 @@ struct za_mm {
 	uint8_t pcp_mt_mask;
 	bool pcp_track_free;
 	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
-	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest;
+	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
 	uint8_t pcp_free_high, pcp_batch_scale_max;
 	struct za_node *nodes;
 
@@ -660,12 +660,14 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 /* buddy.c — all under the zone lock */
 bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
 void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
-/* cpu: the CPU taking the pages, for the tracepoints. */
+/* cpu: the CPU taking the pages, for the tracepoints; nofragment: no
+ * fallback below a pageblock (alloc_nofragment). */
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
-				  int cpu);
-struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu);
+				  int cpu, bool nofragment);
+struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
+			      bool nofragment);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
-				 int mt, struct za_list *out, int cpu);
+				 int mt, struct za_list *out, int cpu, bool nofragment);
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
 void buddy_free_purged(struct za_zone *z, struct za_page *page);
 bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);

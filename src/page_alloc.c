@@ -135,13 +135,16 @@ struct alloc_context {
 	unsigned int order;
 	unsigned long nr_pages;         /* a run of this many pages (order: its block), or 0 */
 	bool low_failed;                /* a zone failed the low watermark */
+	bool nofragment;                /* alloc_nofragment: fall back to whole pageblocks only */
 };
 
-static struct za_page *rmqueue_buddy(struct za_zone *z, int cpu, unsigned int order, int mt,
+static struct za_page *rmqueue_buddy(struct za_zone *z, const struct alloc_context *ac,
 				     bool pcp_busy)
 {
+	unsigned int order = ac->order;
+	int cpu = ac->cpu, mt = ac->mt;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue(z, order, mt, cpu);
+	struct za_page *page = buddy_rmqueue(z, order, mt, cpu, ac->nofragment);
 	zone_check_below_high(z);
 	if (page) {
 		set_page_order(page, order);
@@ -205,7 +208,7 @@ static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_conte
 	struct za_mm *mm = z->mm;
 	unsigned long n = ac->nr_pages;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu);
+	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu, ac->nofragment);
 	zone_check_below_high(z);
 	if (page) {
 		tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
@@ -225,9 +228,9 @@ rmqueue(struct za_zone *z, const struct alloc_context *ac)
 	if (ac->nr_pages)
 		return rmqueue_exact(z, ac);
 	bool pcp = pcp_allowed_order(z->mm, ac->order);
-	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, &page))
+	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, ac->nofragment, &page))
 		return page;
-	return rmqueue_buddy(z, ac->cpu, ac->order, ac->mt, pcp);
+	return rmqueue_buddy(z, ac, pcp);
 }
 
 /* The watermark check; a zone with deferred blocks grows before it counts
@@ -251,14 +254,24 @@ zone_allows(struct za_zone *z, const struct alloc_context *ac, enum za_wmark wm)
  * stops at the first zone of another node: remote zones take no part in
  * the round robin, and spilling to them is the slow path's decision, made
  * only once the local batches were reset and the local zones still fail.
+ *
+ * ac->nofragment (alloc_nofragment, the kernel's ALLOC_NOFRAGMENT since
+ * 5.0): the local zones are tried without fallbacks that would split
+ * another migratetype's pageblock; if that fails, or the walk reaches
+ * another node, it starts over with them allowed.
  */
 static inline __attribute__((always_inline)) struct za_page *
 get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
 {
+retry:
 	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
 		struct za_zone *z = *zp;
 		if (fair && z->node != ac->node)
 			break;
+		if (unlikely(ac->nofragment) && z->node != ac->node) {
+			ac->nofragment = false;         /* locality first */
+			goto retry;
+		}
 		if (z->idx > ac->highest_zone)
 			continue;
 		if (fair && pcp_batch_exhausted(z, ac->cpu))
@@ -271,6 +284,10 @@ get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
 		struct za_page *page = rmqueue(z, ac);
 		if (page)
 			return page;
+	}
+	if (unlikely(ac->nofragment)) {         /* every zone would have to fragment */
+		ac->nofragment = false;
+		goto retry;
 	}
 	return NULL;
 }
@@ -392,6 +409,20 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 	return NULL;
 }
 
+/*
+ * alloc_nofragment: does the fast path avoid fragmenting fallbacks?  When
+ * its preferred zone (the first it may use) has a lower zone on its node
+ * -- Normal above DMA32 -- it rather spreads the allocation over them (the
+ * kernel's alloc_flags_nofragment).  The slow path never does.
+ */
+static __attribute__((noinline)) bool nofragment_zone(const struct alloc_context *ac)
+{
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++)
+		if ((*zp)->idx <= ac->highest_zone)
+			return (*zp)->idx > 0;
+	return false;
+}
+
 /* nr_pages: a run of that many pages (order is its block's), or 0 for a
  * block of the order. */
 static inline __attribute__((always_inline)) void *
@@ -411,6 +442,8 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 		.order = order,
 		.nr_pages = nr_pages,
 	};
+	if (unlikely(mm->alloc_nofragment))
+		ac.nofragment = nofragment_zone(&ac);
 	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;

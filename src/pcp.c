@@ -64,6 +64,7 @@ void pcp_setup_lists(struct za_mm *mm)
 	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
 	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
 	mm->bulkfree_list_first = mm->cfg.bulkfree_list_first;
+	mm->alloc_nofragment = mm->cfg.alloc_nofragment;
 }
 
 /*
@@ -216,14 +217,14 @@ void zone_check_below_high(struct za_zone *z)
  * first.  Returns how many blocks it got.
  */
 static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int blocks,
-			struct za_list *list, int mt)
+			struct za_list *list, int mt, bool nofragment)
 {
 	struct za_list taken;
 	unsigned long splits = 0;
 	list_init(&taken);
 	uint64_t t0 = zone_lock(z);
 	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken,
-						 pcp_cpu(z, pcp));
+						 pcp_cpu(z, pcp), nofragment);
 	zone_check_below_high(z);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
 	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);
@@ -312,13 +313,14 @@ static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
 }
 #endif
 
-/* A miss: refill the list from the buddy lists.  Under the per-CPU lock. */
+/* A miss: refill the list from the buddy lists (nofragment: without
+ * fallbacks below a pageblock).  Under the per-CPU lock. */
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
-		struct za_list *list)
+		struct za_list *list, bool nofragment)
 {
 	za_lock_assert_held(z->mm, &pcp->lock);
 	int blocks = z->mm->pcp_high_auto ? nr_pcp_alloc(z, pcp, order) : refill_blocks(pcp, order);
-	int got = rmqueue_bulk(z, pcp, order, blocks, list, mt);
+	int got = rmqueue_bulk(z, pcp, order, blocks, list, mt, nofragment);
 	pcp_add_count(pcp, got << order);
 	pcp_check_count(z, pcp);
 	if (got)

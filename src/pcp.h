@@ -14,7 +14,7 @@ void pcp_setup_lists(struct za_mm *mm);
 void pcp_init(struct za_zone *z, int nr_cpus);
 void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
-		struct za_list *list);
+		struct za_list *list, bool nofragment);
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
 void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex);
 void pcp_decay(struct za_zone *z, int cpu);
@@ -140,10 +140,11 @@ static inline void pcp_add_count(struct za_pcp *pcp, int n)
  * Returns false, doing nothing, when the CPU's lists are busy (another
  * thread on the same CPU, or a drain): the caller then uses the buddy
  * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
- * the block, or NULL if the zone has none of this order, in *out.
+ * the block, or NULL if the zone has none of this order, in *out
+ * (nofragment: for a refill, see buddy_rmqueue_bulk).
  */
 static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
-			     struct za_page **out)
+			     bool nofragment, struct za_page **out)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
 	/* The list first: its lookup overlaps the lock's atomic. */
@@ -154,7 +155,7 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	struct za_list *list = &pcp->lists[pindex];
 	struct za_page *page = NULL;
 	if (unlikely(list_empty(list)))
-		pcp_refill(z, pcp, order, mt, list);
+		pcp_refill(z, pcp, order, mt, list, nofragment);
 	if (likely(!list_empty(list))) {
 		page = container_of(list->next, struct za_page, lru);
 		VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);

@@ -81,24 +81,29 @@ static int read_small_file(const char *path, char *buf, int len)
 	return (int)n;
 }
 
-/* Does a cpulist such as "0-3,8,10-11" contain cpu? */
+/* The next range of a cpulist such as "0-3,8,10-11", advancing *s past
+ * it; false at its end. */
+static bool cpulist_next(const char **s, int *lo, int *hi)
+{
+	const char *p = *s;
+	if (*p < '0' || *p > '9')
+		return false;
+	for (*lo = 0; *p >= '0' && *p <= '9'; p++)
+		*lo = *lo * 10 + (*p - '0');
+	*hi = *lo;
+	if (*p == '-')
+		for (*hi = 0, p++; *p >= '0' && *p <= '9'; p++)
+			*hi = *hi * 10 + (*p - '0');
+	*s = *p == ',' ? p + 1 : p;
+	return true;
+}
+
+/* Does a cpulist contain cpu? */
 static bool cpulist_has(const char *s, int cpu)
 {
-	while (*s >= '0' && *s <= '9') {
-		int lo = 0, hi;
-		while (*s >= '0' && *s <= '9')
-			lo = lo * 10 + (*s++ - '0');
-		hi = lo;
-		if (*s == '-') {
-			hi = 0;
-			for (s++; *s >= '0' && *s <= '9'; s++)
-				hi = hi * 10 + (*s - '0');
-		}
+	for (int lo, hi; cpulist_next(&s, &lo, &hi);)
 		if (cpu >= lo && cpu <= hi)
 			return true;
-		if (*s == ',')
-			s++;
-	}
 	return false;
 }
 
@@ -130,24 +135,12 @@ int machine_cpu_to_node(int cpu, int nr_nodes)
 	return cpu % nr_nodes;
 }
 
-/* The number of CPUs in a cpulist such as "0-3,8,10-11". */
+/* The number of CPUs in a cpulist. */
 static int cpulist_count(const char *s)
 {
 	int n = 0;
-	while (*s >= '0' && *s <= '9') {
-		int lo = 0, hi;
-		while (*s >= '0' && *s <= '9')
-			lo = lo * 10 + (*s++ - '0');
-		hi = lo;
-		if (*s == '-') {
-			hi = 0;
-			for (s++; *s >= '0' && *s <= '9'; s++)
-				hi = hi * 10 + (*s - '0');
-		}
+	for (int lo, hi; cpulist_next(&s, &lo, &hi);)
 		n += hi >= lo ? hi - lo + 1 : 0;
-		if (*s == ',')
-			s++;
-	}
 	return n;
 }
 

@@ -182,12 +182,37 @@ static void test_tracepoints(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* Three max-order blocks and orders 8, 5, 4, 3 of a fourth, all movable:
+ * in a zone of four 2M blocks, 200 pages stay free, in blocks of orders
+ * 7, 6 and 3 of one pageblock. */
+struct fragmenter {
+	void *whole[3], *part[4];
+};
+
+static const unsigned int part_orders[4] = { 8, 5, 4, 3 };
+
+static void fragment(za_mm_t *mm, struct fragmenter *f)
+{
+	for (int i = 0; i < 3; i++)
+		CHECK((f->whole[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 9)));
+	for (int i = 0; i < 4; i++)
+		CHECK((f->part[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, part_orders[i])));
+}
+
+static void unfragment(za_mm_t *mm, struct fragmenter *f)
+{
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(za_free_pages(mm, f->whole[i], 9), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(za_free_pages(mm, f->part[i], part_orders[i]), 0);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /*
  * A fragmenting fallback.  8M in one zone of max-order (= pageblock, 2M)
- * blocks; watermarks min 90, low 112.  Three blocks are allocated whole;
- * of the fourth, orders 8, 5, 4 and 3 (312 pages) leave free blocks of
- * orders 7, 6 and 3 (200 pages): less than half the pageblock, all
- * movable, nothing unmovable free.  The zone's batch is 1, so an
+ * blocks; watermarks min 90, low 112.  fragment() leaves 200 pages free,
+ * less than half a pageblock, all movable, nothing unmovable free.  The zone's batch is 1, so an
  * unmovable order-0 refill takes two blocks: two fallbacks, never claiming
  * (no pages alike, 200 free < 256), each fragmenting, no ownership change.
  * Before 6.15 each steals from the largest block and is traced as taken
@@ -202,12 +227,8 @@ static void test_fragmenting_fallback(int steal_smallest)
 		 "memory=8M,zones=Normal,max_order=9,cpus=1,pcp_high_order=0,fair_zone=0,kswapd=0,"
 		 "lock_stats=0,fallback_steal_smallest=%d", steal_smallest);
 	za_mm_t *mm = test_mm(config);
-	void *whole[3], *part[4];
-	const unsigned int orders[4] = { 8, 5, 4, 3 };
-	for (int i = 0; i < 3; i++)
-		CHECK((whole[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 9)));
-	for (int i = 0; i < 4; i++)
-		CHECK((part[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, orders[i])));
+	struct fragmenter f;
+	fragment(mm, &f);
 	CHECK_EQ(za_stat(mm, "nr_free_pages"), 200);
 	CHECK_EQ(za_stat(mm, "nr_free_blocks_order7") + za_stat(mm, "nr_free_blocks_order6") +
 		 za_stat(mm, "nr_free_blocks_order3"), 3);
@@ -232,12 +253,43 @@ static void test_fragmenting_fallback(int steal_smallest)
 	CHECK_EQ(za_stat(mm, "nr_pageblocks_unmovable"), 0);
 
 	CHECK_EQ(za_free_pages(mm, u, 0), 0);
-	for (int i = 0; i < 3; i++)
-		CHECK_EQ(za_free_pages(mm, whole[i], 9), 0);
-	for (int i = 0; i < 4; i++)
-		CHECK_EQ(za_free_pages(mm, part[i], orders[i]), 0);
-	CHECK(za_verify(mm) == 0);
-	CHECK_EQ(za_mm_destroy(mm), 0);
+	unfragment(mm, &f);
+}
+
+/*
+ * alloc_nofragment (5.0's ALLOC_NOFRAGMENT).  16M: DMA32 and Normal of 8M
+ * (4 pageblocks each).  fragment() leaves Normal 200 pages free, all in
+ * movable blocks below a pageblock.  An unmovable allocation prefers
+ * Normal; with alloc_nofragment it may not split those blocks there, so
+ * it goes on to DMA32 and claims a whole free pageblock (not
+ * fragmenting); without, it steals in Normal (fragmenting).  Normal's
+ * batch is 1: a refill takes two blocks.
+ */
+static void test_nofragment(int nofragment)
+{
+	char config[256];
+	snprintf(config, sizeof(config),
+		 "memory=16M,zones=DMA32:8M+Normal,max_order=9,cpus=1,pcp_high_order=0,fair_zone=0,"
+		 "kswapd=0,lock_stats=0,alloc_nofragment=%d", nofragment);
+	za_mm_t *mm = test_mm(config);
+	struct fragmenter f;
+	fragment(mm, &f);
+	CHECK_EQ(za_stat(mm, "nr_free_pages_Normal"), 200);
+	CHECK_EQ(za_stat(mm, "nr_free_pages_DMA32"), 2048);
+
+	struct recorder r = { 0 };
+	za_set_tracepoint(mm, record, &r);
+	void *u = za_alloc_pages(mm, 0, 0);
+	CHECK(u);
+	CHECK_EQ(za_page_zone(mm, za_virt_to_page(mm, u)), nofragment ? 0 : 1);
+	CHECK_EQ(r.n[ZA_TP_PAGE_ALLOC_EXTFRAG], nofragment ? 1 : 2);
+	CHECK_EQ(r.fragmenting, nofragment ? 0 : 2);
+	CHECK_EQ(r.change_ownership, nofragment ? 1 : 0);
+	CHECK_EQ(r.first[ZA_TP_PAGE_ALLOC_EXTFRAG].zone, nofragment ? 0 : 1);
+	CHECK_EQ(za_stat(mm, "nr_pageblocks_unmovable_DMA32"), nofragment);
+
+	CHECK_EQ(za_free_pages(mm, u, 0), 0);
+	unfragment(mm, &f);
 }
 
 /* ------------------------------------------------------------------------
@@ -702,6 +754,7 @@ static void test_preset(void)
 	static const char *const k618[] = {
 		"kernel=6.18", "pcp_high_order=2", "bulkfree_outside_lock=0", "bulkfree_list_first=1",
 		"pcp_high_auto=1", "pcp_free_high=2", "fallback_steal_smallest=1", "fair_zone=0",
+		"alloc_nofragment=1",
 		"kswapd_wake_high=1", "quicklists=0", "slub_max_order=3", "slub_big_system=0",
 		"vmstat_interval_ms=1000", "pcp_batch_scale_max=5", NULL
 	};
@@ -717,7 +770,10 @@ static void test_preset(void)
 					   "bulkfree_outside_lock=0", "fallback_steal_smallest=0",
 					   "vmstat_interval_ms=0", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.6.30", k66);
-	static const char *const k49[] = { "kernel=4.9", "pcp_high_order=0", "bulkfree_outside_lock=0",
+	static const char *const k50[] = { "alloc_nofragment=1", "pcp_high_order=0", NULL };
+	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=5.0", k50);
+	static const char *const k49[] = { "kernel=4.9", "alloc_nofragment=0", "pcp_high_order=0",
+					   "bulkfree_outside_lock=0",
 					   "bulkfree_list_first=0", "pcp_free_high=0", "fair_zone=0",
 					   "kswapd_wake_high=1", "quicklists=0", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=4.9", k49);
@@ -864,6 +920,8 @@ int main(void)
 	test_tracepoints();
 	test_fragmenting_fallback(0);
 	test_fragmenting_fallback(1);
+	test_nofragment(0);
+	test_nofragment(1);
 	test_auto_growth();
 	test_alloc_factor();
 	test_auto_decay_and_burst();
