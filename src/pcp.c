@@ -69,8 +69,9 @@ void pcp_setup_lists(struct za_mm *mm)
 
 /*
  * The kernel's zone_batchsize(): about a quarter of 0.1% of the zone, at
- * most 256 KiB worth, rounded to 2^n - 1 so that batches of different
- * CPUs do not alias in the cache.
+ * most a quarter of 1 MiB's worth, rounded to 2^n - 1 so that batches of
+ * different CPUs do not alias in the cache (63 for a zone of 256 MiB or
+ * more).
  */
 static int zone_batchsize(unsigned long managed)
 {
@@ -531,16 +532,16 @@ static void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int
 
 /*
  * pcp_high_auto / pcp_free_high: the free path's books (the kernel's
- * free_unref_page_commit).  Allocations halve free_count; they are not
- * told (the hit path stays as it was), so the halvings of those since the
- * last free are applied here, all at once, before it is read.  Out of
- * line, so that the hit path without these switches keeps its registers.
- * Under the per-CPU lock.  free_high:
- * a CPU freeing high-order pages drains its lists -- with pcp_free_high=1
- * once free_count reaches a batch (5.18), with 2 also only when the free
- * before was of a high order too, and, with PCPF_FREE_HIGH_BATCH, only
- * once a batch is on the lists (6.7).  The rest, when a drain may be due
- * or high may change, is pcp_free_tracked's.
+ * free_unref_page_commit), after the block went on its list.  Allocations
+ * halve free_count; they are not told (the hit path stays as it was), so
+ * the halvings of those since the last free are applied here, all at
+ * once, before it is read.  free_high: a CPU freeing high-order pages
+ * drains its lists -- with pcp_free_high=1 once free_count reaches a batch
+ * (5.18), with 2 also only when the free before was of a high order too,
+ * and, with PCPF_FREE_HIGH_BATCH, only once a batch is on the lists (6.7).
+ * The rest, when a drain may be due or high may change, is
+ * pcp_free_tracked's.  Out of line, so that the hit path without these
+ * switches keeps its registers.  Under the per-CPU lock.
  */
 void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
 {

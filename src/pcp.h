@@ -27,7 +27,7 @@ enum {
 };
 
 /* The slot of the per-CPU events: the order, or PCP_THP_SLOT for the THP
- * order (the hit paths read it from mm->pcp_order). */
+ * order (pcp_list_index gives the hit paths theirs). */
 static inline unsigned int pcp_order_slot(unsigned int order)
 {
 	return order <= PCP_MAX_ORDER ? order : PCP_THP_SLOT;
