@@ -135,16 +135,15 @@ struct alloc_context {
 	unsigned int order;
 	unsigned long nr_pages;         /* a run of this many pages (order: its block), or 0 */
 	bool low_failed;                /* a zone failed the low watermark */
-	bool nofragment;                /* alloc_nofragment: fall back to whole pageblocks only */
 };
 
 static struct za_page *rmqueue_buddy(struct za_zone *z, const struct alloc_context *ac,
-				     bool pcp_busy)
+				     bool pcp_busy, bool nofragment)
 {
 	unsigned int order = ac->order;
 	int cpu = ac->cpu, mt = ac->mt;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue(z, order, mt, cpu, ac->nofragment);
+	struct za_page *page = buddy_rmqueue(z, order, mt, cpu, nofragment);
 	zone_check_below_high(z);
 	if (page) {
 		set_page_order(page, order);
@@ -203,12 +202,13 @@ static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 }
 
 /* A run of ac->nr_pages, placed by buddy_rmqueue_run(). */
-static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac)
+static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac,
+				     bool nofragment)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long n = ac->nr_pages;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu, ac->nofragment);
+	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu, nofragment);
 	zone_check_below_high(z);
 	if (page) {
 		tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
@@ -221,16 +221,17 @@ static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_conte
 	return page;
 }
 
+/* nofragment: alloc_nofragment's first pass (get_page_from_freelist). */
 static inline __attribute__((always_inline)) struct za_page *
-rmqueue(struct za_zone *z, const struct alloc_context *ac)
+rmqueue(struct za_zone *z, const struct alloc_context *ac, bool nofragment)
 {
 	struct za_page *page;
 	if (ac->nr_pages)
-		return rmqueue_exact(z, ac);
+		return rmqueue_exact(z, ac, nofragment);
 	bool pcp = pcp_allowed_order(z->mm, ac->order);
-	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, ac->nofragment, &page))
+	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, nofragment, &page))
 		return page;
-	return rmqueue_buddy(z, ac, pcp);
+	return rmqueue_buddy(z, ac, pcp, nofragment);
 }
 
 /* The watermark check; a zone with deferred blocks grows before it counts
@@ -254,24 +255,16 @@ zone_allows(struct za_zone *z, const struct alloc_context *ac, enum za_wmark wm)
  * stops at the first zone of another node: remote zones take no part in
  * the round robin, and spilling to them is the slow path's decision, made
  * only once the local batches were reset and the local zones still fail.
- *
- * ac->nofragment (alloc_nofragment, the kernel's ALLOC_NOFRAGMENT since
- * 5.0): the local zones are tried without fallbacks that would split
- * another migratetype's pageblock; if that fails, or the walk reaches
- * another node, it starts over with them allowed.
+ * nofragment (a constant but in get_page_nofragment): the local zones
+ * only, without fallbacks that split another type's pageblock.
  */
 static inline __attribute__((always_inline)) struct za_page *
-get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
+get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair, bool nofragment)
 {
-retry:
 	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
 		struct za_zone *z = *zp;
-		if (fair && z->node != ac->node)
+		if ((fair || nofragment) && z->node != ac->node)
 			break;
-		if (unlikely(ac->nofragment) && z->node != ac->node) {
-			ac->nofragment = false;         /* locality first */
-			goto retry;
-		}
 		if (z->idx > ac->highest_zone)
 			continue;
 		if (fair && pcp_batch_exhausted(z, ac->cpu))
@@ -281,15 +274,35 @@ retry:
 			ac->low_failed |= wm == WMARK_LOW;
 			continue;
 		}
-		struct za_page *page = rmqueue(z, ac);
+		struct za_page *page = rmqueue(z, ac, nofragment);
 		if (page)
 			return page;
 	}
-	if (unlikely(ac->nofragment)) {         /* every zone would have to fragment */
-		ac->nofragment = false;
-		goto retry;
-	}
 	return NULL;
+}
+
+/*
+ * alloc_nofragment (the kernel's ALLOC_NOFRAGMENT since 5.0): when the
+ * preferred zone (the first the allocation may use) has a lower zone on
+ * its node -- Normal above DMA32 -- the fast path first tries the node's
+ * zones without splitting another migratetype's pageblock; only if they
+ * all would have to (or the walk reaches another node) does it walk again
+ * with fallbacks allowed.  The slow path never holds back.
+ */
+static __attribute__((noinline)) struct za_page *
+get_page_nofragment(struct alloc_context *ac, bool fair)
+{
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
+		if ((*zp)->idx > ac->highest_zone)
+			continue;
+		if ((*zp)->idx > 0) {
+			struct za_page *page = get_page_from_freelist(ac, WMARK_LOW, fair, true);
+			if (page)
+				return page;
+		}
+		break;
+	}
+	return get_page_from_freelist(ac, WMARK_LOW, fair, false);
 }
 
 static void drain_zonelist(struct za_mm *mm, const struct alloc_context *ac)
@@ -347,18 +360,18 @@ alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
 	if (mm->fair_zone)
 		reset_alloc_batches(ac);
 	wake_all_kswapds(mm, ac);
-	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN, false);
+	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN, false, false);
 	int no_progress = 0;
 	bool drained = false;
 	while (!page && !(gfp & ZA_GFP_NOWAIT)) {
 		unsigned long reclaimed = try_to_free_pages(mm, ac->zonelist, ac->highest_zone, ac->order);
-		if ((page = get_page_from_freelist(ac, WMARK_MIN, false)))
+		if ((page = get_page_from_freelist(ac, WMARK_MIN, false, false)))
 			break;
 		if (!drained) {         /* what the caches hold, once */
 			za_quicklist_shrink(mm);
 			drain_zonelist(mm, ac);
 			drained = true;
-			if ((page = get_page_from_freelist(ac, WMARK_MIN, false)))
+			if ((page = get_page_from_freelist(ac, WMARK_MIN, false, false)))
 				break;
 		}
 		no_progress = reclaimed && ac->order <= PCP_MAX_ORDER ? 0 : no_progress + 1;
@@ -409,20 +422,6 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 	return NULL;
 }
 
-/*
- * alloc_nofragment: does the fast path avoid fragmenting fallbacks?  When
- * its preferred zone (the first it may use) has a lower zone on its node
- * -- Normal above DMA32 -- it rather spreads the allocation over them (the
- * kernel's alloc_flags_nofragment).  The slow path never does.
- */
-static __attribute__((noinline)) bool nofragment_zone(const struct alloc_context *ac)
-{
-	for (struct za_zone **zp = ac->zonelist; *zp; zp++)
-		if ((*zp)->idx <= ac->highest_zone)
-			return (*zp)->idx > 0;
-	return false;
-}
-
 /* nr_pages: a run of that many pages (order is its block's), or 0 for a
  * block of the order. */
 static inline __attribute__((always_inline)) void *
@@ -442,9 +441,9 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 		.order = order,
 		.nr_pages = nr_pages,
 	};
-	if (unlikely(mm->alloc_nofragment))
-		ac.nofragment = nofragment_zone(&ac);
-	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
+	struct za_page *page = unlikely(mm->alloc_nofragment) ?
+			       get_page_nofragment(&ac, mm->fair_zone) :
+			       get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone, false);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
 	set_page_private(page, 0);      /* the new owner's */
