@@ -42,6 +42,13 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  * separated by commas; NULL or "" means all defaults.  The environment
  * variable ZA_CONFIG is appended, so its keys override the string's.
  *
+ *   kernel=              a preset: every switch of zonealloc's as a Linux
+ *                        release had it, e.g. kernel=6.18, kernel=4.9 or
+ *                        kernel=2.6.22 (X.Y.Z is X.Y; docs/pcp.md has the
+ *                        table).  It sets the keys it covers where it
+ *                        stands: keys after it override it, keys before it
+ *                        are overridden.  Empty: no preset.  An unknown
+ *                        release fails (EINVAL, naming the key)
  *   memory=1G            size of the arena (K/M/G/T suffixes, powers of 1024)
  *   nodes=1              fake NUMA nodes; memory is split evenly
  *   zones=DMA32:256M+Normal
@@ -51,14 +58,58 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        max-order blocks.
  *   cpus=auto            per-CPU structures; auto = the machine's CPUs
  *   max_order=10         largest block is 4 KiB << max_order (0..14)
- *   pcp_high_order=1     seed 000: per-CPU lists also cache orders 1..3
+ *   alloc_nofragment=0   1: as since 5.0, an allocation from a zone with a
+ *                        lower one on its node (Normal above DMA32) tries
+ *                        the node's zones without splitting another
+ *                        migratetype's pageblock first, and falls back to
+ *                        that only if they all would have to
+ *   fallback_steal_smallest=0
+ *                        1: as since 6.15, an allocation whose migratetype
+ *                        has no free block tries to claim another type's
+ *                        pageblock at every order, largest first, then
+ *                        takes the smallest block of another type; 0: the
+ *                        largest block, claimed or split
+ *   pcp_high_order=1     seed 000: per-CPU lists also cache orders 1..3,
+ *                        one list per order (high: 11 batches); 2: the
+ *                        kernel's since 5.14, a list per migratetype for
+ *                        each order 0..3 and for the THP (pageblock) order,
+ *                        high from the low watermark; 0: order 0 only
  *   bulkfree_outside_lock=1
  *                        seed 001: a per-CPU bulk free picks its pages
  *                        before taking the zone lock
+ *   bulkfree_list_first=0
+ *                        1: as since 5.18, a per-CPU bulk free empties the
+ *                        list of the block just freed first, then each list
+ *                        in turn; 0: round robin, fuller lists faster
  *   percpu_pagelist_high_fraction=0
- *                        0: per-CPU high as the seeds set it; F >= 8: the
- *                        node's CPUs may hold 1/F of the zone between them,
- *                        each at least 4 batches (the kernel's sysctl)
+ *                        0: per-CPU high as the seeds set it, or tuned;
+ *                        F >= 8: the node's CPUs may hold 1/F of the zone
+ *                        between them, each at least 4 batches, and high is
+ *                        not tuned (the kernel's sysctl)
+ *   pcp_high_auto=0      1: as since 6.7, each CPU's high is tuned between
+ *                        the low watermark's share and an eighth of the
+ *                        zone's: raised by refills and freeing bursts,
+ *                        lowered each vmstat tick (the pages above it go
+ *                        back) and while the zone is below its high
+ *                        watermark or kswapd reclaims it; refills double
+ *                        while misses follow each other, and a freeing
+ *                        streak drains more at once
+ *   pcp_batch_scale_max=5
+ *                        the kernel's CONFIG_PCP_BATCH_SCALE_MAX (0..6):
+ *                        refills and freeing streaks grow to batch << this
+ *   pcp_free_high=0      a CPU freeing pages of orders 1..3 drains its
+ *                        lists: 1 as 5.18, once a batch was freed since the
+ *                        last allocations; 2 as 6.7, also only on the
+ *                        second high-order free in a row, and up to batch
+ *                        << pcp_batch_scale_max pages, keeping a batch when
+ *                        llc_per_cpu holds more than 3 batches
+ *   llc_per_cpu=auto     the last-level cache per CPU sharing it (the
+ *                        kernel's per_cpu_data_slice_size); auto: this
+ *                        machine's (0 if unknown)
+ *   vmstat_interval_ms=auto
+ *                        the period of the vmstat worker, a thread that
+ *                        runs za_vmstat_tick(); auto: 1000 with
+ *                        pcp_high_auto=1, else 0, and 0 starts no thread
  *   watermark_scale_factor=10
  *                        gap between min/low/high watermarks, in 1/10000
  *                        of the zone's pages

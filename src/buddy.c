@@ -281,52 +281,152 @@ static bool try_claim_pageblock(struct za_zone *z, struct za_page *page, int sta
 }
 
 /*
- * start_mt's lists are empty at every order >= order.  Take the largest
- * free block of a fallback type (approximating the pageblock with the most
- * free pages); claim its whole pageblock when allowed; otherwise take one
- * block without retagging anything (this mixes the pageblock).  A movable
- * request that may not claim takes the smallest block instead, so that
- * the mixing stays small.
+ * A fallback's tracepoint, where the kernel of its form has one: the
+ * block handed out, taken from a free block of fallback_order of type fmt.
+ * Fragmenting when that was less than a pageblock; the pageblock changed
+ * ownership when it is now the request's type.
  */
-static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, int start_mt)
+static void trace_fallback(struct za_zone *z, int cpu, struct za_page *page, unsigned int order,
+			   int start_mt, unsigned int fallback_order, int fmt)
+{
+	ev_add(&z->stat, EV_PGFALLBACK, 1);
+	tp_extfrag(z, cpu, page, order, start_mt, fallback_order, fmt);
+}
+
+/*
+ * fallback_steal_smallest=0: start_mt's lists are empty at every order >=
+ * order.  Take the largest free block of a fallback type (approximating
+ * the pageblock with the most free pages); claim its whole pageblock when
+ * allowed; otherwise take one block without retagging anything (this
+ * mixes the pageblock).  A movable request that may not claim takes the
+ * smallest block instead, so that the mixing stays small.  Every block
+ * handed out is traced as taken from the buddy lists (trace_locked), as
+ * kernels before 6.15 did (their fallback moved the block to the
+ * request's lists and took it from there).
+ */
+static struct za_page *rmqueue_fallback(struct za_zone *z, unsigned int order, int start_mt,
+					int cpu, bool trace_locked, bool nofragment)
 {
 	struct za_mm *mm = z->mm;
+	struct za_page *page;
 	int fmt = -1;
 	unsigned int o;
 
 	for (o = mm->max_order + 1; o-- > order;)
 		if ((fmt = find_fallback(z, o, start_mt)) >= 0)
 			break;
-	if (fmt < 0)
+	if (fmt < 0 || (nofragment && o < mm->pageblock_order))
 		return NULL;
 	bool can_claim = can_claim_fallback(mm, o, start_mt);
 	if (!can_claim && start_mt == MT_MOVABLE && o > order)
 		for (o = order; (fmt = find_fallback(z, o, start_mt)) < 0; o++)
 			;
 
-	struct za_page *page = first_free(z, o, fmt);
-	ev_add(&z->stat, EV_PGFALLBACK, 1);
+	struct za_page *block = first_free(z, o, fmt);
 	if (o >= mm->pageblock_order) {
-		set_pageblock_range(mm, page_to_pfn(mm, page), o, start_mt);
+		set_pageblock_range(mm, page_to_pfn(mm, block), o, start_mt);
 		ev_add(&z->stat, EV_PAGEBLOCK_CLAIM, 1);
-		take_block(z, page, order, o, start_mt);
-		return page;
+		take_block(z, block, order, o, start_mt);
+		page = block;
+	} else if (can_claim && try_claim_pageblock(z, block, start_mt)) {
+		page = rmqueue_smallest(z, order, start_mt);
+	} else {
+		take_block(z, block, order, o, fmt);
+		page = block;
 	}
-	if (can_claim && try_claim_pageblock(z, page, start_mt))
-		return rmqueue_smallest(z, order, start_mt);
-	take_block(z, page, order, o, fmt);
+	if (trace_locked)
+		tp_zone_locked(z, cpu, page_to_pfn(mm, page), order, start_mt);
+	trace_fallback(z, cpu, page, order, start_mt, o, fmt);
 	return page;
 }
 
-struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt)
+/*
+ * fallback_steal_smallest=1 (the kernel since 6.15), first: claim.  From
+ * the largest order down, while the request may claim at that order
+ * (can_claim_fallback: a movable request stops below half a pageblock),
+ * try the first free block of a fallback type: a pageblock or larger is
+ * retagged whole; a smaller one's pageblock is claimed when half of it is
+ * free or compatible, and the request is then served from start_mt's
+ * lists (traced as taken from them: the kernel takes it with
+ * __rmqueue_smallest).  A failed claim goes on to the next order.
+ */
+static struct za_page *rmqueue_claim(struct za_zone *z, unsigned int order, int start_mt, int cpu,
+				     bool trace_locked, bool nofragment)
+{
+	struct za_mm *mm = z->mm;
+	unsigned int min_order = nofragment && order < mm->pageblock_order ? mm->pageblock_order : order;
+	for (unsigned int o = mm->max_order + 1; o-- > min_order;) {
+		if (!can_claim_fallback(mm, o, start_mt))
+			break;
+		int fmt = find_fallback(z, o, start_mt);
+		if (fmt < 0)
+			continue;
+		struct za_page *page = first_free(z, o, fmt);
+		if (o >= mm->pageblock_order) {
+			set_pageblock_range(mm, page_to_pfn(mm, page), o, start_mt);
+			ev_add(&z->stat, EV_PAGEBLOCK_CLAIM, 1);
+			take_block(z, page, order, o, start_mt);
+		} else if (try_claim_pageblock(z, page, start_mt)) {
+			page = rmqueue_smallest(z, order, start_mt);
+			if (trace_locked)
+				tp_zone_locked(z, cpu, page_to_pfn(mm, page), order, start_mt);
+		} else {
+			continue;
+		}
+		trace_fallback(z, cpu, page, order, start_mt, o, fmt);
+		return page;
+	}
+	return NULL;
+}
+
+/* ... then steal: the smallest free block of a fallback type, its
+ * pageblock left as it is, the rest of the block on the fallback type's
+ * lists. */
+static struct za_page *rmqueue_steal(struct za_zone *z, unsigned int order, int start_mt, int cpu)
+{
+	for (unsigned int o = order; o <= z->mm->max_order; o++) {
+		int fmt = find_fallback(z, o, start_mt);
+		if (fmt < 0)
+			continue;
+		struct za_page *page = first_free(z, o, fmt);
+		take_block(z, page, order, o, fmt);
+		trace_fallback(z, cpu, page, order, start_mt, o, fmt);
+		return page;
+	}
+	return NULL;
+}
+
+/*
+ * One block of the order, off the lists and counted; cpu is the CPU
+ * taking it, for the tracepoints.  trace_locked: trace it as taken from
+ * the buddy lists (the zone_locked tracepoint), as the kernel does on the
+ * path it took.  nofragment (alloc_nofragment, the kernel's
+ * ALLOC_NOFRAGMENT): a fallback may only claim whole pageblocks, never
+ * split another type's smaller block.
+ */
+static struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int mt, int cpu,
+				     bool trace_locked, bool nofragment)
 {
 	zone_lock_assert_held(z);
 	struct za_page *page = rmqueue_smallest(z, order, mt);
-	if (!page)
-		page = rmqueue_fallback(z, order, mt);
+	if (page) {
+		if (trace_locked)
+			tp_zone_locked(z, cpu, page_to_pfn(z->mm, page), order, mt);
+	} else if (!z->mm->fallback_steal_smallest) {
+		page = rmqueue_fallback(z, order, mt, cpu, trace_locked, nofragment);
+	} else if (!(page = rmqueue_claim(z, order, mt, cpu, trace_locked, nofragment)) &&
+		   !nofragment) {
+		page = rmqueue_steal(z, order, mt, cpu);
+	}
 	if (page)
 		add_free_pages(z, -(1L << order));
 	return page;
+}
+
+struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
+			      bool nofragment)
+{
+	return rmqueue_block(z, order, mt, cpu, true, nofragment);
 }
 
 /*
@@ -335,31 +435,51 @@ struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt)
  * outside the lock.  Repeated order-`order` allocations would consume free
  * blocks smallest first and split the last one; taking those blocks whole
  * gives the same pages with one list operation per block instead of one
- * per page, which is what keeps the zone lock hold short.  Returns the pages
- * taken (fewer if the zone runs out).
+ * per page, which is what keeps the zone lock hold short.  Each order-
+ * `order` block is traced as the kernel's repeated allocations would be.
+ * With fallback_steal_smallest, once a fallback had to steal, the rest of
+ * the refill steals too (the kernel's sticky rmqueue_mode: nothing it
+ * could claim appears meanwhile).  Returns the pages taken (fewer if the
+ * zone runs out).
  */
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
-				 int mt, struct za_list *out)
+				 int mt, struct za_list *out, int cpu, bool nofragment)
 {
+	struct za_mm *mm = z->mm;
 	unsigned long got = 0;
+	bool stealing = false;
 	zone_lock_assert_held(z);
 	while (got < pages) {
 		unsigned long want = pages - got;
 		struct za_page *page = NULL;
-		unsigned int o;
-		for (o = order; o <= z->mm->max_order; o++)
-			if ((page = first_free(z, o, mt)))
-				break;
+		unsigned int o = order;
+		if (!stealing)
+			for (o = order; o <= mm->max_order; o++)
+				if ((page = first_free(z, o, mt)))
+					break;
 		if (page) {
 			unsigned int keep = o;
 			while ((1UL << keep) > want)
 				keep--;
 			take_block(z, page, keep, o, mt);
 			o = keep;
-		} else if ((page = rmqueue_fallback(z, order, mt))) {
+			if (tracing(mm))
+				for (unsigned long i = 0; i < 1UL << (o - order); i++)
+					tp_zone_locked_slow(z, cpu, page_to_pfn(mm, page) + (i << order),
+							    order, mt);
+		} else if (!mm->fallback_steal_smallest) {
+			if (!(page = rmqueue_fallback(z, order, mt, cpu, true, nofragment)))
+				break;
 			o = order;
 		} else {
-			break;
+			if (!stealing && (page = rmqueue_claim(z, order, mt, cpu, true, nofragment))) {
+				o = order;
+			} else if (!nofragment && (page = rmqueue_steal(z, order, mt, cpu))) {
+				o = order;
+				stealing = true;
+			} else {
+				break;
+			}
 		}
 		set_page_order(page, o);
 		list_add_tail(&page->lru, out);
@@ -641,9 +761,11 @@ static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt,
  * after the last run (consecutive runs fill fresh memory densely, whatever
  * their size), else the head of the block buddy_rmqueue() gives.  Returns
  * the run's first page, off the lists and counted; the caller marks it
- * allocated.
+ * allocated and traces it (cpu: the allocating CPU, for a fallback's
+ * tracepoint).
  */
-struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt)
+struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
+				  int cpu, bool nofragment)
 {
 	unsigned int o;
 	zone_lock_assert_held(z);
@@ -656,7 +778,7 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 		add_free_pages(z, -(1L << order));
 	} else if ((page = take_next_run(z, n, mt, true))) {
 		return page;
-	} else if (!(page = buddy_rmqueue(z, order, mt))) {
+	} else if (!(page = rmqueue_block(z, order, mt, cpu, false, nofragment))) {
 		return NULL;
 	}
 	/* take_block left the block's state in its flags and private word */

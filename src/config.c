@@ -17,28 +17,39 @@
 #include <string.h>
 #include <strings.h>
 
-enum key_type { K_SIZE, K_INT, K_BOOL, K_ZONES, K_RATIOS, K_STRING };
+enum key_type { K_SIZE, K_INT, K_BOOL, K_ZONES, K_RATIOS, K_STRING, K_KERNEL };
 
 struct key {
 	const char *name;
 	enum key_type type;
 	size_t offset;
-	int64_t min, max;
+	int64_t min, max;               /* K_SIZE: min 0 allows a size of 0 */
 	bool auto_ok;
 	const char *(*check)(const char *value);        /* K_STRING: why it is bad, or NULL */
 };
 
 #define FIELD(f) offsetof(struct za_config, f)
 
+/* kernel= comes first: za_mm_config_string() prints the keys in this
+ * order, and the preset must not undo the keys printed after it. */
 static const struct key keys[] = {
-	{ "memory",                K_SIZE,   FIELD(memory), 0, 0, false, NULL },
+	{ "kernel",                K_KERNEL, FIELD(kernel), 0, ZA_KERNEL_RELEASE_MAX, false, NULL },
+	{ "memory",                K_SIZE,   FIELD(memory), 1, 0, false, NULL },
 	{ "nodes",                 K_INT,    FIELD(nodes), 1, ZA_MAX_NODES, false, NULL },
 	{ "zones",                 K_ZONES,  FIELD(zones), 0, 0, false, NULL },
 	{ "cpus",                  K_INT,    FIELD(cpus), 1, ZA_MAX_CPUS, true, NULL },
 	{ "max_order",             K_INT,    FIELD(max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
-	{ "pcp_high_order",        K_BOOL,   FIELD(pcp_high_order), 0, 1, false, NULL },
+	{ "alloc_nofragment",      K_BOOL,   FIELD(alloc_nofragment), 0, 1, false, NULL },
+	{ "fallback_steal_smallest", K_BOOL, FIELD(fallback_steal_smallest), 0, 1, false, NULL },
+	{ "pcp_high_order",        K_INT,    FIELD(pcp_high_order), 0, 2, false, NULL },
 	{ "bulkfree_outside_lock", K_BOOL,   FIELD(bulkfree_outside_lock), 0, 1, false, NULL },
+	{ "bulkfree_list_first",   K_BOOL,   FIELD(bulkfree_list_first), 0, 1, false, NULL },
 	{ "percpu_pagelist_high_fraction", K_INT, FIELD(percpu_pagelist_high_fraction), 0, 1 << 20, false, NULL },
+	{ "pcp_high_auto",         K_BOOL,   FIELD(pcp_high_auto), 0, 1, false, NULL },
+	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
+	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 2, false, NULL },
+	{ "llc_per_cpu",           K_SIZE,   FIELD(llc_per_cpu), 0, 0, true, NULL },
+	{ "vmstat_interval_ms",    K_INT,    FIELD(vmstat_interval_ms), 0, 3600000, true, NULL },
 	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false, NULL },
 	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true, NULL },
 	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true, NULL },
@@ -57,7 +68,7 @@ static const struct key keys[] = {
 	{ "quicklists",            K_BOOL,   FIELD(quicklists), 0, 1, false, NULL },
 	{ "nr_quick",              K_INT,    FIELD(nr_quick), 1, 16, false, NULL },
 	{ "deferred_init",         K_BOOL,   FIELD(deferred_init), 0, 1, false, NULL },
-	{ "section_size",          K_SIZE,   FIELD(section_size), 0, 0, true, NULL },
+	{ "section_size",          K_SIZE,   FIELD(section_size), 1, 0, true, NULL },
 	{ "purge_delay_ms",        K_INT,    FIELD(purge_delay_ms), 0, 3600000, false, NULL },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false, NULL },
 	{ "hugepages",             K_BOOL,   FIELD(hugepages), 0, 1, false, NULL },
@@ -75,6 +86,9 @@ void za_config_defaults(struct za_config *cfg)
 		.max_order = 10,
 		.pcp_high_order = 1,
 		.bulkfree_outside_lock = 1,
+		.pcp_batch_scale_max = 5,
+		.llc_per_cpu = (uint64_t)ZA_AUTO,
+		.vmstat_interval_ms = ZA_AUTO,
 		.watermark_scale_factor = 10,
 		.min_free_kbytes = ZA_AUTO,
 		.lowmem_reserve_ratio = { ZA_AUTO, ZA_AUTO, ZA_AUTO, ZA_AUTO },
@@ -220,6 +234,139 @@ static const struct key *find_key(const char *name, int len)
 	return NULL;
 }
 
+/* ------------------------------------------------------------------------
+ * kernel=X.Y: every switch as that release had it
+ *
+ * One row per switch zonealloc has: its value before the first release
+ * listed, and from each release listed on.  A release is X.Y (X.Y.Z is
+ * taken as X.Y: a stable update adds no mechanism), or 2.6.Z.  The keys
+ * given after kernel= in the same string (and ZA_CONFIG's) override it;
+ * keys given before it are overridden by it.  Switches that are build
+ * options rather than releases (slab_freelist_random, _hardened), tunables
+ * (percpu_pagelist_high_fraction, watermark_scale_factor) and the machine
+ * (cpus, memory, llc_per_cpu) are left alone; so is pcp_batch_scale_max,
+ * a Kconfig value (5 by default since it appeared).
+ *
+ * Sources: ../shared/design/linux-mm-digest.md (sections 3.2, 4.8, 4.9,
+ * 7.2, 10.9, 11.2), docs/seeds.md, the kernel's kmem/page_alloc patch mails.
+ * [likely] marks a release read from merge-window logs, not from a tag.
+ * ------------------------------------------------------------------------ */
+#define KV(a, b, c) ((unsigned int)(a) << 16 | (unsigned int)(b) << 8 | (unsigned int)(c))
+
+struct preset_step {
+	unsigned int from;              /* KV() of the first release with value */
+	int64_t value;
+};
+
+struct preset_row {
+	const char *key;
+	int64_t before;                 /* before the first step */
+	struct preset_step steps[3];    /* ascending; from == 0 ends the list */
+	const char *why;
+};
+
+static const struct preset_row kernel_presets[] = {
+	{ "pcp_high_order", 0, { { KV(5, 14, 0), 2 } },
+	  "high-order per-CPU lists landed in 5.14 (44042b449872, on 5.13-rc2) as the kernel's "
+	  "layout: per-migratetype lists for orders 0..3 plus the THP order, high from the low "
+	  "watermark; seed 000's shared lists (1) were never merged" },
+	{ "bulkfree_outside_lock", 0, { { KV(4, 17, 0), 1 }, { KV(5, 18, 0), 0 } },
+	  "seed 001 went in through the mm tree for 4.17; 5.18 frees in one pass under the zone "
+	  "lock again ('free pages in a single pass during bulk free')" },
+	{ "bulkfree_list_first", 0, { { KV(5, 18, 0), 1 } },
+	  "5.18: 'drain the requested list first during bulk free', each list emptied in turn" },
+	{ "pcp_free_high", 0, { { KV(5, 18, 0), 1 }, { KV(6, 7, 0), 2 } },
+	  "5.18: free_high drains a CPU freeing high-order pages (f26b3fa04611); 6.7: only after "
+	  "two high-order frees in a row, keeping a batch on CPUs with a large cache slice" },
+	{ "pcp_high_auto", 0, { { KV(6, 7, 0), 1 } },
+	  "6.7: 'PCP high auto-tuning' (Huang Ying): high_min/high_max, alloc_factor, free_count, "
+	  "decay by the vmstat worker" },
+	{ "alloc_nofragment", 0, { { KV(5, 0, 0), 1 } },
+	  "5.0 [likely]: 'spread allocations across zones before introducing fragmentation' "
+	  "(6bb154504f8b): the fast path from Normal, with DMA32 below it, falls back only to "
+	  "whole pageblocks, trying the other zones first" },
+	{ "fallback_steal_smallest", 0, { { KV(6, 15, 0), 1 } },
+	  "6.15 [likely]: the fallback tries to claim a pageblock at every order, then steals the "
+	  "smallest block ('don't steal single pages from biggest buddy', c2f6ea38fc1b)" },
+	{ "fair_zone", 0, { { KV(3, 12, 0), 1 }, { KV(4, 8, 0), 0 } },
+	  "seed 003's fair zone policy merged in 3.12 (81c0a2bb515f), removed in 4.8 when the LRU "
+	  "moved to nodes (e6cbd7f2efb4)" },
+	{ "kswapd_wake_high", 0, { { KV(3, 12, 0), 1 } },
+	  "seed 003 patch 1 (3.12): wake kswapd unless balanced at the high watermark; still so" },
+	{ "quicklists", 0, { { KV(2, 6, 22), 1 }, { KV(2, 6, 25), 0 } },
+	  "seed 004 merged in 2.6.22; x86-64 stopped using it with the 2.6.25 page-table "
+	  "unification (Lameter, LKML 10 Mar 2008); ia64 and sh kept it until 5.4 (13224794cb08)" },
+	{ "slub_max_order", 3, { { 0, 0 } },
+	  "seed 002: order 4 was never merged; 3 (PAGE_ALLOC_COSTLY_ORDER) throughout" },
+	{ "slub_big_system", 0, { { 0, 0 } },
+	  "seed 002: only the order calculation's refactoring landed (6.7); no CPU-count doubling" },
+};
+
+/* Releases the preset knows: 2.6.0 .. 2.6.39, 3.0 .. 3.19, 4.0 .. 4.20,
+ * 5.0 .. 5.19, 6.0 .. 6.18. */
+static bool known_release(unsigned int a, unsigned int b, unsigned int c, bool has_c)
+{
+	static const unsigned int last_minor[] = { [3] = 19, [4] = 20, [5] = 19, [6] = 18 };
+	if (a == 2)
+		return b == 6 && has_c && c <= 39;
+	return a >= 3 && a <= 6 && b <= last_minor[a];
+}
+
+/* "X.Y" or "X.Y.Z", each part 0..255. */
+static bool parse_release(const char *s, int len, unsigned int part[3], int *nparts)
+{
+	*nparts = 0;
+	for (int i = 0; i < len;) {
+		unsigned int v = 0;
+		int digits = 0;
+		while (i < len && isdigit((unsigned char)s[i]) && digits < 4)
+			v = v * 10 + (unsigned int)(s[i++] - '0'), digits++;
+		if (!digits || v > 255 || *nparts == 3)
+			return false;
+		part[(*nparts)++] = v;
+		if (i < len && (s[i++] != '.' || i == len))
+			return false;
+	}
+	return *nparts >= 2;
+}
+
+static int apply_kernel_preset(struct za_config *cfg, const char *key, const char *val, int len)
+{
+	unsigned int part[3] = { 0, 0, 0 };
+	int nparts;
+	if (!len) {                     /* none: the switches stay as they are */
+		cfg->kernel[0] = 0;
+		return 0;
+	}
+	if (len >= ZA_KERNEL_RELEASE_MAX || !parse_release(val, len, part, &nparts))
+		return bad_value(key, val, len, "a release like 6.18, 4.9 or 2.6.22");
+	if (!known_release(part[0], part[1], part[2], nparts == 3)) {
+		za_set_last_error("config: key '%s': no release %.*s known (2.6.0 .. 2.6.39, 3.0 .. "
+				  "6.18)", key, len, val);
+		errno = EINVAL;
+		return -1;
+	}
+	unsigned int release = KV(part[0], part[1], part[0] == 2 ? part[2] : 0);
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(kernel_presets); i++) {
+		const struct preset_row *row = &kernel_presets[i];
+		const struct key *k = find_key(row->key, (int)strlen(row->key));
+		if (!k || (k->type != K_BOOL && k->type != K_INT)) {
+			za_set_last_error("config: key '%s': the preset names no switch '%s'", key,
+					  row->key);
+			errno = EINVAL;
+			return -1;
+		}
+		int64_t v = row->before;
+		for (int j = 0; j < (int)ZA_ARRAY_SIZE(row->steps) && row->steps[j].from; j++)
+			if (release >= row->steps[j].from)
+				v = row->steps[j].value;
+		*(int64_t *)((char *)cfg + k->offset) = v;
+	}
+	memcpy(cfg->kernel, val, (size_t)len);
+	cfg->kernel[len] = 0;
+	return 0;
+}
+
 static int parse_pair(struct za_config *cfg, const char *s, int len)
 {
 	const char *eq = memchr(s, '=', (size_t)len);
@@ -254,9 +401,12 @@ static int parse_pair(struct za_config *cfg, const char *s, int len)
 	int64_t v = 0;
 	switch (k->type) {
 	case K_SIZE:
-		if (parse_size(val, vlen, (uint64_t *)field) || !*(uint64_t *)field)
-			return bad_value(k->name, val, vlen, "a size like 512M or 2G");
+		if (parse_size(val, vlen, (uint64_t *)field) || *(uint64_t *)field < (uint64_t)k->min)
+			return bad_value(k->name, val, vlen, k->min ? "a size like 512M or 2G"
+								 : "a size like 512K or 2M, or 0");
 		return 0;
+	case K_KERNEL:
+		return apply_kernel_preset(cfg, k->name, val, vlen);
 	case K_ZONES:
 		if (parse_zones(cfg, val, vlen))
 			return bad_value(k->name, val, vlen,
@@ -375,6 +525,7 @@ static void format_value(struct strbuf *sb, const struct za_config *cfg, const s
 		break;
 	}
 	case K_STRING:
+	case K_KERNEL:
 		sb_printf(sb, "%s", (const char *)field);
 		break;
 	case K_BOOL:

@@ -21,16 +21,28 @@ struct za_zone_spec {
 	uint64_t bytes;               /* 0: the rest of the node */
 };
 
+/* kernel=: the release a preset came from, as given ("" for none). */
+#define ZA_KERNEL_RELEASE_MAX 16
+
 struct za_config {
+	char kernel[ZA_KERNEL_RELEASE_MAX];
 	uint64_t memory;
 	int64_t nodes;
 	int nr_zones;
 	struct za_zone_spec zones[ZA_MAX_ZONES];
 	int64_t cpus;                 /* ZA_AUTO: the machine's */
 	int64_t max_order;
-	int64_t pcp_high_order;
+	int64_t pcp_high_order;         /* 1: seed 000's lists; 2: the kernel's since 5.14 */
 	int64_t bulkfree_outside_lock;
-	int64_t percpu_pagelist_high_fraction;   /* 0: the seeds' high */
+	int64_t bulkfree_list_first;    /* 5.18: the freed block's list drains first, whole */
+	int64_t percpu_pagelist_high_fraction;   /* 0: the seeds' high, or auto-tuned */
+	int64_t pcp_high_auto;          /* 6.7: high tuned between high_min and high_max */
+	int64_t pcp_batch_scale_max;    /* the kernel's CONFIG_PCP_BATCH_SCALE_MAX */
+	int64_t pcp_free_high;          /* 1: 5.18's free_high, 2: 6.7's */
+	uint64_t llc_per_cpu;           /* ZA_AUTO: the machine's last-level cache / its sharers */
+	int64_t vmstat_interval_ms;     /* ZA_AUTO: 1000 if pcp_high_auto, else 0 */
+	int64_t fallback_steal_smallest;        /* 6.15: claim at any order, then steal the smallest */
+	int64_t alloc_nofragment;       /* 5.0: the fast path tries lower zones before fragmenting */
 	int64_t watermark_scale_factor;
 	int64_t min_free_kbytes;      /* ZA_AUTO: 4 * sqrt(lowmem KiB) */
 	int64_t lowmem_reserve_ratio[ZA_MAX_ZONES];   /* ZA_AUTO: by zone name */

@@ -2,6 +2,7 @@
  * Error reporting and the invariant checker.
  */
 #include "mm_layers.h"
+#include "pcp.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -106,7 +107,7 @@ static int verify_pcp(struct za_zone *z, int cpu)
 	struct za_pcp *pcp = &z->pcp[cpu];
 	int pages = 0;
 	for (unsigned int i = 0; i < NR_PCP_LISTS; i++) {
-		unsigned int order = pindex_to_order(i);
+		unsigned int order = pindex_to_order(mm, i);
 		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next) {
 			struct za_page *page = container_of(l, struct za_page, lru);
 			unsigned long pfn = page_to_pfn(mm, page);
@@ -120,6 +121,9 @@ static int verify_pcp(struct za_zone *z, int cpu)
 	VERIFY(pages == load_relaxed(&pcp->count),
 	       "zone %s cpu %d: %d pages listed but count %d", z->name, cpu, pages,
 	       load_relaxed(&pcp->count));
+	VERIFY(pcp->high_min <= pcp_high(pcp) && pcp_high(pcp) <= pcp->high_max,
+	       "zone %s cpu %d: high %d outside [%d, %d]", z->name, cpu, pcp_high(pcp),
+	       pcp->high_min, pcp->high_max);
 	return 0;
 }
 

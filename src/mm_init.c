@@ -68,6 +68,10 @@ static int resolve_layout(struct za_config *cfg)
 		return layout_error("percpu_pagelist_high_fraction", "must be 0 or at least 8");
 	if (cfg->nr_cpus == ZA_AUTO)
 		cfg->nr_cpus = machine_nr_cpus();
+	if (cfg->llc_per_cpu == (uint64_t)ZA_AUTO)
+		cfg->llc_per_cpu = machine_llc_per_cpu();
+	if (cfg->vmstat_interval_ms == ZA_AUTO)
+		cfg->vmstat_interval_ms = cfg->pcp_high_auto ? 1000 : 0;
 	if (cfg->slub_max_order > cfg->max_order || cfg->slub_min_order > cfg->slub_max_order)
 		return layout_error("slub_max_order", "need slub_min_order <= slub_max_order <= max_order");
 	if (node_bytes < block * (uint64_t)cfg->nr_zones)
@@ -236,8 +240,8 @@ static int init_layout(struct za_mm *mm)
 	mm->nr_zones = cfg->nr_zones;
 	mm->nr_cpus = (int)cfg->cpus;
 	mm->rseq_cpu_offset = rseq_cpu_id_offset();
-	mm->pcp_high_order = cfg->pcp_high_order;
 	mm->bulkfree_outside_lock = cfg->bulkfree_outside_lock;
+	mm->fallback_steal_smallest = cfg->fallback_steal_smallest;
 	mm->lock_stats = cfg->lock_stats;
 	mm->debug = cfg->debug;
 	mm->fair_zone = cfg->fair_zone;
@@ -288,6 +292,7 @@ static int init_layout(struct za_mm *mm)
 		mm->cpu_node[cpu] = machine_cpu_to_node(cpu, mm->nr_nodes);
 	build_zonelists(mm, lists);
 	setup_zone_watermarks(mm);
+	pcp_setup_lists(mm);
 	for (int id = 0; id < nr_zones; id++)
 		pcp_init(mm->zone_by_id[id], mm->nr_cpus);
 	return cfg->deferred_init ? 0 : init_all_blocks(mm);
@@ -361,6 +366,13 @@ za_mm_t *za_mm_create(const char *config)
 			return NULL;
 		}
 	}
+	if (vmstat_worker_start(mm)) {
+		int err = errno;
+		exit_layers(mm);
+		free_mm(mm);
+		errno = err;
+		return NULL;
+	}
 	return mm;
 }
 
@@ -368,6 +380,7 @@ long za_mm_destroy(za_mm_t *mm)
 {
 	if (!mm)
 		return 0;
+	vmstat_worker_stop(mm);
 	exit_layers(mm);
 	za_drain_all_pages(mm);
 	long leaked = (long)mm->nr_pages;

@@ -19,6 +19,7 @@ struct za_kmem_cache;
 struct quicklist;
 struct za_file;
 struct kswapd;
+struct vmstat_worker;
 
 #define PAGE_SHIFT ZA_PAGE_SHIFT
 #define PAGE_SIZE  ZA_PAGE_SIZE
@@ -35,21 +36,18 @@ enum za_migratetype {
 };
 
 /*
- * Seed 000's list layout: one order-0 list per migratetype, then one list per
- * order 1..3 shared by all migratetypes.  With pcp_high_order=0 only the
- * first MT_TYPES lists are used.
+ * Per-CPU list layout, the kernel's since 5.14: for each order 0..3 one list
+ * per migratetype (pindex 3 * order + mt), then two for the THP order (the
+ * pageblock order), non-movable and movable.  pcp_high_order=1 (seed 000)
+ * uses only the first list of each order 1..3, shared by all migratetypes,
+ * and no THP lists; pcp_high_order=0 the order-0 lists (pcp.h's
+ * pcp_list_index).
  */
-#define NR_PCP_LISTS (MT_TYPES + PCP_MAX_ORDER)
+#define NR_LOWORDER_PCP_LISTS (MT_TYPES * (PCP_MAX_ORDER + 1))
+#define NR_PCP_LISTS (NR_LOWORDER_PCP_LISTS + 2)
 
-static inline unsigned int order_to_pindex(int mt, unsigned int order)
-{
-	return order == 0 ? (unsigned int)mt : MT_TYPES + order - 1;
-}
-
-static inline unsigned int pindex_to_order(unsigned int pindex)
-{
-	return pindex < MT_TYPES ? 0 : pindex - MT_TYPES + 1;
-}
+_Static_assert(MT_UNMOVABLE == 0 && MT_MOVABLE == 1 && MT_RECLAIMABLE == 2,
+	       "pcp_list_index's masks rely on the numbering");
 
 /* ------------------------------------------------------------------------
  * Intrusive doubly linked lists
@@ -192,20 +190,40 @@ static inline void set_page_mt(struct za_page *p, int mt) { store_relaxed(&p->mt
 /* ------------------------------------------------------------------------
  * Per-CPU page sets: one per (zone, CPU), on its own cache lines.
  * ------------------------------------------------------------------------ */
+/* pcp->flags (the kernel's PCPF_*). */
+enum {
+	PCPF_PREV_FREE_HIGH_ORDER = 1 << 0,    /* the last free was of order 1..3 */
+	PCPF_FREE_HIGH_BATCH = 1 << 1,         /* keep a batch when free_high drains */
+};
+
 struct za_pcp {
+	/* The hit paths': the lock, the count, high; the free path's when
+	 * pcp_high_auto or pcp_free_high track it: flags and free_count. */
 	za_trylock_t lock;
+	uint8_t flags;                  /* PCPF_* */
+	uint8_t alloc_factor;           /* pcp_high_auto: refills are batch << alloc_factor */
 	_Atomic int count;              /* pages (not blocks) on all lists */
-	int high;                       /* free down to count - batch above this */
+	_Atomic int high;               /* free down when count reaches this */
 	int batch;                      /* refill / drain unit, in pages */
 	/* fair_zone (pcp.h): this CPU's charge not yet folded into the zone,
 	 * and its view of the zone's batch (read without the lock). */
 	_Atomic int batch_charged, batch_left;
+	/* Pages freed recently without allocations in between: += 2^order per
+	 * free (up to batch << pcp_batch_scale_max), halved per allocation --
+	 * lazily: a free first applies the halvings of the allocations since
+	 * the last one it saw (allocs_seen), counted anyway by EV_PCP_ALLOC. */
+	int free_count;
 	struct za_list lists[NR_PCP_LISTS];
 	struct za_pcp_events stat;
-} __attribute__((aligned(ZA_CACHELINE)));
+	/* Slow paths only. */
+	int high_min, high_max;         /* high's range; equal: not tuned */
+	uint64_t allocs_seen;           /* EV_PCP_ALLOC total free_count last saw */
+	uint64_t frees_seen;            /* EV_PCP_FREE total alloc_factor last saw */
+} __attribute__((aligned(8 * ZA_CACHELINE)));
 
 /* A power of two, so that finding a CPU's set is a shift. */
-_Static_assert(sizeof(struct za_pcp) == 256, "struct za_pcp should be 4 cache lines");
+_Static_assert(sizeof(struct za_pcp) == 512, "struct za_pcp should be 8 cache lines");
+_Static_assert(offsetof(struct za_pcp, free_count) < ZA_CACHELINE, "the hit paths' fields in the first line");
 
 /* ------------------------------------------------------------------------
  * Zones
@@ -221,6 +239,9 @@ struct za_zone {
 	/* Read-mostly after creation. */
 	struct za_mm *mm;
 	struct za_pcp *pcp;             /* [mm->nr_cpus] */
+	/* ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE (pcp_high_auto): read by the
+	 * free path with the line above, written only when they change. */
+	_Atomic unsigned int pcp_flags;
 	unsigned long start_pfn;
 	unsigned long nr_pages;         /* spanned == present */
 	unsigned long wmark[NR_WMARK];
@@ -311,8 +332,19 @@ struct za_mm {
 	int nr_nodes, nr_zones, nr_cpus;
 	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id, 0 without rseq */
 	int nr_cpu_bindings;            /* threads bound by za_bind_cpu (percpu.h) */
-	bool pcp_high_order, bulkfree_outside_lock, lock_stats, debug;
+	bool bulkfree_outside_lock, lock_stats, debug;
 	bool fair_zone, kswapd_wake_high;
+	/* The per-CPU lists (pcp.h): which orders they cache, how a
+	 * migratetype picks a list of orders 1..3 (pcp_list_index), and
+	 * whether the free path keeps the books of pcp_high_auto and
+	 * pcp_free_high. */
+	uint8_t pcp_high_order;
+	uint8_t pcp_thp_order;          /* 0: the THP order is not cached */
+	uint8_t pcp_mt_mask;
+	bool pcp_track_free;
+	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
+	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
+	uint8_t pcp_free_high, pcp_batch_scale_max;
 	struct za_node *nodes;
 
 	struct za_config cfg;
@@ -344,6 +376,12 @@ struct za_mm {
 	int nr_quick;
 	bool quicklists_on;
 	void (*_Atomic quicklist_dtor[16])(void *);   /* last seen per list, for shrinking */
+
+	/* Tracepoints (za_set_tracepoint): looked at on slow paths only. */
+	_Atomic(za_tracepoint_fn) tp_fn;
+	void *tp_ctx;                   /* written before tp_fn (release) */
+	/* The vmstat worker (vmstat.c), when vmstat_interval_ms > 0. */
+	struct vmstat_worker *vmstat_worker;
 
 	struct za_events stat __attribute__((aligned(ZA_CACHELINE)));
 	struct za_events *cpu_stat;     /* [nr_cpus]: frequent events of no lock */
@@ -622,10 +660,14 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 /* buddy.c — all under the zone lock */
 bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
 void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
-struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt);
-struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt);
+/* cpu: the CPU taking the pages, for the tracepoints; nofragment: no
+ * fallback below a pageblock (alloc_nofragment). */
+struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
+				  int cpu, bool nofragment);
+struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
+			      bool nofragment);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
-				 int mt, struct za_list *out);
+				 int mt, struct za_list *out, int cpu, bool nofragment);
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
 void buddy_free_purged(struct za_zone *z, struct za_page *page);
 bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);
@@ -661,6 +703,50 @@ void sparse_release(struct za_mm *mm);
 /* vmstat.c: does counter i (za_stat_name's index) belong in a summary of
  * this system, if it is not zero? */
 bool stat_in_summary(const struct za_mm *mm, int i);
+
+/* vmstat.c: the kmem tracepoints (za_set_tracepoint), each nothing but a
+ * load of the hook when none is set.  cpu: the CPU whose lists gave the
+ * block (drain) or the allocating CPU. */
+void tp_emit(struct za_mm *mm, const struct za_tp_event *ev);
+void tp_zone_locked_slow(struct za_zone *z, int cpu, unsigned long pfn, unsigned int order, int mt);
+void tp_pcpu_drain_slow(struct za_zone *z, int cpu, const struct za_page *page, unsigned int order);
+void tp_extfrag_slow(struct za_zone *z, int cpu, const struct za_page *page, unsigned int order,
+		     int start_mt, unsigned int fallback_order, int fallback_mt);
+
+static inline bool tracing(const struct za_mm *mm)
+{
+	return unlikely(atomic_load_explicit(&mm->tp_fn, memory_order_acquire) != NULL);
+}
+
+/* A block of `order` at pfn taken from the buddy lists for type mt. */
+static inline void tp_zone_locked(struct za_zone *z, int cpu, unsigned long pfn, unsigned int order,
+				  int mt)
+{
+	if (tracing(z->mm))
+		tp_zone_locked_slow(z, cpu, pfn, order, mt);
+}
+
+/* A block leaving a CPU's lists for the buddy lists. */
+static inline void tp_pcpu_drain(struct za_zone *z, int cpu, const struct za_page *page,
+				    unsigned int order)
+{
+	if (tracing(z->mm))
+		tp_pcpu_drain_slow(z, cpu, page, order);
+}
+
+/* A fallback: page, of `order` for start_mt, from a free block of
+ * fallback_order of fallback_mt. */
+static inline void tp_extfrag(struct za_zone *z, int cpu, const struct za_page *page,
+			      unsigned int order, int start_mt, unsigned int fallback_order,
+			      int fallback_mt)
+{
+	if (tracing(z->mm))
+		tp_extfrag_slow(z, cpu, page, order, start_mt, fallback_order, fallback_mt);
+}
+
+/* vmstat.c: the vmstat worker thread, when vmstat_interval_ms > 0. */
+int vmstat_worker_start(struct za_mm *mm);
+void vmstat_worker_stop(struct za_mm *mm);
 
 /* debug.c */
 void za_report_error(struct za_mm *mm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -138,11 +138,14 @@ struct alloc_context {
 	bool low_failed;                /* a zone failed the low watermark */
 };
 
-static struct za_page *rmqueue_buddy(struct za_zone *z, int cpu, unsigned int order, int mt,
-				     bool pcp_busy)
+static struct za_page *rmqueue_buddy(struct za_zone *z, const struct alloc_context *ac,
+				     bool pcp_busy, bool nofragment)
 {
+	unsigned int order = ac->order;
+	int cpu = ac->cpu, mt = ac->mt;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue(z, order, mt);
+	struct za_page *page = buddy_rmqueue(z, order, mt, cpu, nofragment);
+	zone_check_below_high(z);
 	if (page) {
 		set_page_order(page, order);
 		page->zone = (uint8_t)z->id;
@@ -200,13 +203,16 @@ static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 }
 
 /* A run of ac->nr_pages, placed by buddy_rmqueue_run(). */
-static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac)
+static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac,
+				     bool nofragment)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long n = ac->nr_pages;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt);
+	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu, nofragment);
+	zone_check_below_high(z);
 	if (page) {
+		tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
 		mark_run(z, page_to_pfn(mm, page), n, ac->mt);
 		ev_add(&z->stat, EV_PGALLOC, n);
 		if (mm->fair_zone)
@@ -216,16 +222,17 @@ static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_conte
 	return page;
 }
 
+/* nofragment: alloc_nofragment's first pass (get_page_from_freelist). */
 static inline __attribute__((always_inline)) struct za_page *
-rmqueue(struct za_zone *z, const struct alloc_context *ac)
+rmqueue(struct za_zone *z, const struct alloc_context *ac, bool nofragment)
 {
 	struct za_page *page;
 	if (ac->nr_pages)
-		return rmqueue_exact(z, ac);
+		return rmqueue_exact(z, ac, nofragment);
 	bool pcp = pcp_allowed_order(z->mm, ac->order) && !ac->buddy;
-	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, &page))
+	if (pcp && pcp_alloc(z, ac->cpu, ac->order, ac->mt, nofragment, &page))
 		return page;
-	return rmqueue_buddy(z, ac->cpu, ac->order, ac->mt, pcp);
+	return rmqueue_buddy(z, ac, pcp, nofragment);
 }
 
 /* The watermark check; a zone with deferred blocks grows before it counts
@@ -249,13 +256,15 @@ zone_allows(struct za_zone *z, const struct alloc_context *ac, enum za_wmark wm)
  * stops at the first zone of another node: remote zones take no part in
  * the round robin, and spilling to them is the slow path's decision, made
  * only once the local batches were reset and the local zones still fail.
+ * nofragment (a constant but in get_page_nofragment): the local zones
+ * only, without fallbacks that split another type's pageblock.
  */
 static inline __attribute__((always_inline)) struct za_page *
-get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
+get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair, bool nofragment)
 {
 	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
 		struct za_zone *z = *zp;
-		if (fair && z->node != ac->node)
+		if ((fair || nofragment) && z->node != ac->node)
 			break;
 		if (z->idx > ac->highest_zone)
 			continue;
@@ -266,11 +275,35 @@ get_page_from_freelist(struct alloc_context *ac, enum za_wmark wm, bool fair)
 			ac->low_failed |= wm == WMARK_LOW;
 			continue;
 		}
-		struct za_page *page = rmqueue(z, ac);
+		struct za_page *page = rmqueue(z, ac, nofragment);
 		if (page)
 			return page;
 	}
 	return NULL;
+}
+
+/*
+ * alloc_nofragment (the kernel's ALLOC_NOFRAGMENT since 5.0): when the
+ * preferred zone (the first the allocation may use) has a lower zone on
+ * its node -- Normal above DMA32 -- the fast path first tries the node's
+ * zones without splitting another migratetype's pageblock; only if they
+ * all would have to (or the walk reaches another node) does it walk again
+ * with fallbacks allowed.  The slow path never holds back.
+ */
+static __attribute__((noinline)) struct za_page *
+get_page_nofragment(struct alloc_context *ac, bool fair)
+{
+	for (struct za_zone **zp = ac->zonelist; *zp; zp++) {
+		if ((*zp)->idx > ac->highest_zone)
+			continue;
+		if ((*zp)->idx > 0) {
+			struct za_page *page = get_page_from_freelist(ac, WMARK_LOW, fair, true);
+			if (page)
+				return page;
+		}
+		break;
+	}
+	return get_page_from_freelist(ac, WMARK_LOW, fair, false);
 }
 
 static void drain_zonelist(struct za_mm *mm, const struct alloc_context *ac)
@@ -328,18 +361,18 @@ alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
 	if (mm->fair_zone)
 		reset_alloc_batches(ac);
 	wake_all_kswapds(mm, ac);
-	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN, false);
+	struct za_page *page = get_page_from_freelist(ac, WMARK_MIN, false, false);
 	int no_progress = 0;
 	bool drained = false;
 	while (!page && !(gfp & ZA_GFP_NOWAIT)) {
 		unsigned long reclaimed = try_to_free_pages(mm, ac->zonelist, ac->highest_zone, ac->order);
-		if ((page = get_page_from_freelist(ac, WMARK_MIN, false)))
+		if ((page = get_page_from_freelist(ac, WMARK_MIN, false, false)))
 			break;
 		if (!drained) {         /* what the caches hold, once */
 			za_quicklist_shrink(mm);
 			drain_zonelist(mm, ac);
 			drained = true;
-			if ((page = get_page_from_freelist(ac, WMARK_MIN, false)))
+			if ((page = get_page_from_freelist(ac, WMARK_MIN, false, false)))
 				break;
 		}
 		no_progress = reclaimed && ac->order <= PCP_MAX_ORDER ? 0 : no_progress + 1;
@@ -410,7 +443,9 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 		.nr_pages = nr_pages,
 		.buddy = gfp & ZA_GFP_BUDDY,
 	};
-	struct za_page *page = get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone);
+	struct za_page *page = unlikely(mm->alloc_nofragment) ?
+			       get_page_nofragment(&ac, mm->fair_zone) :
+			       get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone, false);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
 	set_page_private(page, 0);      /* the new owner's */

@@ -1,30 +1,77 @@
 /*
- * Per-CPU page lists (seeds 000 and 001).
+ * Per-CPU page lists (seeds 000 and 001, and the kernel's later forms).
  *
  * Each (zone, CPU) has a set of lists of free blocks, protected by a
  * trylock that only threads running on that CPU (and drains) take, so a hit
  * writes only the CPU's own cache lines: no zone lock, no atomic on a
- * shared line.  Misses refill `batch` pages from the buddy lists in one
- * zone-lock hold; frees that push `count` to `high` return `batch` pages in
- * one bulk free.
+ * shared line.  Misses refill from the buddy lists in one zone-lock hold;
+ * frees that push `count` to `high` return pages in one bulk free.
+ *
+ * What the switches change, each off as the seeds' kernel had it:
+ *   pcp_high_order   0: order 0 only; 1: seed 000's shared lists for orders
+ *                    1..3, high = 11 batches; 2: the kernel's layout since
+ *                    5.14 (per migratetype for every order, plus the THP
+ *                    order) and high from the low watermark.
+ *   pcp_high_auto    6.7's tuning: high moves between high_min and
+ *                    high_max -- up on refills and freeing bursts, down by
+ *                    an eighth per vmstat tick, and while the zone is below
+ *                    its high watermark or kswapd reclaims it; refills grow
+ *                    (alloc_factor) on consecutive misses; a freeing streak
+ *                    (free_count) drains more per bulk free.
+ *   pcp_free_high    a CPU freeing high-order pages drains (5.18, 6.7).
+ *   bulkfree_list_first   a bulk free empties the freed block's list
+ *                    first, then each list in turn (5.18).
+ *   bulkfree_outside_lock seed 001, below.
+ * docs/pcp.md has the arithmetic and what differs from the kernel.
  *
  * Invariants: count == sum over the lists of 2^order; every block on lists[i]
- * has order pindex_to_order(i), PG_pcp on its head, and lies in this zone.
- * Pages on these lists are neither free (for the watermarks) nor allocated.
- * ZA_DEBUG_VM checks each block as it leaves a list, and the count against
- * the lists after every refill and bulk free (pcp_check_count).
+ * has order pindex_to_order(i), PG_pcp on its head, and lies in this zone;
+ * high_min <= high <= high_max.  Pages on these lists are neither free
+ * (for the watermarks) nor allocated.  ZA_DEBUG_VM checks each block as it
+ * leaves a list, high as it is set, and the count against the lists after
+ * every refill and bulk free (pcp_check_count).
  *
  * The hit paths are inline in pcp.h; this file has the batch work.
  */
 #include "pcp.h"
+#include "percpu.h"
 
 #include <errno.h>
 #include <stdint.h>
 
+static int min_int(int a, int b) { return a < b ? a : b; }
+static int max_int(int a, int b) { return a > b ? a : b; }
+
+/* The kernel's layout, or the seed's (see mmzone.h). */
+void pcp_setup_lists(struct za_mm *mm)
+{
+	int mode = (int)mm->cfg.pcp_high_order;
+	mm->pcp_high_order = (uint8_t)mode;
+	mm->pcp_thp_order = (uint8_t)(mode == 2 && mm->pageblock_order > PCP_MAX_ORDER ?
+				      mm->pageblock_order : 0);
+	mm->pcp_mt_mask = mode == 2 ? 3 : 0;
+	mm->nr_pcp_lists = 0;
+	for (unsigned int i = 0; i < NR_PCP_LISTS; i++) {
+		unsigned int order = pindex_to_order(mm, i);
+		bool used = i < NR_LOWORDER_PCP_LISTS ?
+				    order == 0 || (mode == 1 && i % MT_TYPES == 0) || mode == 2 :
+				    mm->pcp_thp_order != 0;
+		if (used)
+			mm->pcp_lists[mm->nr_pcp_lists++] = (uint8_t)i;
+	}
+	mm->pcp_high_auto = mm->cfg.pcp_high_auto;
+	mm->pcp_free_high = (uint8_t)mm->cfg.pcp_free_high;
+	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
+	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
+	mm->bulkfree_list_first = mm->cfg.bulkfree_list_first;
+	mm->alloc_nofragment = mm->cfg.alloc_nofragment;
+}
+
 /*
  * The kernel's zone_batchsize(): about a quarter of 0.1% of the zone, at
- * most 256 KiB worth, rounded to 2^n - 1 so that batches of different
- * CPUs do not alias in the cache.
+ * most a quarter of 1 MiB's worth, rounded to 2^n - 1 so that batches of
+ * different CPUs do not alias in the cache (63 for a zone of 256 MiB or
+ * more).
  */
 static int zone_batchsize(unsigned long managed)
 {
@@ -40,40 +87,126 @@ static int zone_batchsize(unsigned long managed)
 	return batch > 1 ? (int)batch - 1 : 1;
 }
 
+/* The kernel's zone_highsize(): `pages` shared by the CPUs of the zone's
+ * node (all CPUs if it has none), each at least 4 batches. */
+static int high_share(const struct za_zone *z, unsigned long pages, int batch)
+{
+	const struct za_mm *mm = z->mm;
+	long cpus = 0;
+	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+		cpus += mm->cpu_node[cpu] == z->node;
+	long high = (long)pages / (cpus ? cpus : mm->nr_cpus);
+	if (high > INT32_MAX / 2)
+		high = INT32_MAX / 2;
+	return high > 4L * batch ? (int)high : 4 * batch;
+}
+
 /*
- * high: 6 * batch before seed 000.  With high-order lists, seed 000 makes it
- * room for one batch per order-0 migratetype plus a batch of the largest
- * cached order, so a single refill rarely forces a drain on the next free.
- * percpu_pagelist_high_fraction=F (the kernel's sysctl, F >= 8) instead
- * gives the CPUs of the zone's node 1/F of the zone between them, each at
- * least 4 batches.
+ * high_min and high_max.  percpu_pagelist_high_fraction=F (the kernel's
+ * sysctl, F >= 8) pins both to 1/F of the zone shared by the node's CPUs,
+ * which turns tuning off.  Otherwise with pcp_high_auto=1 (6.7) high moves
+ * between the low watermark's share (so that full lists never push the
+ * zone below it) and an eighth of the zone's.  Without tuning: 6.7's floor
+ * is 5.14's fixed high (pcp_high_order=2); the seeds' high was 6 batches,
+ * and seed 000 made it room for one batch per order-0 migratetype plus a
+ * batch of the largest cached order (11), so that one refill rarely forces
+ * a drain on the next free.
  */
-static int zone_highsize(const struct za_zone *z, int batch)
+static void zone_high_range(const struct za_zone *z, int batch, int *high_min, int *high_max)
 {
 	const struct za_mm *mm = z->mm;
 	long fraction = (long)mm->cfg.percpu_pagelist_high_fraction;
 	if (fraction) {
-		long cpus = 0;
-		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
-			cpus += mm->cpu_node[cpu] == z->node;
-		long high = (long)z->nr_pages / fraction / (cpus ? cpus : mm->nr_cpus);
-		return high > 4L * batch ? (int)(high < INT32_MAX / 2 ? high : INT32_MAX / 2) : 4 * batch;
+		*high_min = *high_max = high_share(z, z->nr_pages / (unsigned long)fraction, batch);
+	} else if (mm->pcp_high_auto || mm->pcp_high_order == 2) {
+		*high_min = high_share(z, z->wmark[WMARK_LOW], batch);
+		*high_max = mm->pcp_high_auto ? high_share(z, z->nr_pages / 8, batch) : *high_min;
+	} else {
+		*high_min = *high_max = mm->pcp_high_order ? batch * MT_TYPES + (batch << PCP_MAX_ORDER)
+							   : 6 * batch;
 	}
-	return mm->pcp_high_order ? batch * MT_TYPES + (batch << PCP_MAX_ORDER) : 6 * batch;
+}
+
+/* PCPF_FREE_HIGH_BATCH (pcp_free_high=2): the CPU's slice of the last-level
+ * cache (llc_per_cpu) holds more than 3 batches, so a drain for a
+ * high-order free streak may leave a batch on the lists: they are still
+ * in its cache for the next allocations. */
+static bool free_high_batch(const struct za_mm *mm, int batch)
+{
+	return mm->cfg.llc_per_cpu / PAGE_SIZE > 3UL * (unsigned long)batch;
+}
+
+static void pcp_set_high(const struct za_mm *mm, struct za_pcp *pcp, int high)
+{
+	VM_BUG_ON(mm, high < pcp->high_min || high > pcp->high_max);
+	store_relaxed(&pcp->high, high);
 }
 
 void pcp_init(struct za_zone *z, int nr_cpus)
 {
-	int batch = zone_batchsize(z->nr_pages);
-	int high = zone_highsize(z, batch);
+	int batch = zone_batchsize(z->nr_pages), high_min, high_max;
+	zone_high_range(z, batch, &high_min, &high_max);
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		struct za_pcp *pcp = &z->pcp[cpu];
 		pcp->batch = batch;
-		pcp->high = high;
+		pcp->high_min = high_min;
+		pcp->high_max = high_max;
+		pcp_set_high(z->mm, pcp, high_min);
+		pcp->flags = free_high_batch(z->mm, batch) ? PCPF_FREE_HIGH_BATCH : 0;
 		for (int i = 0; i < NR_PCP_LISTS; i++)
 			list_init(&pcp->lists[i]);
 	}
 }
+
+/* The CPU whose set this is. */
+static int pcp_cpu(const struct za_zone *z, const struct za_pcp *pcp)
+{
+	return (int)(pcp - z->pcp);
+}
+
+/* Blocks this set has handed out (EV_PCP_ALLOC), or taken back
+ * (EV_PCP_FREE), over every order slot. */
+static uint64_t pcp_events(const struct za_pcp *pcp, enum za_event first)
+{
+	uint64_t n = 0;
+	for (unsigned int slot = 0; slot < NR_PCP_ORDERS; slot++)
+		n += load_relaxed(&pcp->stat.ev[first + slot]);
+	return n;
+}
+
+/* Applies a halving per power of two: n of them at once. */
+static int halve_times(int v, uint64_t n)
+{
+	return n >= 31 ? 0 : v >> n;
+}
+
+/* ------------------------------------------------------------------------
+ * ZONE_BELOW_HIGH (pcp_high_auto)
+ * ------------------------------------------------------------------------ */
+static bool zone_above_high(const struct za_zone *z)
+{
+	return load_relaxed(&z->nr_free_pages) >
+	       (long)(z->wmark[WMARK_HIGH] + z->lowmem_reserve[z->mm->nr_zones - 1]);
+}
+
+/*
+ * After taking pages from the buddy lists, under the zone lock: at or below
+ * the high watermark, the zone's CPUs stop growing high and shrink it as
+ * they free, so that their lists give pages back before reclaim must.  The
+ * kernel notices this on the allocation fast path; zonealloc where the
+ * free pages go down, which keeps the fast path as it was.
+ */
+void zone_check_below_high(struct za_zone *z)
+{
+	zone_lock_assert_held(z);
+	if (z->mm->pcp_high_auto && !(load_relaxed(&z->pcp_flags) & ZONE_BELOW_HIGH) &&
+	    !zone_above_high(z))
+		atomic_fetch_or_explicit(&z->pcp_flags, ZONE_BELOW_HIGH, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------
+ * Refill
+ * ------------------------------------------------------------------------ */
 
 /*
  * Takes `blocks` blocks of one order from the buddy lists in a single
@@ -85,13 +218,15 @@ void pcp_init(struct za_zone *z, int nr_cpus)
  * first.  Returns how many blocks it got.
  */
 static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int blocks,
-			struct za_list *list, int mt)
+			struct za_list *list, int mt, bool nofragment)
 {
 	struct za_list taken;
 	unsigned long splits = 0;
 	list_init(&taken);
 	uint64_t t0 = zone_lock(z);
-	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken);
+	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken,
+						 pcp_cpu(z, pcp), nofragment);
+	zone_check_below_high(z);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
 	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);
 	zone_unlock(z, t0, EV_PCP_REFILL_HOLD);
@@ -116,11 +251,48 @@ static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int orde
 	return (int)(pages >> order);
 }
 
-/* Blocks per refill: `batch` pages' worth, at least two blocks. */
+/* Blocks per refill without pcp_high_auto: `batch` pages' worth, at least
+ * two blocks. */
 static int refill_blocks(const struct za_pcp *pcp, unsigned int order)
 {
 	int blocks = pcp->batch >> order;
 	return blocks < 2 ? 2 : blocks;
+}
+
+/*
+ * pcp_high_auto (the kernel's nr_pcp_alloc): blocks per refill.  A run of
+ * order-0 refills without a free between them doubles the refill each
+ * time (alloc_factor, up to batch << pcp_batch_scale_max), as long as
+ * count stays a batch below high; every free halves it again -- lazily,
+ * as the free path does not say: the frees since the last refill are in
+ * EV_PCP_FREE.  Each refill also raises high by what it takes, unless
+ * the zone is below its high watermark.  Higher orders take a batch's
+ * worth of pages, at least two blocks.
+ */
+static int nr_pcp_alloc(struct za_zone *z, struct za_pcp *pcp, unsigned int order)
+{
+	const struct za_mm *mm = z->mm;
+	uint64_t frees = pcp_events(pcp, EV_PCP_FREE);
+	int factor = halve_times(pcp->alloc_factor, frees - pcp->frees_seen);
+	int batch = pcp->batch, high = pcp_high(pcp);
+	pcp->frees_seen = frees;
+	if (high < batch) {
+		pcp->alloc_factor = (uint8_t)factor;
+		return 1;
+	}
+	int want = order ? batch : batch << factor;
+	if (pcp->high_min != pcp->high_max && !(load_relaxed(&z->pcp_flags) & ZONE_BELOW_HIGH)) {
+		high = min_int(high + want, pcp->high_max);
+		pcp_set_high(mm, pcp, high);
+	}
+	if (!order) {
+		int room = max_int(high - pcp_count(pcp) - batch, batch);
+		if (want <= room && factor < mm->pcp_batch_scale_max)
+			factor++;
+		want = min_int(want, room);
+	}
+	pcp->alloc_factor = (uint8_t)factor;
+	return want > 1 ? max_int(want >> order, 2) : want;
 }
 
 #ifdef ZA_DEBUG_VM
@@ -130,8 +302,9 @@ static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
 	int pages = 0;
 	for (unsigned int i = 0; i < NR_PCP_LISTS; i++)
 		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next)
-			pages += 1 << pindex_to_order(i);
+			pages += 1 << pindex_to_order(z->mm, i);
 	VM_BUG_ON(z->mm, pages != pcp_count(pcp));
+	VM_BUG_ON(z->mm, pcp_high(pcp) < pcp->high_min || pcp_high(pcp) > pcp->high_max);
 }
 #else
 static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
@@ -141,58 +314,96 @@ static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
 }
 #endif
 
-/* A miss: refill the list from the buddy lists.  Under the per-CPU lock. */
+/* A miss: refill the list from the buddy lists (nofragment: without
+ * fallbacks below a pageblock).  Under the per-CPU lock. */
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
-		struct za_list *list)
+		struct za_list *list, bool nofragment)
 {
 	za_lock_assert_held(z->mm, &pcp->lock);
-	int got = rmqueue_bulk(z, pcp, order, refill_blocks(pcp, order), list, mt);
+	int blocks = z->mm->pcp_high_auto ? nr_pcp_alloc(z, pcp, order) : refill_blocks(pcp, order);
+	int got = rmqueue_bulk(z, pcp, order, blocks, list, mt, nofragment);
 	pcp_add_count(pcp, got << order);
 	pcp_check_count(z, pcp);
 	if (got)
-		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC_MISS + order, 1);
+		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC_MISS + pcp_order_slot(order), 1);
 }
 
+/* ------------------------------------------------------------------------
+ * Bulk free
+ * ------------------------------------------------------------------------ */
+
 /*
- * Picks the next block to bulk-free, round-robin over the lists, from the
- * cold end.  A list is given one more block per empty list skipped on the
- * way to it, so fuller lists drain faster; the last non-empty list drains
- * completely.
+ * Picks the next block to bulk-free, from the cold end of a list; the
+ * cursor walks mm->pcp_lists, the lists the layout uses.
+ *
+ * bulkfree_list_first=0 (before 5.18): round-robin over the lists, a list
+ * given one more block per empty list skipped on the way to it, so fuller
+ * lists drain faster; the last non-empty list drains completely.
+ * =1 (5.18): the list of the block just freed first (pindex), each list
+ * emptied before the next.
  */
 struct bulk_cursor {
-	unsigned int pindex, nlists;
-	int batch_free;
+	unsigned int i;                 /* into mm->pcp_lists */
+	unsigned int nlists;
+	int batch_free;                 /* round-robin: blocks left for this list */
+	bool started;                   /* list-first: the current list is chosen */
 };
+
+static struct bulk_cursor bulk_cursor_start(const struct za_mm *mm, unsigned int pindex)
+{
+	struct bulk_cursor c = { mm->nr_pcp_lists - 1, mm->nr_pcp_lists, 0, false };
+	if (mm->bulkfree_list_first)
+		for (unsigned int i = 0; i < c.nlists; i++)
+			if (mm->pcp_lists[i] == pindex)
+				c.i = (i + c.nlists - 1) % c.nlists;    /* the next one is pindex */
+	return c;
+}
+
+static struct za_list *next_nonempty(const struct za_mm *mm, struct za_pcp *pcp, struct bulk_cursor *c)
+{
+	struct za_list *list;
+	do {
+		c->i = (c->i + 1) % c->nlists;
+		list = &pcp->lists[mm->pcp_lists[c->i]];
+		c->batch_free++;
+	} while (list_empty(list));
+	return list;
+}
 
 static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, struct bulk_cursor *c,
 				 int *budget)
 {
-	struct za_list *list = &pcp->lists[c->pindex];
-	if (c->batch_free <= 0 || list_empty(list)) {
-		do {
-			c->batch_free++;
-			c->pindex = (c->pindex + 1) % c->nlists;
-			list = &pcp->lists[c->pindex];
-		} while (list_empty(list));
+	const struct za_mm *mm = z->mm;
+	struct za_list *list = &pcp->lists[mm->pcp_lists[c->i]];
+	if (mm->bulkfree_list_first) {
+		if (!c->started || list_empty(list))
+			list = next_nonempty(mm, pcp, c);
+		c->started = true;
+	} else if (c->batch_free <= 0 || list_empty(list)) {
+		list = next_nonempty(mm, pcp, c);
 		if (c->batch_free == (int)c->nlists)
 			c->batch_free = *budget;
 	}
 	struct za_page *page = container_of(list->prev, struct za_page, lru);
+	unsigned int order = page_order(page);
 	VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp ||
-			      page_order(page) != pindex_to_order(c->pindex), page);
+			      order != pindex_to_order(mm, mm->pcp_lists[c->i]), page);
 	list_del(&page->lru);
 	c->batch_free--;
-	*budget -= 1 << page_order(page);
-	pcp_add_count(pcp, -(1 << page_order(page)));
+	*budget -= 1 << order;
+	pcp_add_count(pcp, -(1 << order));
+	tp_pcpu_drain(z, pcp_cpu(z, pcp), page, order);
 	return page;
 }
 
 /*
- * Returns `pages` pages (or all there are) to the buddy lists, in chunks of
- * at most BUDDY_COALESCE_MAX blocks, one zone-lock hold per chunk.  Blocks
- * of a chunk that are buddies of each other are merged first: one merge
- * into the free lists instead of one per page, which is most of the work
- * when a run of pages is freed together.
+ * Returns `pages` pages (or all there are; a block may take it beyond) to
+ * the buddy lists, in chunks of at most BUDDY_COALESCE_MAX blocks, one
+ * zone-lock hold per chunk; pindex is the list of the block whose free
+ * called for it (any list for drains).  Blocks of a chunk that are buddies
+ * of each other are merged first: one merge into the free lists instead of
+ * one per page, which is most of the work when a run of pages is freed
+ * together.
  *
  * bulkfree_outside_lock=1 (seed 001): picking and coalescing happen before
  * the zone lock is taken -- the lists are ours while we hold the per-CPU
@@ -200,11 +411,10 @@ static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, struct b
  * held only for the merges into the free lists, which then mostly hit the
  * cache.  =0: all of it under the zone lock.
  */
-static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages)
+static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages, unsigned int pindex)
 {
 	struct za_mm *mm = z->mm;
-	unsigned int nlists = mm->pcp_high_order ? NR_PCP_LISTS : MT_TYPES;
-	struct bulk_cursor cur = { nlists - 1, nlists, 0 };
+	struct bulk_cursor cur = bulk_cursor_start(mm, pindex);
 	int budget = pages < pcp_count(pcp) ? pages : pcp_count(pcp);
 	bool outside = mm->bulkfree_outside_lock;
 
@@ -236,20 +446,170 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages)
 }
 
 /* count reached high: return a batch.  Under the per-CPU lock. */
-void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp)
+void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex)
 {
-	free_pcppages_bulk(z, pcp, pcp->batch);
+	za_lock_assert_held(z->mm, &pcp->lock);
+	free_pcppages_bulk(z, pcp, pcp->batch, pindex);
 }
 
+/*
+ * The limit the free path holds count to (the kernel's nr_pcp_high), and
+ * the tuning of high on the way:
+ *   - free_high: 0, all of it goes (pcp_high_auto: high also drops by
+ *     batch << pcp_batch_scale_max);
+ *   - without pcp_high_auto: high;
+ *   - while kswapd reclaims the zone: high shrinks by the freeing streak
+ *     (at least a batch), and the lists keep at most 4 batches;
+ *   - high pinned (high_min == high_max): high;
+ *   - below the high watermark: high shrinks likewise, and count is
+ *     allowed only up to high_min;
+ *   - else, count at high with a freeing streak longer than high leaves
+ *     room for: high grows to hold it (this drain still happens).
+ */
+static int nr_pcp_high(struct za_zone *z, struct za_pcp *pcp, int batch, bool free_high)
+{
+	const struct za_mm *mm = z->mm;
+	int high = pcp_high(pcp), shrink = max_int(pcp->free_count, batch);
+	unsigned int zflags = load_relaxed(&z->pcp_flags);
+	if (free_high) {
+		if (mm->pcp_high_auto)
+			pcp_set_high(mm, pcp, max_int(high - (batch << mm->pcp_batch_scale_max),
+						      pcp->high_min));
+		return 0;
+	}
+	if (!mm->pcp_high_auto)
+		return high;
+	if (zflags & ZONE_RECLAIM_ACTIVE) {
+		pcp_set_high(mm, pcp, max_int(high - shrink, pcp->high_min));
+		return min_int(batch << 2, pcp_high(pcp));
+	}
+	if (pcp->high_min == pcp->high_max)
+		return high;
+	if (zflags & ZONE_BELOW_HIGH) {
+		pcp_set_high(mm, pcp, max_int(high - shrink, pcp->high_min));
+		return max_int(pcp_count(pcp), pcp->high_min);
+	}
+	if (pcp_count(pcp) >= high && high < pcp->free_count + batch)
+		pcp_set_high(mm, pcp, min_int(pcp->free_count + batch, pcp->high_max));
+	return high;
+}
+
+/*
+ * How many pages a free over the limit returns (the kernel's nr_pcp_free):
+ * free_high, all (pcp_free_high=1, as 5.18) or up to batch <<
+ * pcp_batch_scale_max (=2, as 6.7); with pcp_high_auto the freeing
+ * streak, at least a batch and leaving at least a batch; else a batch.
+ */
+static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int batch, int high,
+		       bool free_high)
+{
+	if (free_high)
+		return mm->pcp_free_high == 1 ? pcp_count(pcp)
+					      : min_int(pcp_count(pcp), batch << mm->pcp_batch_scale_max);
+	if (!mm->pcp_high_auto)
+		return batch;
+	if (high < batch)
+		return 1;
+	return min_int(max_int(pcp->free_count, batch), high - batch);
+}
+
+/* pcp_free_account's rest: a drain may be due, or high may change.
+ * Under the per-CPU lock. */
+static void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high)
+{
+	const struct za_mm *mm = z->mm;
+	int batch = pcp->batch;
+	za_lock_assert_held(mm, &pcp->lock);
+	int high = nr_pcp_high(z, pcp, batch, free_high);
+	if (pcp_count(pcp) < high)
+		return;
+	free_pcppages_bulk(z, pcp, nr_pcp_free(mm, pcp, batch, high, free_high), pindex);
+	/* The drain may have lifted the zone back above its high watermark. */
+	if ((load_relaxed(&z->pcp_flags) & ZONE_BELOW_HIGH) && zone_above_high(z))
+		atomic_fetch_and_explicit(&z->pcp_flags, ~(unsigned int)ZONE_BELOW_HIGH,
+					  memory_order_relaxed);
+}
+
+/*
+ * pcp_high_auto / pcp_free_high: the free path's books (the kernel's
+ * free_unref_page_commit), after the block went on its list.  Allocations
+ * halve free_count; they are not told (the hit path stays as it was), so
+ * the halvings of those since the last free are applied here, all at
+ * once, before it is read.  free_high: a CPU freeing high-order pages
+ * drains its lists -- with pcp_free_high=1 once free_count reaches a batch
+ * (5.18), with 2 also only when the free before was of a high order too,
+ * and, with PCPF_FREE_HIGH_BATCH, only once a batch is on the lists (6.7).
+ * The rest, when a drain may be due or high may change, is
+ * pcp_free_tracked's.  Out of line, so that the hit path without these
+ * switches keeps its registers.  Under the per-CPU lock.
+ */
+void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
+{
+	const struct za_mm *mm = z->mm;
+	int batch = pcp->batch;
+	za_lock_assert_held(mm, &pcp->lock);
+	uint64_t allocs = pcp_events(pcp, EV_PCP_ALLOC);
+	int free_count = halve_times(pcp->free_count, allocs - pcp->allocs_seen);
+	bool free_high = false;
+	pcp->allocs_seen = allocs;
+	if (order && order <= PCP_MAX_ORDER) {
+		if (mm->pcp_free_high == 1)
+			free_high = free_count >= batch;
+		else if (mm->pcp_free_high == 2)
+			free_high = free_count >= batch && (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
+				    (!(pcp->flags & PCPF_FREE_HIGH_BATCH) || pcp_count(pcp) >= batch);
+		pcp->flags |= PCPF_PREV_FREE_HIGH_ORDER;
+	} else {
+		pcp->flags &= (uint8_t)~PCPF_PREV_FREE_HIGH_ORDER;
+	}
+	if (free_count < batch << mm->pcp_batch_scale_max)
+		free_count += 1 << order;
+	pcp->free_count = free_count;
+	if (unlikely(free_high || load_relaxed(&z->pcp_flags) || pcp_count(pcp) >= pcp_high(pcp)))
+		pcp_free_tracked(z, pcp, pindex, free_high);
+}
+
+/* ------------------------------------------------------------------------
+ * Drains and decay
+ * ------------------------------------------------------------------------ */
 void pcp_drain_cpu(struct za_zone *z, int cpu)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
 	za_trylock_wait(&pcp->lock);
 	if (pcp_count(pcp)) {
 		pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
-		free_pcppages_bulk(z, pcp, pcp_count(pcp));
+		free_pcppages_bulk(z, pcp, pcp_count(pcp), 0);
 	}
 	za_tryunlock(&pcp->lock);
+}
+
+/*
+ * The vmstat tick's work on one CPU's set (pcp_high_auto; the kernel's
+ * decay_pcp_high): high, if above high_min, drops by an eighth -- faster
+ * if count is more than batch << pcp_batch_scale_max above it, never below
+ * high_min -- and whatever count has above high goes back, a batch per
+ * per-CPU lock hold.
+ */
+void pcp_decay(struct za_zone *z, int cpu)
+{
+	const struct za_mm *mm = z->mm;
+	struct za_pcp *pcp = &z->pcp[cpu];
+	za_trylock_wait(&pcp->lock);
+	int batch = pcp->batch, high = pcp_high(pcp);
+	if (high > pcp->high_min) {
+		high = max_int(max_int(pcp_count(pcp) - (batch << mm->pcp_batch_scale_max),
+				       high - (high >> 3)), pcp->high_min);
+		pcp_set_high(mm, pcp, high);
+	}
+	int to_drain = pcp_count(pcp) - high;
+	za_tryunlock(&pcp->lock);
+	while (to_drain > 0) {
+		int n = min_int(to_drain, batch);
+		za_trylock_wait(&pcp->lock);
+		free_pcppages_bulk(z, pcp, n, 0);
+		za_tryunlock(&pcp->lock);
+		to_drain -= n;
+	}
 }
 
 void za_drain_pages(za_mm_t *mm, int cpu)

@@ -10,15 +10,67 @@
 #include "mmzone.h"
 
 /* pcp.c */
+void pcp_setup_lists(struct za_mm *mm);
 void pcp_init(struct za_zone *z, int nr_cpus);
 void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
-		struct za_list *list);
-void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp);
+		struct za_list *list, bool nofragment);
+void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
+void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex);
+void pcp_decay(struct za_zone *z, int cpu);
+void zone_check_below_high(struct za_zone *z);
 
+/* zone->pcp_flags (the kernel's zone->flags bits the per-CPU lists read). */
+enum {
+	ZONE_BELOW_HIGH = 1u << 0,      /* a buddy allocation left it at or below high */
+	ZONE_RECLAIM_ACTIVE = 1u << 1,  /* kswapd is balancing the zone's node */
+};
+
+/* The slot of the per-CPU events: the order, or PCP_THP_SLOT for the THP
+ * order (pcp_list_index gives the hit paths theirs). */
+static inline unsigned int pcp_order_slot(unsigned int order)
+{
+	return order <= PCP_MAX_ORDER ? order : PCP_THP_SLOT;
+}
+
+/* Does a per-CPU list cache this order? */
 static inline bool pcp_allowed_order(const struct za_mm *mm, unsigned int order)
 {
-	return order == 0 || (order <= PCP_MAX_ORDER && mm->pcp_high_order);
+	if (likely(order == 0))
+		return true;
+	return order <= PCP_MAX_ORDER ? mm->pcp_high_order : order == mm->pcp_thp_order;
+}
+
+/*
+ * The list of a block of this order and migratetype (mmzone.h's layout),
+ * and the order's event slot: arithmetic for orders 0..3 (a table costs
+ * the hit path a dependent load), where mm->pcp_mt_mask keeps the type
+ * (3: a list per type) or drops it (0: seed 000's shared lists); the THP
+ * lists tell movable (1) from the other types (0, 2).
+ */
+static inline unsigned int pcp_list_index(const struct za_mm *mm, int mt, unsigned int order,
+					  unsigned int *slot)
+{
+	if (likely(order == 0)) {
+		*slot = 0;
+		return (unsigned int)mt;
+	}
+	if (likely(order <= PCP_MAX_ORDER)) {
+		*slot = order;
+		if (!mm->pcp_mt_mask)
+			return MT_TYPES * order;
+		/* a branch, not a select: a shared list does not wait for mt
+		 * (on the free path, two dependent loads away) */
+		__asm__ volatile("");
+		return MT_TYPES * order + ((unsigned int)mt & mm->pcp_mt_mask);
+	}
+	*slot = PCP_THP_SLOT;
+	return NR_LOWORDER_PCP_LISTS + ((unsigned int)mt & 1);
+}
+
+static inline unsigned int pindex_to_order(const struct za_mm *mm, unsigned int pindex)
+{
+	return pindex < NR_LOWORDER_PCP_LISTS ? pindex / MT_TYPES : mm->pcp_thp_order;
 }
 
 /*
@@ -73,6 +125,11 @@ static inline int pcp_count(const struct za_pcp *pcp)
 	return load_relaxed(&pcp->count);
 }
 
+static inline int pcp_high(const struct za_pcp *pcp)
+{
+	return load_relaxed(&pcp->high);
+}
+
 static inline void pcp_add_count(struct za_pcp *pcp, int n)
 {
 	store_relaxed(&pcp->count, load_relaxed(&pcp->count) + n);
@@ -83,19 +140,22 @@ static inline void pcp_add_count(struct za_pcp *pcp, int n)
  * Returns false, doing nothing, when the CPU's lists are busy (another
  * thread on the same CPU, or a drain): the caller then uses the buddy
  * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
- * the block, or NULL if the zone has none of this order, in *out.
+ * the block, or NULL if the zone has none of this order, in *out
+ * (nofragment: for a refill, see buddy_rmqueue_bulk).
  */
 static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
-			     struct za_page **out)
+			     bool nofragment, struct za_page **out)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
+	/* The list first: its lookup overlaps the lock's atomic. */
+	unsigned int slot, pindex = pcp_list_index(z->mm, mt, order, &slot);
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
-	struct za_list *list = &pcp->lists[order_to_pindex(mt, order)];
+	struct za_list *list = &pcp->lists[pindex];
 	struct za_page *page = NULL;
 	if (unlikely(list_empty(list)))
-		pcp_refill(z, pcp, order, mt, list);
+		pcp_refill(z, pcp, order, mt, list, nofragment);
 	if (likely(!list_empty(list))) {
 		page = container_of(list->next, struct za_page, lru);
 		VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);
@@ -103,7 +163,7 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 		pcp_add_count(pcp, -(1 << order));
 		set_page_mt(page, mt);
 		set_page_flags(page, PG_alloc);
-		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + order, 1);
+		pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + slot, 1);
 		if (z->mm->fair_zone)
 			pcp_charge_alloc_batch(z, pcp, 1 << order);
 	}
@@ -116,19 +176,25 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
+	/* The block's type and list first (a lockless read of its
+	 * pageblock's type, as ever): they overlap the lock's atomic. */
+	const struct za_mm *mm = z->mm;
+	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
+	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
-	int mt = pageblock_mt(z->mm, page_to_pfn(z->mm, page));
 	/* the callers' checks: an allocated block of its own, or claimed (0) */
-	VM_BUG_ON_PAGE(z->mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
+	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
 	set_page_mt(page, mt);
 	set_page_flags(page, PG_pcp);
-	list_add(&page->lru, &pcp->lists[order_to_pindex(mt, order)]);
+	list_add(&page->lru, &pcp->lists[pindex]);
 	pcp_add_count(pcp, 1 << order);
-	pcp_ev_add(&pcp->stat, EV_PCP_FREE + order, 1);
-	if (unlikely(pcp_count(pcp) >= pcp->high))
-		pcp_free_batch(z, pcp);
+	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
+	if (unlikely(mm->pcp_track_free))
+		pcp_free_account(z, pcp, order, pindex);
+	else if (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
+		pcp_free_batch(z, pcp, pindex);
 	za_tryunlock(&pcp->lock);
 	return true;
 }

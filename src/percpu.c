@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #if __has_include(<sys/rseq.h>) && (defined(__x86_64__) || defined(__aarch64__))
@@ -79,24 +81,29 @@ static int read_small_file(const char *path, char *buf, int len)
 	return (int)n;
 }
 
-/* Does a cpulist such as "0-3,8,10-11" contain cpu? */
+/* The next range of a cpulist such as "0-3,8,10-11", advancing *s past
+ * it; false at its end. */
+static bool cpulist_next(const char **s, int *lo, int *hi)
+{
+	const char *p = *s;
+	if (*p < '0' || *p > '9')
+		return false;
+	for (*lo = 0; *p >= '0' && *p <= '9'; p++)
+		*lo = *lo * 10 + (*p - '0');
+	*hi = *lo;
+	if (*p == '-')
+		for (*hi = 0, p++; *p >= '0' && *p <= '9'; p++)
+			*hi = *hi * 10 + (*p - '0');
+	*s = *p == ',' ? p + 1 : p;
+	return true;
+}
+
+/* Does a cpulist contain cpu? */
 static bool cpulist_has(const char *s, int cpu)
 {
-	while (*s >= '0' && *s <= '9') {
-		int lo = 0, hi;
-		while (*s >= '0' && *s <= '9')
-			lo = lo * 10 + (*s++ - '0');
-		hi = lo;
-		if (*s == '-') {
-			hi = 0;
-			for (s++; *s >= '0' && *s <= '9'; s++)
-				hi = hi * 10 + (*s - '0');
-		}
+	for (int lo, hi; cpulist_next(&s, &lo, &hi);)
 		if (cpu >= lo && cpu <= hi)
 			return true;
-		if (*s == ',')
-			s++;
-	}
 	return false;
 }
 
@@ -126,4 +133,49 @@ int machine_cpu_to_node(int cpu, int nr_nodes)
 		}
 	}
 	return cpu % nr_nodes;
+}
+
+/* The number of CPUs in a cpulist. */
+static int cpulist_count(const char *s)
+{
+	int n = 0;
+	for (int lo, hi; cpulist_next(&s, &lo, &hi);)
+		n += hi >= lo ? hi - lo + 1 : 0;
+	return n;
+}
+
+/*
+ * The kernel's per_cpu_data_slice_size (cacheinfo): the size of CPU 0's
+ * last-level cache, if it holds data, divided by the CPUs that share it;
+ * 0 if the machine does not say.
+ */
+uint64_t machine_llc_per_cpu(void)
+{
+	int best_level = 0;
+	uint64_t slice = 0;
+	for (int i = 0; i < 16; i++) {
+		char path[80], buf[256], type[32];
+		int level;
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+		if (read_small_file(path, buf, sizeof(buf)) <= 0)
+			break;
+		level = atoi(buf);
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+		if (read_small_file(path, type, sizeof(type)) <= 0 || level < best_level)
+			continue;
+		best_level = level;
+		slice = 0;
+		if (strncmp(type, "Data", 4) && strncmp(type, "Unified", 7))
+			continue;       /* an instruction cache last: no data slice */
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+		if (read_small_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		char *end;
+		uint64_t size = strtoull(buf, &end, 10);
+		size <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
+		int sharers = read_small_file(path, buf, sizeof(buf)) > 0 ? cpulist_count(buf) : 0;
+		slice = sharers ? size / (uint64_t)sharers : 0;
+	}
+	return slice;
 }

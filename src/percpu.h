@@ -61,5 +61,7 @@ static inline int this_cpu(const struct za_mm *mm)
 /* CPU topology. */
 int machine_nr_cpus(void);
 int machine_cpu_to_node(int cpu, int nr_nodes);
+/* The machine's last-level cache per CPU sharing it, in bytes; 0 if unknown. */
+uint64_t machine_llc_per_cpu(void);
 
 #endif /* ZA_PERCPU_H */

@@ -25,6 +25,7 @@
  * its file in the middle of reclaim.
  */
 #include "vmscan.h"
+#include "pcp.h"
 #include "quicklist.h"
 #include "slab.h"
 
@@ -460,11 +461,28 @@ static bool node_balanced(struct za_mm *mm, int node, unsigned int order, int hi
  * when a pass frees nothing, so a run without progress is DEF_PRIORITY + 1
  * passes.  Takes the order the wakers asked for.
  */
+/* pcp_high_auto: while kswapd balances the zones up to highest, their
+ * CPUs' lists keep little (the kernel's ZONE_RECLAIM_ACTIVE). */
+static void set_reclaim_active(struct za_mm *mm, int node, int highest, bool active)
+{
+	if (!mm->pcp_high_auto)
+		return;
+	for (int i = 0; i <= highest; i++) {
+		_Atomic unsigned int *flags = &mm->nodes[node].zones[i].pcp_flags;
+		if (active)
+			atomic_fetch_or_explicit(flags, ZONE_RECLAIM_ACTIVE, memory_order_relaxed);
+		else
+			atomic_fetch_and_explicit(flags, ~(unsigned int)ZONE_RECLAIM_ACTIVE,
+						  memory_order_relaxed);
+	}
+}
+
 static void balance_node(struct kswapd *k, int highest)
 {
 	struct za_mm *mm = k->mm;
 	unsigned int order = (unsigned int)atomic_exchange(&k->order, 0);
 	struct scan_control sc = { .kswapd = true, .priority = DEF_PRIORITY };
+	set_reclaim_active(mm, k->node, highest, true);
 	while (sc.priority >= 0 && !atomic_load(&k->stop)) {
 		unsigned long before = sc.nr_reclaimed;
 		bool balanced = true;
@@ -481,6 +499,7 @@ static void balance_node(struct kswapd *k, int highest)
 		if (sc.nr_reclaimed == before)
 			sc.priority--;
 	}
+	set_reclaim_active(mm, k->node, highest, false);
 	if (sc.nr_reclaimed)
 		atomic_store(&k->failures, 0);
 	else

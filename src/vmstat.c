@@ -3,9 +3,13 @@
  * and the kernel-format text reports.
  */
 #include "mm_layers.h"
+#include "pcp.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 struct event_info {
 	const char *name;
@@ -13,7 +17,7 @@ struct event_info {
 	bool cycles;        /* stored in cycles, read in ns */
 };
 
-_Static_assert(NR_PCP_ORDERS == 4, "event_info names each per-CPU order");
+_Static_assert(NR_PCP_ORDERS == 5, "event_info names each per-CPU order slot");
 
 static const struct event_info event_info[NR_EVENTS] = {
 	[EV_PGALLOC] = { .name = "pgalloc" },
@@ -22,14 +26,17 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_PCP_ALLOC + 1] = { .name = "pcp_alloc_order1" },
 	[EV_PCP_ALLOC + 2] = { .name = "pcp_alloc_order2" },
 	[EV_PCP_ALLOC + 3] = { .name = "pcp_alloc_order3" },
+	[EV_PCP_ALLOC + PCP_THP_SLOT] = { .name = "pcp_alloc_thp" },
 	[EV_PCP_ALLOC_MISS + 0] = { .name = "pcp_alloc_miss_order0" },
 	[EV_PCP_ALLOC_MISS + 1] = { .name = "pcp_alloc_miss_order1" },
 	[EV_PCP_ALLOC_MISS + 2] = { .name = "pcp_alloc_miss_order2" },
 	[EV_PCP_ALLOC_MISS + 3] = { .name = "pcp_alloc_miss_order3" },
+	[EV_PCP_ALLOC_MISS + PCP_THP_SLOT] = { .name = "pcp_alloc_miss_thp" },
 	[EV_PCP_FREE + 0] = { .name = "pcp_free_order0" },
 	[EV_PCP_FREE + 1] = { .name = "pcp_free_order1" },
 	[EV_PCP_FREE + 2] = { .name = "pcp_free_order2" },
 	[EV_PCP_FREE + 3] = { .name = "pcp_free_order3" },
+	[EV_PCP_FREE + PCP_THP_SLOT] = { .name = "pcp_free_thp" },
 	[EV_PCP_REFILL] = { .name = "pcp_refill" },
 	[EV_PCP_REFILL_PAGES] = { .name = "pcp_refill_pages" },
 	[EV_PCP_REFILL_HOLD] = { .name = "pcp_refill_hold_ns", .cycles = true },
@@ -104,7 +111,7 @@ static const char *const gauge_fixed_names[] = {
 	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "nr_sections", "nr_free_pages_unmovable",
 	"nr_free_pages_movable", "nr_free_pages_reclaimable", "nr_pageblocks_unmovable",
 	"nr_pageblocks_movable", "nr_pageblocks_reclaimable", "pcp_alloc_hit_order0",
-	"pcp_alloc_hit_order1", "pcp_alloc_hit_order2", "pcp_alloc_hit_order3",
+	"pcp_alloc_hit_order1", "pcp_alloc_hit_order2", "pcp_alloc_hit_order3", "pcp_alloc_hit_thp",
 };
 _Static_assert(ZA_ARRAY_SIZE(gauge_fixed_names) == G_NR_FREE_BLOCKS, "one name per gauge");
 _Static_assert(MT_UNMOVABLE == 0 && MT_MOVABLE == 1 && MT_RECLAIMABLE == 2, "names by type");
@@ -160,8 +167,9 @@ static uint64_t zone_event(const struct za_zone *z, enum za_event item)
 {
 	uint64_t v = zone_event_raw(z, item);
 	if (item == EV_PGALLOC || item == EV_PGFREE)
-		for (unsigned int o = 0; o <= PCP_MAX_ORDER; o++)
-			v += zone_event_raw(z, (item == EV_PGALLOC ? EV_PCP_ALLOC : EV_PCP_FREE) + o) << o;
+		for (unsigned int slot = 0; slot < NR_PCP_ORDERS; slot++)
+			v += zone_event_raw(z, (item == EV_PGALLOC ? EV_PCP_ALLOC : EV_PCP_FREE) + slot)
+			     << (slot == PCP_THP_SLOT ? z->mm->pcp_thp_order : slot);
 	if (item == EV_BUDDY_SPLIT)
 		v += zone_event_raw(z, EV_PCP_SPLIT);
 	return v;
@@ -481,8 +489,10 @@ static void report_zoneinfo(struct za_mm *mm, FILE *out)
 			const struct za_pcp *pcp = &z->pcp[cpu];
 			fprintf(out, "    cpu: %d\n", cpu);
 			fprintf(out, "              count: %d\n", load_relaxed(&pcp->count));
-			fprintf(out, "              high:  %d\n", pcp->high);
+			fprintf(out, "              high:  %d\n", pcp_high(pcp));
 			fprintf(out, "              batch: %d\n", pcp->batch);
+			fprintf(out, "              high_min: %d\n", pcp->high_min);
+			fprintf(out, "              high_max: %d\n", pcp->high_max);
 		}
 	}
 }
@@ -601,4 +611,138 @@ int za_report(za_mm_t *mm, const char *what, FILE *out)
 	za_set_last_error("za_report: unknown report '%s'", what);
 	errno = EINVAL;
 	return -1;
+}
+
+/* ------------------------------------------------------------------------
+ * Tracepoints: the kernel's kmem page events, to a hook
+ * ------------------------------------------------------------------------ */
+void za_set_tracepoint(za_mm_t *mm, za_tracepoint_fn fn, void *ctx)
+{
+	atomic_store_explicit(&mm->tp_fn, NULL, memory_order_release);
+	mm->tp_ctx = ctx;
+	atomic_store_explicit(&mm->tp_fn, fn, memory_order_release);
+}
+
+void tp_emit(struct za_mm *mm, const struct za_tp_event *ev)
+{
+	za_tracepoint_fn fn = atomic_load_explicit(&mm->tp_fn, memory_order_acquire);
+	if (fn)
+		fn(ev, mm->tp_ctx);
+}
+
+/* percpu_refill as the kernel computes it: the order is one the per-CPU
+ * lists cache (and the type one of theirs, as ours all are). */
+void tp_zone_locked_slow(struct za_zone *z, int cpu, unsigned long pfn, unsigned int order, int mt)
+{
+	struct za_tp_event ev = {
+		.type = ZA_TP_PAGE_ALLOC_ZONE_LOCKED, .cpu = cpu, .zone = z->id, .pfn = pfn,
+		.order = order, .migratetype = mt, .percpu_refill = pcp_allowed_order(z->mm, order),
+	};
+	tp_emit(z->mm, &ev);
+}
+
+void tp_pcpu_drain_slow(struct za_zone *z, int cpu, const struct za_page *page, unsigned int order)
+{
+	struct za_tp_event ev = {
+		.type = ZA_TP_PAGE_PCPU_DRAIN, .cpu = cpu, .zone = z->id,
+		.pfn = page_to_pfn(z->mm, page), .order = order, .migratetype = page_mt(page),
+	};
+	tp_emit(z->mm, &ev);
+}
+
+void tp_extfrag_slow(struct za_zone *z, int cpu, const struct za_page *page, unsigned int order,
+		     int start_mt, unsigned int fallback_order, int fallback_mt)
+{
+	const struct za_mm *mm = z->mm;
+	unsigned long pfn = page_to_pfn(mm, page);
+	struct za_tp_event ev = {
+		.type = ZA_TP_PAGE_ALLOC_EXTFRAG, .cpu = cpu, .zone = z->id, .pfn = pfn,
+		.order = order, .migratetype = start_mt, .fallback_order = (int)fallback_order,
+		.fallback_migratetype = fallback_mt,
+		.fragmenting = fallback_order < mm->pageblock_order,
+		.change_ownership = pageblock_mt(mm, pfn) == start_mt,
+	};
+	tp_emit(z->mm, &ev);
+}
+
+/* ------------------------------------------------------------------------
+ * The vmstat worker (the kernel's vmstat_update on every CPU)
+ *
+ * The tick's work is a function of the system's state only: the same
+ * calls give the same result whenever it runs.  Only the worker's waiting
+ * between ticks uses the clock.
+ * ------------------------------------------------------------------------ */
+struct vmstat_worker {
+	struct za_mm *mm;
+	pthread_t thread;
+	pid_t pid;                      /* the process it runs in (not a forked child) */
+	uint64_t interval_ns;
+	_Atomic uint32_t stop;          /* futex word */
+};
+
+/* Per CPU, per zone, as each CPU's worker would: the decay of the
+ * auto-tuned high (pcp_decay).  Nothing without pcp_high_auto. */
+void za_vmstat_tick(za_mm_t *mm)
+{
+	if (!mm->pcp_high_auto)
+		return;
+	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+		for (int id = 0; id < nr_all_zones(mm); id++)
+			pcp_decay(mm->zone_by_id[id], cpu);
+}
+
+static void *vmstat_main(void *arg)
+{
+	struct vmstat_worker *w = arg;
+	while (!atomic_load(&w->stop)) {
+		za_futex_wait_timeout(&w->stop, 0, w->interval_ns);
+		if (!atomic_load(&w->stop))
+			za_vmstat_tick(w->mm);
+	}
+	return NULL;
+}
+
+/* vmstat_interval_ms > 0: the worker, a thread that takes no signal meant
+ * for the program.  0, or -1 with errno. */
+int vmstat_worker_start(struct za_mm *mm)
+{
+	if (mm->cfg.vmstat_interval_ms <= 0)
+		return 0;
+	struct vmstat_worker *w = za_os_alloc(sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return -1;
+	}
+	*w = (struct vmstat_worker){ .mm = mm, .pid = getpid(),
+				     .interval_ns = (uint64_t)mm->cfg.vmstat_interval_ms * 1000000u };
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&w->thread, NULL, vmstat_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		za_os_free(w, sizeof(*w));
+		za_set_last_error("za_mm_create: cannot start the vmstat worker (vmstat_interval_ms=0 "
+				  "runs without it)");
+		errno = EAGAIN;
+		return -1;
+	}
+	mm->vmstat_worker = w;
+	return 0;
+}
+
+/* Stops and joins the worker; in a forked child, where it does not run,
+ * only forgets it. */
+void vmstat_worker_stop(struct za_mm *mm)
+{
+	struct vmstat_worker *w = mm->vmstat_worker;
+	if (!w)
+		return;
+	mm->vmstat_worker = NULL;
+	if (w->pid == getpid()) {
+		atomic_store(&w->stop, 1);
+		za_futex_wake(&w->stop, 1);
+		pthread_join(w->thread, NULL);
+	}
+	za_os_free(w, sizeof(*w));
 }

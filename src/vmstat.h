@@ -14,13 +14,16 @@
 
 #include "platform.h"
 
-/* Orders above this are "costly": never cached per CPU (the kernel's
- * PAGE_ALLOC_COSTLY_ORDER). */
+/* Orders above this are "costly": not cached per CPU (the kernel's
+ * PAGE_ALLOC_COSTLY_ORDER), but for the THP order (the pageblock order)
+ * with pcp_high_order=2.  The per-CPU events are kept by order slot:
+ * orders 0..3, then the THP order (pcp.h's pcp_order_slot). */
 #define PCP_MAX_ORDER 3
-#define NR_PCP_ORDERS (PCP_MAX_ORDER + 1)
+#define PCP_THP_SLOT (PCP_MAX_ORDER + 1)
+#define NR_PCP_ORDERS (PCP_MAX_ORDER + 2)
 
 enum za_event {
-	/* per-CPU, + order 0..PCP_MAX_ORDER */
+	/* per-CPU, + order slot 0..PCP_THP_SLOT */
 	EV_PCP_ALLOC,               /* allocations served by the lists */
 	EV_PCP_ALLOC_MISS = EV_PCP_ALLOC + NR_PCP_ORDERS,   /* ... of which had to refill first */
 	EV_PCP_FREE = EV_PCP_ALLOC_MISS + NR_PCP_ORDERS,
