@@ -57,6 +57,7 @@ struct bench_opts {
 	const char *predict;    /* --predict FILE: replay's second kernel trace */
 	const char *zone_policy;        /* --zone-policy pfn|model (replay) */
 	const char *events;     /* --events page,slab (replay) */
+	long warmup;            /* --warmup N (replay); -1: its default */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */
 };

@@ -129,7 +129,7 @@ static void map_delete(struct live_map *m, struct live *e)
 #define MAX_CACHES 512
 
 struct trace_cache {
-	char name[32];
+	char name[40];
 	uint32_t size;
 	za_cache_t *cache;
 };
@@ -142,6 +142,8 @@ struct replayer {
 	struct live_map pages, objects;
 	int bound_cpu;
 	bool muted;                     /* stand-ins: not the model's doing */
+	bool counting;                  /* past the warm-up: both sides count */
+	uint64_t allocs_seen;
 	uint64_t next_tick;
 	int model_zone[TRACE_MAX_ZONES];        /* header zone -> model zone index, -1 */
 	int ncaches;
@@ -152,7 +154,9 @@ const char *replay_problem_name(enum replay_problem p)
 {
 	static const char *const names[NR_REPLAY_PROBLEMS] = {
 		[RP_ALLOC_FAILED] = "allocations zonealloc could not satisfy",
-		[RP_LIVE_PFN] = "allocations of a pfn or object already live",
+		[RP_LIVE_PFN] = "allocations of a pfn already allocated (its free was lost)",
+		[RP_LIVE_OBJECT] = "allocations of an object already live (an untraced free: "
+				   "kmem_cache_free_bulk and its kin trace none)",
 		[RP_ORDER_MISMATCH] = "frees whose order differs from the allocation's",
 		[RP_KERNEL_FAILED] = "allocations that failed in the kernel (page=(null))",
 		[RP_UNKNOWN_OBJECT] = "slab frees of objects allocated before the trace",
@@ -166,11 +170,17 @@ const char *replay_problem_key(enum replay_problem p)
 {
 	static const char *const keys[NR_REPLAY_PROBLEMS] = {
 		[RP_ALLOC_FAILED] = "alloc_failed", [RP_LIVE_PFN] = "live_pfn",
+		[RP_LIVE_OBJECT] = "live_object",
 		[RP_ORDER_MISMATCH] = "order_mismatch", [RP_KERNEL_FAILED] = "kernel_failed",
 		[RP_UNKNOWN_OBJECT] = "unknown_object", [RP_OUTSIDE_ZONES] = "outside_zones",
 		[RP_CPU_BEYOND] = "cpu_beyond",
 	};
 	return keys[p];
+}
+
+bool replay_problem_expected(enum replay_problem p)
+{
+	return p == RP_KERNEL_FAILED || p == RP_LIVE_OBJECT || p == RP_UNKNOWN_OBJECT;
 }
 
 static void problem(struct replayer *rp, enum replay_problem p, const struct trace_event *ev)
@@ -184,7 +194,7 @@ static void problem(struct replayer *rp, enum replay_problem p, const struct tra
 static void model_tracepoint(const struct za_tp_event *e, void *ctx)
 {
 	struct replayer *rp = ctx;
-	if (rp->muted)
+	if (rp->muted || !rp->counting)
 		return;
 	struct fidelity *f = &rp->r->model;
 	switch (e->type) {
@@ -345,7 +355,7 @@ static void replay_slab_alloc(struct replayer *rp, const struct trace_event *ev)
 		return;         /* the kernel's own failure */
 	struct live *l = map_find(&rp->objects, ev->ptr);
 	if (l) {
-		problem(rp, RP_LIVE_PFN, ev);
+		problem(rp, RP_LIVE_OBJECT, ev);
 		free_object(rp, l);
 	}
 	za_gfp_t gfp = ev->gfp & TGFP_DIRECT_RECLAIM ? ZA_GFP_KERNEL : ZA_GFP_NOWAIT;
@@ -411,7 +421,6 @@ static void play(struct replayer *rp, const struct trace_event *ev)
 			replay_page_alloc(rp, ev);
 		break;
 	case TEV_PAGE_FREE:
-	case TEV_PAGE_FREE_BATCHED:
 		if (page)
 			replay_page_free(rp, ev);
 		break;
@@ -425,9 +434,44 @@ static void play(struct replayer *rp, const struct trace_event *ev)
 		if (slab)
 			replay_slab_free(rp, ev);
 		break;
-	default:                /* the kernel's own bookkeeping: counted, not played */
+	default:
+		/* The kernel's own bookkeeping, counted, not played; and
+		 * mm_page_free_batched, which the kernel emits for a page
+		 * whose mm_page_free (free_pages_prepare) came just before:
+		 * the same free, committed to a per-CPU list in a batch. */
 		break;
 	}
+}
+
+/*
+ * The kernel's per-CPU lists were not empty when the recording began: the
+ * header has each CPU's count.  A model that starts empty refills (and so
+ * drains) far more than the kernel did at first, so each CPU's lists are
+ * filled to those counts: stand-ins from the buddy lists, freed as that
+ * CPU, with the tracepoints muted, before the first event.
+ */
+static void warm_start(struct replayer *rp)
+{
+	const struct trace_header *h = rp->h;
+	int cpus = za_nr_cpus(rp->mm) < TRACE_PCP_CPUS ? za_nr_cpus(rp->mm) : TRACE_PCP_CPUS;
+	rp->muted = true;
+	for (int t = 0; t < h->nr_zones; t++) {
+		if (rp->model_zone[t] < 0)
+			continue;
+		za_gfp_t gfp = ZA_GFP_ZONE(rp->model_zone[t]) | ZA_GFP_MOVABLE | ZA_GFP_BUDDY;
+		int node = h->zones[t].node < za_nr_nodes(rp->mm) ? h->zones[t].node : -1;
+		for (int cpu = 0; cpu < cpus; cpu++) {
+			int n = h->zones[t].pcp_count[cpu], got = 0;
+			void **pages = n > 0 ? malloc(sizeof(void *) * (size_t)n) : NULL;
+			za_bind_cpu(rp->mm, rp->bound_cpu = cpu);
+			while (pages && got < n && (pages[got] = za_alloc_pages_node(rp->mm, node, gfp, 0)))
+				got++;
+			while (got)
+				za_free_pages(rp->mm, pages[--got], 0);
+			free(pages);
+		}
+	}
+	rp->muted = false;
 }
 
 /* Gives back everything the trace left allocated, so the system can be
@@ -453,10 +497,16 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 	uint64_t first_ts = 0, last_ts = 0;
 	int rc;
 	while ((rc = trace_next(tr, &ev)) == 1) {
-		if (!rp->r->events++)
+		rp->r->events++;
+		if (!rp->counting) {
+			rp->allocs_seen += ev.type == TEV_PAGE_ALLOC;
+			rp->counting = rp->allocs_seen > rp->o->warmup;
+			rp->r->warmup_events += !rp->counting;
 			first_ts = ev.ts_ns;
+		}
 		last_ts = ev.ts_ns;
-		fidelity_count_kernel(&rp->r->kernel, &ev);
+		if (rp->counting)
+			fidelity_count_kernel(&rp->r->kernel, &ev);
 		if (!rp->mm)
 			continue;
 		advance_clock(rp, ev.ts_ns);
@@ -464,6 +514,11 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 		play(rp, &ev);
 	}
 	rp->r->trace_ns = last_ts - first_ts;
+	FILE *f = fmemopen(rp->r->lines_not_used, sizeof(rp->r->lines_not_used), "w");
+	if (f) {
+		trace_print_skipped(tr, f);
+		fclose(f);
+	}
 	rp->r->model.page_allocs = rp->r->kernel.page_allocs;
 	if (rc < 0)
 		snprintf(err, errlen, "%s", trace_error(tr));
@@ -483,10 +538,11 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 		return -1;
 	}
 	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = trace_header(tr), .bound_cpu = -1,
-				 .pages = rp->pages, .objects = rp->objects };
+				 .counting = !o->warmup, .pages = rp->pages, .objects = rp->objects };
 	if (mm) {
 		map_zones(rp);
 		za_set_tracepoint(mm, model_tracepoint, rp);
+		warm_start(rp);
 	}
 	int rc = replay_stream(rp, tr, err, errlen);
 	if (mm)

@@ -61,13 +61,19 @@ enum zone_policy {
 struct replay_opts {
 	enum zone_policy zones;
 	unsigned int events;    /* REPLAY_* */
+	/* Page allocations played before either side is counted, so that the
+	 * model's lists and tuned highs reach the state the trace runs in. */
+	uint64_t warmup;
 };
+#define REPLAY_WARMUP_DEFAULT 10000
 
 /* Lines of the trace the replay could not follow, each kind counted with
  * the first few line numbers. */
 enum replay_problem {
 	RP_ALLOC_FAILED,        /* zonealloc could not satisfy an allocation */
 	RP_LIVE_PFN,            /* allocation of a pfn already allocated */
+	RP_LIVE_OBJECT,         /* allocation of an object already live: its free
+				 * was not traced (kmem_cache_free_bulk is not) */
 	RP_ORDER_MISMATCH,      /* a free's order differs from its allocation's */
 	RP_KERNEL_FAILED,       /* the kernel's own failed allocations (page=(null)) */
 	RP_UNKNOWN_OBJECT,      /* a slab free of an object allocated before the trace */
@@ -79,10 +85,12 @@ enum replay_problem {
 
 struct replay_result {
 	uint64_t events;                /* trace events read */
+	uint64_t warmup_events;         /* ... of which before counting began */
 	uint64_t early_frees;           /* frees of pages allocated before the trace began */
 	uint64_t problems[NR_REPLAY_PROBLEMS];
 	uint64_t first_lines[NR_REPLAY_PROBLEMS][RP_FIRST_LINES];
 	uint64_t trace_ns;              /* the trace's span */
+	char lines_not_used[512];       /* trace_print_skipped's line, "" if none */
 	struct fidelity kernel, model;
 };
 
@@ -96,6 +104,9 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 		 struct replay_result *r, char *err, size_t errlen);
 const char *replay_problem_name(enum replay_problem p);   /* a phrase */
 const char *replay_problem_key(enum replay_problem p);    /* a JSON key */
+/* A property of the kernel's tracing, not of the replay: the kernel's own
+ * failures, and the slab frees and allocations it does not trace. */
+bool replay_problem_expected(enum replay_problem p);
 
 /*
  * fidelity.c: the table, one column per fidelity: kernels (ref -1) and

@@ -150,7 +150,7 @@ static void usage_lines(FILE *out)
 		"               [--allocators A,B,...] [--benchmarks B,...] [--scale X]  (malloc)\n"
 		"               [--sweep KEY=V1,V2,...]\n"
 		"       zabench replay TRACE [--zone-policy pfn|model] [--events page,slab]\n"
-		"                      [--predict TRACE2] [options above]\n"
+		"                      [--warmup N] [--predict TRACE2] [options above]\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"
 		"       zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]\n"
@@ -343,6 +343,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o, bool takes
 		{ "predict", required_argument, NULL, 'P' },
 		{ "zone-policy", required_argument, NULL, 'Z' },
 		{ "events", required_argument, NULL, 'E' },
+		{ "warmup", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -426,6 +427,11 @@ static int parse_options(int argc, char **argv, struct bench_opts *o, bool takes
 		case 'E':
 			o->events = optarg;
 			break;
+		case 'U':
+			if (!parse_long(optarg, 0, 1L << 40, &v))
+				return usage_error("bad --warmup '%s' (page allocations)", optarg);
+			o->warmup = v;
+			break;
 		case 'z':
 			if (!parse_sizes(optarg, o))
 				return usage_error("bad --sizes '%s' (at most 16 sizes of 1..2^30 bytes)",
@@ -503,8 +509,10 @@ static int make_variants(struct bench *b)
 		if (ab && !ab_part(ab, i, extra, sizeof(extra)))
 			return usage_error("bad --ab '%s' (SWITCH or SWITCH=A:B, comma separated)", ab);
 		snprintf(v->name, sizeof(v->name), "%s", ab ? (i ? "after" : "before") : "default");
-		snprintf(v->config, sizeof(v->config), "%s,%s%s",
-			 b->base_config[0] ? b->base_config : b->exp->config, user, extra);
+		if ((size_t)snprintf(v->config, sizeof(v->config), "%s,%s%s",
+				     b->base_config[0] ? b->base_config : b->exp->config, user,
+				     extra) >= sizeof(v->config))
+			return usage_error("configuration too long: %s", v->config);
 		v->mm = za_mm_create(v->config);
 		if (!v->mm) {
 			fprintf(stderr, "zabench: %s\n", za_last_error());
@@ -696,6 +704,7 @@ static void make_title(struct bench *b, int argc, char **argv)
 int bench_prepare(struct bench *b, int argc, char **argv)
 {
 	memset(b, 0, sizeof(*b));
+	b->opts.warmup = -1;
 	if (!(b->exp = find_experiment(argv[0])))
 		return unknown_experiment(argv[0]);
 	b->opts.experiment = b->exp->name;

@@ -223,7 +223,7 @@ static int run_sweep_entry(const struct bench *b, int argc, char **argv, struct 
 static int run_entry(const struct experiment *e, const char *args, struct report_opts *ro,
 		     struct run_record *rec, int seq, int runs_left)
 {
-	char line[1536], expanded[1536], *argv[32];
+	char line[1600], expanded[1536], *argv[32];
 	expand_traces(args, expanded, sizeof(expanded));
 	snprintf(line, sizeof(line), "%s %s", e->name, expanded);
 	snprintf(rec->args, sizeof(rec->args), "%s ", args);

@@ -87,6 +87,8 @@ struct trace_event {
 	char cache[32];                 /* kmem_cache_*: name=, "" if absent */
 };
 
+#define TRACE_PCP_CPUS  256             /* CPUs whose per-CPU counts are kept */
+
 struct trace_zone {
 	int node;
 	char name[16];                  /* "DMA", "DMA32", "Normal", "Movable" */
@@ -95,6 +97,7 @@ struct trace_zone {
 	int batch;                      /* pagesets: cpu 0's batch; 0 if absent */
 	int high_min, high_max;         /* pagesets (6.7+); 0 if absent */
 	int pcp_high;                   /* pagesets: cpu 0's high at recording */
+	int pcp_count[TRACE_PCP_CPUS];  /* pagesets: each CPU's pages at recording */
 };
 
 #define TRACE_MAX_ZONES 16
@@ -109,11 +112,15 @@ struct trace_header {
 	bool present;                   /* any "# nr_cpus"/"# zoneinfo" line seen */
 	int nr_cpus;                    /* 0: unknown; else "# nr_cpus", or trace-cmd's "cpus=N" */
 	char uname[128];
+	/* "# sysctl vm.percpu_pagelist_high_fraction N" (zabench record) */
+	bool high_fraction_known;
+	int64_t high_fraction;
 	int nr_zones;                   /* populated zones (managed > 0) only */
 	struct trace_zone zones[TRACE_MAX_ZONES];
 	/* The "# zoneinfo" lines' parser (trace_parse_line): 1 + the index in
-	 * zones[] of the zone being read (0: none), and where in it. */
-	int zi_zone, zi_part;
+	 * zones[] of the zone being read (0: none), where in it, and the
+	 * pageset's CPU. */
+	int zi_zone, zi_part, zi_cpu;
 };
 
 /* Why lines were not used; counted, and printed by trace_print_skipped. */

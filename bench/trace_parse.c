@@ -606,13 +606,18 @@ static void zoneinfo_value(const char *key, const char *end, struct trace_header
 	while (klen && key[klen - 1] == ' ')
 		klen--;
 #define ZKEY(s) (klen == STRLEN(s) && !memcmp(key, s, STRLEN(s)))
-	if (ZKEY("cpu:")) {
-		h->zi_part = h->zi_part == ZI_ZONE ? ZI_CPU0 : ZI_CPUS;
-		return;
-	}
 	if (!parse_dec(val, vend, &v))
 		return;
 	int iv = v > INT_MAX ? INT_MAX : (int)v;
+	if (ZKEY("cpu:")) {
+		h->zi_part = h->zi_part == ZI_ZONE ? ZI_CPU0 : ZI_CPUS;
+		h->zi_cpu = iv;
+		return;
+	}
+	if (ZKEY("count:") && h->zi_part != ZI_ZONE && h->zi_cpu < TRACE_PCP_CPUS) {
+		z->pcp_count[h->zi_cpu] = iv;
+		return;
+	}
 	if (ZKEY("spanned"))
 		z->spanned = v;
 	else if (ZKEY("present"))
@@ -672,6 +677,12 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 			h->nr_cpus = (int)n;
 			h->present = true;
 		}
+	} else if (STARTS(p, end, "# sysctl vm.percpu_pagelist_high_fraction ")) {
+		p = skip_blanks(p + STRLEN("# sysctl vm.percpu_pagelist_high_fraction "), end);
+		while (end > p && end[-1] == ' ')
+			end--;
+		if ((h->high_fraction_known = parse_dec(p, end, &n)))
+			h->high_fraction = n > INT64_MAX ? INT64_MAX : (int64_t)n;
 	} else if (STARTS(p, end, "# uname ")) {
 		p = skip_blanks(p + STRLEN("# uname "), end);
 		size_t len = (size_t)(end - p) < sizeof(h->uname) ? (size_t)(end - p) : sizeof(h->uname) - 1;

@@ -102,7 +102,8 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        last allocations; 2 as 6.7, also only on the
  *                        second high-order free in a row, and up to batch
  *                        << pcp_batch_scale_max pages, keeping a batch when
- *                        llc_per_cpu holds more than 3 batches
+ *                        llc_per_cpu holds more than 3 batches; 3 as 6.16,
+ *                        as 2 once the streak reaches batch + high_min / 2
  *   llc_per_cpu=auto     the last-level cache per CPU sharing it (the
  *                        kernel's per_cpu_data_slice_size); auto: this
  *                        machine's (0 if unknown)

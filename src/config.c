@@ -47,7 +47,7 @@ static const struct key keys[] = {
 	{ "percpu_pagelist_high_fraction", K_INT, FIELD(percpu_pagelist_high_fraction), 0, 1 << 20, false, NULL },
 	{ "pcp_high_auto",         K_BOOL,   FIELD(pcp_high_auto), 0, 1, false, NULL },
 	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
-	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 2, false, NULL },
+	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 3, false, NULL },
 	{ "llc_per_cpu",           K_SIZE,   FIELD(llc_per_cpu), 0, 0, true, NULL },
 	{ "vmstat_interval_ms",    K_INT,    FIELD(vmstat_interval_ms), 0, 3600000, true, NULL },
 	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false, NULL },
@@ -275,9 +275,10 @@ static const struct preset_row kernel_presets[] = {
 	  "lock again ('free pages in a single pass during bulk free')" },
 	{ "bulkfree_list_first", 0, { { KV(5, 18, 0), 1 } },
 	  "5.18: 'drain the requested list first during bulk free', each list emptied in turn" },
-	{ "pcp_free_high", 0, { { KV(5, 18, 0), 1 }, { KV(6, 7, 0), 2 } },
+	{ "pcp_free_high", 0, { { KV(5, 18, 0), 1 }, { KV(6, 7, 0), 2 }, { KV(6, 16, 0), 3 } },
 	  "5.18: free_high drains a CPU freeing high-order pages (f26b3fa04611); 6.7: only after "
-	  "two high-order frees in a row, keeping a batch on CPUs with a large cache slice" },
+	  "two high-order frees in a row, keeping a batch on CPUs with a large cache slice; "
+	  "6.16 [likely]: only once free_count reaches batch + high_min / 2 (Nikhil Dhama)" },
 	{ "pcp_high_auto", 0, { { KV(6, 7, 0), 1 } },
 	  "6.7: 'PCP high auto-tuning' (Huang Ying): high_min/high_max, alloc_factor, free_count, "
 	  "decay by the vmstat worker" },

@@ -183,9 +183,10 @@ static int halve_times(int v, uint64_t n)
 /* ------------------------------------------------------------------------
  * ZONE_BELOW_HIGH (pcp_high_auto)
  * ------------------------------------------------------------------------ */
+/* Pages deferred_init has not yet given the buddy lists are free too. */
 static bool zone_above_high(const struct za_zone *z)
 {
-	return load_relaxed(&z->nr_free_pages) >
+	return load_relaxed(&z->nr_free_pages) + (long)zone_deferred_pages(z) >
 	       (long)(z->wmark[WMARK_HIGH] + z->lowmem_reserve[z->mm->nr_zones - 1]);
 }
 
@@ -538,11 +539,20 @@ static void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int
  * once, before it is read.  free_high: a CPU freeing high-order pages
  * drains its lists -- with pcp_free_high=1 once free_count reaches a batch
  * (5.18), with 2 also only when the free before was of a high order too,
- * and, with PCPF_FREE_HIGH_BATCH, only once a batch is on the lists (6.7).
+ * and, with PCPF_FREE_HIGH_BATCH, only once a batch is on the lists (6.7);
+ * with 3 once free_count reaches half of high_min beyond a batch (6.16).
  * The rest, when a drain may be due or high may change, is
  * pcp_free_tracked's.  Out of line, so that the hit path without these
  * switches keeps its registers.  Under the per-CPU lock.
  */
+/* pcp_free_high=3 (6.16, "increase pcp->free_count threshold to trigger
+ * free_high"): a freeing streak must also cover half of high_min before it
+ * drains, so that ordinary frees of high orders stop flushing the lists. */
+static int free_high_extra(const struct za_mm *mm, const struct za_pcp *pcp)
+{
+	return mm->pcp_free_high == 3 ? pcp->high_min / 2 : 0;
+}
+
 void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
 {
 	const struct za_mm *mm = z->mm;
@@ -555,8 +565,9 @@ void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order,
 	if (order && order <= PCP_MAX_ORDER) {
 		if (mm->pcp_free_high == 1)
 			free_high = free_count >= batch;
-		else if (mm->pcp_free_high == 2)
-			free_high = free_count >= batch && (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
+		else
+			free_high = free_count >= batch + free_high_extra(mm, pcp) &&
+				    (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
 				    (!(pcp->flags & PCPF_FREE_HIGH_BATCH) || pcp_count(pcp) >= batch);
 		pcp->flags |= PCPF_PREV_FREE_HIGH_ORDER;
 	} else {

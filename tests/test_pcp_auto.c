@@ -572,6 +572,7 @@ static void test_high_fraction_pins(void)
  *   =2 with PCPF_FREE_HIGH_BATCH (llc_per_cpu above 3 batches): also only
  *   once a batch is on the lists: 114 at free 33, then 64 at frees 65 and
  *   97 (count 64 each time): 242, and 6 pages stay.
+ *   =3 (6.16): free_count must reach batch + high_min / 2.
  */
 static void free_streak(const char *config, long expect_drained, long expect_left)
 {
@@ -623,6 +624,9 @@ static void test_free_high(void)
 	free_streak("cpus=1,pcp_free_high=2,llc_per_cpu=0", 248, 0);
 	free_streak("cpus=1,pcp_free_high=2,llc_per_cpu=1M", 242, 6);
 	free_streak("cpus=1,pcp_free_high=2,llc_per_cpu=756K", 248, 0);   /* 189 pages: not above 3 batches */
+	/* 6.16: the streak must reach batch + high_min / 2 = 63 + 346: 100
+	 * order-1 frees make free_count 200, and nothing drains */
+	free_streak("cpus=1,pcp_free_high=3,llc_per_cpu=0", 0, 248);
 	alternating("cpus=1,pcp_free_high=0", 0, 187);
 	alternating("cpus=1,pcp_free_high=1", 186, 1);
 	alternating("cpus=1,pcp_free_high=2,llc_per_cpu=0", 0, 187);
@@ -753,7 +757,7 @@ static void test_preset(void)
 {
 	static const char *const k618[] = {
 		"kernel=6.18", "pcp_high_order=2", "bulkfree_outside_lock=0", "bulkfree_list_first=1",
-		"pcp_high_auto=1", "pcp_free_high=2", "fallback_steal_smallest=1", "fair_zone=0",
+		"pcp_high_auto=1", "pcp_free_high=3", "fallback_steal_smallest=1", "fair_zone=0",
 		"alloc_nofragment=1",
 		"kswapd_wake_high=1", "quicklists=0", "slub_max_order=3", "slub_big_system=0",
 		"vmstat_interval_ms=1000", "pcp_batch_scale_max=5", NULL
@@ -761,7 +765,7 @@ static void test_preset(void)
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.18", k618);
 	/* A key after the preset overrides it; one before is overridden. */
 	static const char *const after[] = { "kernel=6.18", "pcp_high_auto=0", "vmstat_interval_ms=0",
-					     "pcp_free_high=2", NULL };
+					     "pcp_free_high=3", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.18,pcp_high_auto=0", after);
 	static const char *const before[] = { "pcp_high_auto=1", "fair_zone=0", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0,vmstat_interval_ms=0,pcp_high_auto=0,"
@@ -801,7 +805,7 @@ static void test_preset(void)
 	expect_error("kernel=6..18", "for key 'kernel'");
 	expect_error("kernel=6.18.", "for key 'kernel'");
 	expect_error("pcp_batch_scale_max=7", "'pcp_batch_scale_max'");
-	expect_error("pcp_free_high=3", "'pcp_free_high'");
+	expect_error("pcp_free_high=4", "'pcp_free_high'");
 	expect_error("llc_per_cpu=lots", "'llc_per_cpu'");
 }
 

@@ -17,6 +17,7 @@ import tempfile
 import zlib
 
 ZABENCH = sys.argv[1]
+TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traces", "record.txt")
 TINY = ["--seconds", "0.05", "--iterations", "2"]
 
 
@@ -58,7 +59,8 @@ def experiments():
 
 
 def test_each_experiment():
-    extra = {"bulk": ["--pages", "256"], "rand": ["--pages", "256"], "repeat": ["--order", "1"]}
+    extra = {"bulk": ["--pages", "256"], "rand": ["--pages", "256"], "repeat": ["--order", "1"],
+             "replay": [TRACE]}
     for exp in experiments():
         if exp == "malloc":
             continue                    # its own contract: test_malloc_comparison

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""zabench replay on hand-made traces whose outcome is known exactly: a
+refill, a drain, a fallback, frees of pages allocated before the trace,
+events of one CPU touching only that CPU's lists, the kernel's own figures
+counted from its events, determinism, --sweep and --predict, bad input;
+and the shipped traces replay with no unexpected problem.
+Usage: test_replay.py path/to/zabench path/to/bench/traces"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ZABENCH, TRACES = sys.argv[1], sys.argv[2]
+ONCE = ["--iterations", "1"]
+COLD = ["--warmup", "0"]              # count from the first event
+
+# A 1 GiB machine of 8 CPUs with one zone, Normal: batch 63 (the kernel's
+# zone_batchsize for 262144 pages), the seeds' per-CPU lists unless a test
+# says otherwise.
+HEADER = """# nr_cpus 8
+# uname 6.18.0-test
+# zoneinfo Node 0, zone   Normal
+# zoneinfo   pages free     262144
+# zoneinfo         min      1000
+# zoneinfo         low      1250
+# zoneinfo         high     1500
+# zoneinfo         spanned  262144
+# zoneinfo         present  262144
+# zoneinfo         managed  262144
+# zoneinfo   pagesets
+# zoneinfo     cpu: 0
+# zoneinfo               count:    0
+# zoneinfo               high:     693
+# zoneinfo               batch:    63
+# zoneinfo   start_pfn:           0
+"""
+SEEDS = "kernel=4.9,pcp_high_order=1"
+
+
+class Trace:
+    """Event lines in ftrace's layout, one microsecond apart."""
+
+    def __init__(self):
+        self.lines = []
+
+    def add(self, cpu, event, fields):
+        t = 100 + len(self.lines) * 1e-6
+        self.lines.append(f"            test-1     [{cpu:03d}] ..... {t:.6f}: {event}: {fields}")
+
+    def alloc(self, cpu, pfn, order=0, mt=1, gfp="GFP_HIGHUSER_MOVABLE"):
+        self.add(cpu, "mm_page_alloc", f"page=000000000000dead pfn=0x{pfn:x} order={order} "
+                 f"migratetype={mt} gfp_flags={gfp}")
+
+    def free(self, cpu, pfn, order=0):
+        self.add(cpu, "mm_page_free", f"page=000000000000dead pfn=0x{pfn:x} order={order}")
+
+    def write(self, path, header=HEADER):
+        with open(path, "w") as f:
+            f.write(header + "\n".join(self.lines) + "\n")
+        return path
+
+
+def replay(args, expect=0):
+    p = subprocess.run([ZABENCH, "replay"] + args, capture_output=True, text=True, timeout=600)
+    if p.returncode != expect:
+        sys.exit(f"zabench replay {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                 f"{p.stdout}\n{p.stderr}")
+    return p
+
+
+def replay_json(path, config=SEEDS, extra=()):
+    doc = json.loads(replay([path, "--json", "--config", config] + ONCE + COLD + list(extra)).stdout)
+    assert doc["experiment"] == "replay", doc
+    return doc
+
+
+def rows(fidelity, side, cpu=None, order=None):
+    """{metric: value} of one side for one CPU (None: all) and order (None: all)."""
+    return {r["metric"]: r[side] for r in fidelity["rows"]
+            if r["cpu"] == cpu and r["order"] == order}
+
+
+def test_refill_on_the_cpu_that_allocated(tmp):
+    t = Trace()
+    t.alloc(5, 0x1000)
+    doc = replay_json(t.write(os.path.join(tmp, "refill.txt")))
+    v = doc["variants"][0]
+    fid = v["fidelity"]
+    assert fid["page_allocs"] == 1, fid
+    # one miss refills a batch of 63 pages on CPU 5, and nowhere else
+    assert rows(fid, "zonealloc")["pcp_refill_pages"] == 63000, rows(fid, "zonealloc")
+    assert rows(fid, "zonealloc", cpu=5)["pcp_refill_pages"] == 63000
+    for cpu in range(8):
+        if cpu != 5:
+            assert not any(rows(fid, "zonealloc", cpu=cpu).values()), (cpu, fid)
+    assert v["replay"]["alloc_failed"] == 0 and v["replay"]["early_frees"] == 0, v["replay"]
+    # the fresh model's pageblocks are movable, as at boot: a movable
+    # allocation takes no fallback
+    assert rows(fid, "zonealloc")["pageblock_steals"] == 0
+
+
+def test_drain_after_frees_of_early_pages(tmp):
+    """One allocation (a refill: 62 pages left on CPU 0), then 693 frees of
+    pages allocated before the trace: their stand-ins come from the buddy
+    lists, so each free adds a page to CPU 0's list; at high = 11 * 63 =
+    693 pages it drains one batch of 63."""
+    t = Trace()
+    t.alloc(0, 0x1000)
+    for i in range(693):
+        t.free(0, 0x20000 + i)
+    doc = replay_json(t.write(os.path.join(tmp, "drain.txt")))
+    v = doc["variants"][0]
+    assert v["replay"]["early_frees"] == 693, v["replay"]
+    model = rows(v["fidelity"], "zonealloc")
+    assert model["pcp_refill_pages"] == 63000, model     # stand-ins are not refills
+    assert model["pcp_drain_pages"] == 63000, model
+    assert rows(v["fidelity"], "zonealloc", cpu=0, order=0)["pcp_drain_pages"] == 63000
+
+
+def test_unmovable_allocation_claims_a_pageblock(tmp):
+    t = Trace()
+    t.alloc(2, 0x1000, mt=0, gfp="GFP_KERNEL")
+    model = rows(replay_json(t.write(os.path.join(tmp, "claim.txt")))["variants"][0]["fidelity"],
+                 "zonealloc", cpu=2)
+    # a whole max-order block of the movable lists becomes unmovable
+    assert model["pageblock_steals"] == 1000 and model["extfrag_fallbacks"] == 0, model
+
+
+def test_kernel_column_from_the_trace(tmp):
+    t = Trace()
+    for i in range(4):
+        t.alloc(1, 0x3000 + i)
+    for i in range(8):
+        t.add(1, "mm_page_alloc_zone_locked",
+              f"page=00000000dead pfn=0x{0x5000 + 2 * i:x} order=1 migratetype=1 percpu_refill=1")
+    t.add(1, "mm_page_alloc_zone_locked", "page=00000000dead pfn=0x6000 order=4 migratetype=0 "
+          "percpu_refill=0")
+    for i in range(3):
+        t.add(0, "mm_page_pcpu_drain", f"page=00000000dead pfn=0x{0x7000 + i:x} order=0 migratetype=1")
+    t.add(1, "mm_page_alloc_extfrag", "page=00000000dead pfn=0x8000 alloc_order=0 fallback_order=3 "
+          "pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=1 "
+          "change_ownership=0")
+    fid = replay_json(t.write(os.path.join(tmp, "kernel.txt")))["variants"][0]["fidelity"]
+    kernel = rows(fid, "kernel")
+    # per 1000 of the 4 allocations: 16 pages refilled, 1 zone-locked, 3 drained, 1 fallback
+    assert kernel == {"pcp_refill_pages": 4000, "zone_locked_allocs": 250, "pcp_drain_pages": 750,
+                      "extfrag_fallbacks": 250, "pageblock_steals": 0}, kernel
+    assert rows(fid, "kernel", cpu=1, order=1)["pcp_refill_pages"] == 4000
+    assert rows(fid, "kernel", cpu=0)["pcp_drain_pages"] == 750
+
+
+def test_deterministic():
+    path = os.path.join(TRACES, "udp16k.trace.zst")
+    docs = [json.loads(replay([path, "--json", "--iterations", "2"]).stdout) for _ in range(2)]
+    for a, b in zip(docs[0]["variants"], docs[1]["variants"]):
+        assert a["counters"] == b["counters"], "two replays differ in their counters"
+        assert a["fidelity"] == b["fidelity"], "two replays differ in their fidelity"
+
+
+def test_shipped_traces_replay_clean():
+    for name in sorted(os.listdir(TRACES)):
+        if not name.endswith(".trace.zst"):
+            continue
+        args = ["--events", "page,slab"] if "slab" in name else []
+        doc = json.loads(replay([os.path.join(TRACES, name), "--json"] + ONCE + args).stdout)
+        r = doc["variants"][0]["replay"]
+        unexpected = {k: n for k, n in r.items()
+                      if k not in ("events", "early_frees", "kernel_failed", "unknown_object",
+                                   "live_object") and n}
+        assert not unexpected, (name, r)
+        assert doc["variants"][0]["fidelity"]["page_allocs"] > 1000, name
+
+
+def test_ab_sweep_and_predict(tmp):
+    build = os.path.join(TRACES, "build.trace.zst")
+    hfmax = os.path.join(TRACES, "build-hfmax.trace.zst")
+    doc = json.loads(replay([build, "--json", "--ab", "percpu_pagelist_high_fraction=0:1048576",
+                             "--predict", hfmax] + ONCE).stdout)
+    before, after = doc["variants"]
+    assert "predicted" not in before and after["predicted"]["trace"] == hfmax
+    drains = [rows(v["fidelity"], "zonealloc")["pcp_drain_pages"] for v in (before, after)]
+    assert drains[1] > 2 * drains[0], drains  # high pinned at 4 batches drains more
+    # the second kernel's figures sit beside the "after" model's, same rows
+    target = rows(after["predicted"]["fidelity"], "kernel")
+    assert target["pcp_drain_pages"] > 2 * rows(before["fidelity"], "kernel")["pcp_drain_pages"]
+    assert rows(after["predicted"]["fidelity"], "zonealloc")["pcp_drain_pages"] == drains[1]
+    out = replay([build, "--sweep", "percpu_pagelist_high_fraction=0,8,64"] + ONCE).stdout
+    assert "Sweep of percpu_pagelist_high_fraction" in out, out
+    table = out[out.index("Sweep of percpu_pagelist_high_fraction"):]
+    sweep_rows = [line.split() for line in table.splitlines() if line.startswith("pcp_drain_pages ")]
+    assert len(sweep_rows) == 1 and sweep_rows[0][1] == "default" and len(sweep_rows[0]) == 5, table
+    sweep = json.loads(replay([build, "--json", "--sweep", "percpu_pagelist_high_fraction=0,8"]
+                              + ONCE).stdout)["sweep"]
+    assert sweep["key"] == "percpu_pagelist_high_fraction" and sweep["values"] == ["0", "8"]
+    assert [r["experiment"] for r in sweep["runs"]] == ["replay", "replay"]
+
+
+def test_bad_input(tmp):
+    not_trace = os.path.join(tmp, "prose.txt")
+    with open(not_trace, "w") as f:
+        f.write("this is not a trace\n" * 2000)
+    err = replay([not_trace] + ONCE, expect=2).stderr
+    assert "prose.txt" in err, err
+    whole = open(os.path.join(TRACES, "udp16k.trace.zst"), "rb").read()
+    cut = os.path.join(tmp, "cut.trace.zst")
+    with open(cut, "wb") as f:
+        f.write(whole[:len(whole) // 2])
+    err = replay([cut] + ONCE, expect=2).stderr
+    assert "line" in err and "truncated" in err, err
+    replay([os.path.join(tmp, "missing.txt")] + ONCE, expect=2)
+    replay(ONCE, expect=2)                                    # no trace
+    t = Trace()
+    t.alloc(9, 0x1000)                                        # CPU 9 of 8
+    t.alloc(1, 0x1001)
+    doc = replay_json(t.write(os.path.join(tmp, "cpu.txt")))
+    assert doc["variants"][0]["fidelity"]["page_allocs"] == 1
+    p = replay([os.path.join(tmp, "cpu.txt"), "--config", SEEDS] + ONCE + COLD)
+    assert "1 CPU beyond nr_cpus (first: line 17)" in p.stdout, p.stdout
+    replay([os.path.join(tmp, "cpu.txt"), "--zone-policy", "nearest"] + ONCE, expect=2)
+    replay([os.path.join(tmp, "cpu.txt"), "--events", "pages"] + ONCE, expect=2)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    test_refill_on_the_cpu_that_allocated(tmp)
+    test_drain_after_frees_of_early_pages(tmp)
+    test_unmovable_allocation_claims_a_pageblock(tmp)
+    test_kernel_column_from_the_trace(tmp)
+    test_deterministic()
+    test_shipped_traces_replay_clean()
+    test_ab_sweep_and_predict(tmp)
+    test_bad_input(tmp)
+print("test_replay: ok")
