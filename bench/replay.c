@@ -155,8 +155,7 @@ const char *replay_problem_name(enum replay_problem p)
 	static const char *const names[NR_REPLAY_PROBLEMS] = {
 		[RP_ALLOC_FAILED] = "allocations zonealloc could not satisfy",
 		[RP_LIVE_PFN] = "allocations of a pfn already allocated (its free was lost)",
-		[RP_LIVE_OBJECT] = "allocations of an object already live (an untraced free, "
-				   "as kmem_cache_free_bulk's)",
+		[RP_LIVE_OBJECT] = "allocations of a live object (its free was not traced)",
 		[RP_ORDER_MISMATCH] = "frees whose order differs from the allocation's",
 		[RP_KERNEL_FAILED] = "allocations that failed in the kernel (page=(null))",
 		[RP_UNKNOWN_OBJECT] = "slab frees of objects allocated before the trace",
