@@ -73,23 +73,49 @@ static void mirror_watermarks(const struct trace_header *h, char *out, size_t le
 }
 
 /*
+ * The release for kernel= from uname: "6.18.44-fc" -> "6.18", "2.6.32-5"
+ * -> "2.6.32".  A release newer than the preset's table plays as the
+ * newest it knows (said on stderr): its mechanisms are the latest ones
+ * zonealloc has.  False if uname says nothing usable.
+ */
+#define NEWEST_RELEASE "6.18"
+static bool mirror_release(const char *uname, char *out, size_t len)
+{
+	int major, minor, sub;
+	int n = sscanf(uname, "%d.%d.%d", &major, &minor, &sub);
+	if (n < 2)
+		return false;
+	if (major == 2 && n == 3)
+		snprintf(out, len, "2.6.%d", sub);
+	else if (major > 6 || (major == 6 && minor > 18)) {
+		fprintf(stderr, "zabench replay: kernel %d.%d is newer than zonealloc's table of "
+				"releases: its mechanisms as of %s\n", major, minor, NEWEST_RELEASE);
+		snprintf(out, len, NEWEST_RELEASE);
+	} else
+		snprintf(out, len, "%d.%d", major, minor);
+	return true;
+}
+
+/*
  * The configuration that mirrors the recorded machine: its CPUs, zones and
  * managed sizes, watermarks and the per-CPU mechanisms of its release.
  * Always: nothing runs but the replay (no kswapd, vmstat thread or lock
- * timing), and page memory is reserved, not touched, until used.
+ * timing), page memory is reserved, not touched, until used, and nothing
+ * depends on the replaying machine (llc_per_cpu: the trace does not say
+ * the recorded machine's, so PCPF_FREE_HIGH_BATCH is off unless given).
  */
 static void mirror_config(const struct trace_header *h, char *out, size_t len)
 {
 	size_t n = (size_t)snprintf(out, len, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,"
-					      "deferred_init=1");
+					      "deferred_init=1,llc_per_cpu=0");
 	if (!h->present || !h->nr_zones)
 		return;
 	uint64_t managed = 0;
 	for (int z = 0; z < h->nr_zones; z++)
 		managed += h->zones[z].managed;
-	int major, minor;
-	if (sscanf(h->uname, "%d.%d", &major, &minor) == 2)
-		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",kernel=%d.%d", major, minor);
+	char release[32];
+	if (mirror_release(h->uname, release, sizeof(release)))
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",kernel=%s", release);
 	if (h->nr_cpus)
 		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",cpus=%d,nr_cpus=%d",
 				      h->nr_cpus, h->nr_cpus);
@@ -155,6 +181,8 @@ static void replay_declare(struct bench *b)
 {
 	struct replay_state *st = calloc(1, sizeof(*st));
 	char err[512];
+	if (!st)
+		fail("", "out of memory");
 	b->state = st;
 	if (!b->opts.file)
 		fail("", "no trace given (zabench replay FILE [options])");

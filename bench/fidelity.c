@@ -70,17 +70,24 @@ double fidelity_per_1000(const struct fidelity *f, enum fid_row row, int cpu, in
 	return (double)f->count[c][row][order] * 1000.0 / (double)f->page_allocs;
 }
 
+/* Pages of a block: orders beyond any machine's (a corrupt trace.dat)
+ * count as nothing rather than shift by them. */
+static uint64_t order_pages(int order)
+{
+	return order >= 0 && order < 32 ? 1ULL << order : 0;
+}
+
 void fidelity_zone_locked(struct fidelity *f, int cpu, int order, int percpu_refill)
 {
 	if (percpu_refill)
-		fidelity_add(f, FID_PCP_REFILL_PAGES, cpu, order, 1ULL << order);
+		fidelity_add(f, FID_PCP_REFILL_PAGES, cpu, order, order_pages(order));
 	else
 		fidelity_add(f, FID_ZONE_LOCKED_ALLOCS, cpu, order, 1);
 }
 
 void fidelity_drain(struct fidelity *f, int cpu, int order)
 {
-	fidelity_add(f, FID_PCP_DRAIN_PAGES, cpu, order, 1ULL << order);
+	fidelity_add(f, FID_PCP_DRAIN_PAGES, cpu, order, order_pages(order));
 }
 
 void fidelity_extfrag(struct fidelity *f, int cpu, int order, int fragmenting, int change_ownership)

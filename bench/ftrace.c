@@ -144,7 +144,7 @@ static char *read_all(const char *file)
 
 static void trim(char *s)
 {
-	s[strcspn(s, " \n")] = 0;
+	s[strcspn(s, " )\n")] = 0;
 }
 
 static void save_cpu_sizes(struct ftrace_state *s)
@@ -166,8 +166,13 @@ int ftrace_save(struct ftrace_state *s, int nr_cpus)
 	    ftrace_read("buffer_size_kb", s->buffer_kb, sizeof(s->buffer_kb)) <= 0 ||
 	    !(s->events = read_all("set_event")))
 		return -1;
-	/* "7 (expanded: 1408)": the buffers are still at their boot size; 7
-	 * puts them back to it. */
+	/* "7 (expanded: 1408)": the buffers are not allocated yet, and would
+	 * be 1408 KiB once used: that is the size to put back (writing 7
+	 * would shrink them to 7 KiB for good). */
+	const char *expanded = strstr(s->buffer_kb, "expanded: ");
+	if (expanded)
+		memmove(s->buffer_kb, expanded + strlen("expanded: "),
+			strlen(expanded + strlen("expanded: ")) + 1);
 	trim(s->tracing_on);
 	trim(s->buffer_kb);
 	if (!strcmp(s->buffer_kb, "X"))

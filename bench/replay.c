@@ -64,9 +64,13 @@ static int map_init(struct live_map *m, unsigned int bits)
 	return 0;
 }
 
+/* NO_KEY marks an empty slot: a trace that names it (a corrupt pfn or
+ * pointer of all ones) finds nothing and can insert nothing. */
 static struct live *map_find(const struct live_map *m, uint64_t key)
 {
 	size_t mask = ((size_t)1 << m->bits) - 1;
+	if (key == NO_KEY)
+		return NULL;
 	for (size_t i = live_hash(m, key);; i = (i + 1) & mask) {
 		if (m->slot[i].key == key)
 			return &m->slot[i];
@@ -80,7 +84,7 @@ static int map_grow(struct live_map *m);
 /* A new entry for key, which must not be present.  NULL if out of memory. */
 static struct live *map_insert(struct live_map *m, uint64_t key)
 {
-	if (m->used + 1 > ((size_t)1 << m->bits) / 2 && map_grow(m))
+	if (key == NO_KEY || (m->used + 1 > ((size_t)1 << m->bits) / 2 && map_grow(m)))
 		return NULL;
 	size_t mask = ((size_t)1 << m->bits) - 1, i = live_hash(m, key);
 	while (m->slot[i].key != NO_KEY)
@@ -146,6 +150,7 @@ struct replayer {
 	uint64_t allocs_seen;
 	uint64_t next_tick;
 	int model_zone[TRACE_MAX_ZONES];        /* header zone -> model zone index, -1 */
+	int nr_mapped_zones;            /* the header's zones when the replay began */
 	int ncaches;
 	struct trace_cache caches[MAX_CACHES];
 };
@@ -220,6 +225,9 @@ static int zone_named(za_mm_t *mm, const char *name)
 /* The model zone of each header zone, by name within the node. */
 static void map_zones(struct replayer *rp)
 {
+	for (int t = 0; t < TRACE_MAX_ZONES; t++)
+		rp->model_zone[t] = -1;
+	rp->nr_mapped_zones = rp->h->nr_zones;
 	for (int t = 0; t < rp->h->nr_zones; t++)
 		rp->model_zone[t] = zone_named(rp->mm, rp->h->zones[t].name);
 }
@@ -251,7 +259,7 @@ static za_gfp_t page_gfp(struct replayer *rp, const struct trace_event *ev, int 
 		gfp |= ZA_GFP_NOWAIT;
 	*nid = -1;
 	int tz = rp->o->zones == ZONE_BY_PFN ? trace_pfn_zone(rp->h, ev->pfn) : -1;
-	if (tz >= 0 && rp->model_zone[tz] >= 0) {
+	if (tz >= 0 && tz < rp->nr_mapped_zones && rp->model_zone[tz] >= 0) {
 		int node = rp->h->zones[tz].node;
 		*nid = node < za_nr_nodes(rp->mm) ? node : -1;
 		return gfp | ZA_GFP_ZONE(rp->model_zone[tz]);
@@ -494,6 +502,7 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 {
 	struct trace_event ev;
 	uint64_t first_ts = 0, last_ts = 0;
+	bool first = true;
 	int rc;
 	while ((rc = trace_next(tr, &ev)) == 1) {
 		rp->r->events++;
@@ -501,7 +510,10 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 			rp->allocs_seen += ev.type == TEV_PAGE_ALLOC;
 			rp->counting = rp->allocs_seen > rp->o->warmup;
 			rp->r->warmup_events += !rp->counting;
+		}
+		if (rp->counting && first) {
 			first_ts = ev.ts_ns;
+			first = false;
 		}
 		last_ts = ev.ts_ns;
 		if (rp->counting)
@@ -533,6 +545,9 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 	struct replayer *rp = calloc(1, sizeof(*rp));
 	if (!rp || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
 		snprintf(err, errlen, "out of memory");
+		if (rp)
+			free(rp->pages.slot);
+		free(rp);
 		trace_close(tr);
 		return -1;
 	}

@@ -682,7 +682,9 @@ void describe_ab(const char *ab, char *out, size_t len)
 }
 
 /* "repeat --order 0 --ab pcp_high_order" -> "repeat --order 0: pcp_high_order 0 → 1" */
-static void make_title(struct bench *b, int argc, char **argv)
+/* The arguments in the order given (getopt has permuted argv), a path
+ * by its file name. */
+static void make_title(struct bench *b, int argc, char *const *argv)
 {
 	size_t n = (size_t)snprintf(b->title, sizeof(b->title), "%s", b->exp->name);
 	for (int i = 1; i < argc; i++) {
@@ -690,8 +692,9 @@ static void make_title(struct bench *b, int argc, char **argv)
 			i += argv[i][2] == 'a';
 			continue;
 		}
+		const char *slash = strrchr(argv[i], '/');
 		n += (size_t)snprintf(b->title + n, n < sizeof(b->title) ? sizeof(b->title) - n : 0,
-				      " %s", argv[i]);
+				      " %s", slash && slash[1] ? slash + 1 : argv[i]);
 	}
 	if (b->opts.ab && n < sizeof(b->title)) {
 		char what[256];
@@ -708,9 +711,11 @@ int bench_prepare(struct bench *b, int argc, char **argv)
 	if (!(b->exp = find_experiment(argv[0])))
 		return unknown_experiment(argv[0]);
 	b->opts.experiment = b->exp->name;
+	char *given[argc + 1];
+	memcpy(given, argv, sizeof(char *) * (size_t)argc);
 	int rc = parse_options(argc, argv, &b->opts, b->exp->takes_file);
 	if (!rc)
-		make_title(b, argc, argv);
+		make_title(b, argc, given);
 	return rc;
 }
 

@@ -116,8 +116,9 @@ static int run_point(int argc, char **argv, struct sweep *s, int k, const struct
 	int rc = bench_prepare(&b, argc, argv);
 	if (rc)
 		return rc;
-	snprintf(config, sizeof(config), "%s%s%s=%s", b.opts.config ? b.opts.config : "",
-		 b.opts.config ? "," : "", s->key, s->point[k].value);
+	if ((size_t)snprintf(config, sizeof(config), "%s%s%s=%s", b.opts.config ? b.opts.config : "",
+			     b.opts.config ? "," : "", s->key, s->point[k].value) >= sizeof(config))
+		return usage_error("--sweep: the configuration is too long with %s", s->key);
 	b.opts.config = config;
 	b.opts.sweep = NULL;
 	b.opts.quick |= o->quick;

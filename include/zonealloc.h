@@ -549,8 +549,11 @@ int za_current_cpu(const za_mm_t *mm);
  * quicklists and counters, wherever the thread really runs.  cpu = -1
  * ends the binding.  Two threads bound to one CPU share its lists as two
  * tasks of one real CPU would (each section is still locked).  Returns 0,
- * or -1 with errno EINVAL for a CPU out of range.  Binding is per thread
- * and per system; threads that never bind pay one predictable branch.
+ * or -1 with errno EINVAL for a CPU out of range.  A thread has one
+ * binding at a time (binding to another system ends the first); threads
+ * that never bind pay one predictable branch.  za_mm_destroy ends the
+ * calling thread's binding to the system; other threads must end theirs
+ * before it is destroyed.
  */
 int za_bind_cpu(za_mm_t *mm, int cpu);
 
@@ -577,7 +580,9 @@ void za_vmstat_tick(za_mm_t *mm);
  *                                 pageblock, change_ownership when the
  *                                 pageblock became the request's type
  * fn runs on the thread that caused the event, possibly under a zone
- * lock: it must not call into mm.  NULL turns tracing off.  Costs nothing
+ * lock: it must not call into mm.  NULL turns tracing off.  Change it only
+ * while no other thread (nor the vmstat worker) uses the system: a
+ * callback may still be running on another thread as it changes.  Costs nothing
  * on the per-CPU hit paths, which have no event.
  */
 enum za_tracepoint {

@@ -380,6 +380,7 @@ long za_mm_destroy(za_mm_t *mm)
 {
 	if (!mm)
 		return 0;
+	cpu_binding_forget(mm);
 	vmstat_worker_stop(mm);
 	exit_layers(mm);
 	za_drain_all_pages(mm);

@@ -565,7 +565,7 @@ void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order,
 	if (order && order <= PCP_MAX_ORDER) {
 		if (mm->pcp_free_high == 1)
 			free_high = free_count >= batch;
-		else
+		else if (mm->pcp_free_high)
 			free_high = free_count >= batch + free_high_extra(mm, pcp) &&
 				    (pcp->flags & PCPF_PREV_FREE_HIGH_ORDER) &&
 				    (!(pcp->flags & PCPF_FREE_HIGH_BATCH) || pcp_count(pcp) >= batch);

@@ -49,6 +49,12 @@ int za_bind_cpu(za_mm_t *mm, int cpu)
 	return 0;
 }
 
+void cpu_binding_forget(const struct za_mm *mm)
+{
+	if (cpu_binding.mm == mm)
+		cpu_binding = (struct cpu_binding){ NULL, 0 };
+}
+
 /* No rseq, a CPU beyond the configured ones, or a thread whose rseq
  * registration failed. */
 int this_cpu_slow(const struct za_mm *mm)

@@ -41,6 +41,8 @@ struct cpu_binding {
 	int cpu;
 };
 extern __thread struct cpu_binding cpu_binding __attribute__((tls_model("initial-exec")));
+/* za_mm_destroy: the destroying thread's binding to mm ends with it. */
+void cpu_binding_forget(const struct za_mm *mm);
 
 /* The system's index of the current CPU (configurations with fewer CPUs
  * than the machine fold the machine's CPUs onto theirs), or the CPU the
@@ -48,7 +50,7 @@ extern __thread struct cpu_binding cpu_binding __attribute__((tls_model("initial
 static inline int this_cpu(const struct za_mm *mm)
 {
 	if (unlikely(__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED)) &&
-	    cpu_binding.mm == mm)
+	    cpu_binding.mm == mm && cpu_binding.cpu < mm->nr_cpus)
 		return cpu_binding.cpu;
 	if (likely(mm->rseq_cpu_offset)) {
 		unsigned int cpu = *(const volatile unsigned int *)(thread_pointer() + mm->rseq_cpu_offset);

@@ -217,6 +217,13 @@ def test_bad_input(tmp):
     assert doc["variants"][0]["fidelity"]["page_allocs"] == 1
     p = replay([os.path.join(tmp, "cpu.txt"), "--config", SEEDS] + ONCE + COLD)
     assert "1 CPU beyond nr_cpus (first: line 17)" in p.stdout, p.stdout
+    # a pfn of all ones is the pfn map's empty mark: refused, not followed
+    t = Trace()
+    t.alloc(0, 0x1000)
+    t.free(0, 0xffffffffffffffff)
+    t.free(0, 0x1000)
+    v = replay_json(t.write(os.path.join(tmp, "ones.txt")))["variants"][0]
+    assert v["replay"]["early_frees"] == 1 and v["replay"]["alloc_failed"] == 0, v["replay"]
     replay([os.path.join(tmp, "cpu.txt"), "--zone-policy", "nearest"] + ONCE, expect=2)
     replay([os.path.join(tmp, "cpu.txt"), "--events", "pages"] + ONCE, expect=2)
 
