@@ -223,6 +223,9 @@ void print_table(const struct bench *b, FILE *out);
 /* A value as the tables print it: "n/a", "0", 3 significant digits below
  * 0.01, 2 decimals below a million, none above. */
 void format_value(double v, char *out, size_t len);
+/* A cell of that value (table.h). */
+struct table;
+void table_add_value(struct table *t, double v);
 /* The unit that brings a per-operation figure to about 1 or more ("op",
  * "1k ops", "1M ops", "1G ops"), and its scale. */
 const char *op_scale(double per_op, double *scale);

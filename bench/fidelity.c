@@ -170,9 +170,7 @@ const char *fidelity_explain(enum fid_row row)
  * ------------------------------------------------------------------------ */
 static void add_figure(struct table *t, const struct fidelity *f, enum fid_row row, int cpu, int order)
 {
-	char buf[TABLE_CELL];
-	format_value(fidelity_per_1000(f, row, cpu, order), buf, sizeof(buf));
-	table_add(t, "%s", buf);
+	table_add_value(t, fidelity_per_1000(f, row, cpu, order));
 }
 
 static void header_row(struct table *t, const struct fid_column *cols, int ncols, const char *first,

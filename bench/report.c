@@ -128,7 +128,7 @@ const char *op_scale(double per_op, double *scale)
 	return scales[i].ops;
 }
 
-static void add_value(struct table *t, double v)
+void table_add_value(struct table *t, double v)
 {
 	char buf[TABLE_CELL];
 	format_value(v, buf, sizeof(buf));
@@ -163,7 +163,7 @@ static void add_metric_rows(const struct bench *b, int m, struct table *t)
 			enum direction dir = r == 4 ? LOWER_IS_BETTER : def->dir;
 			if (i == 0)
 				base = v;
-			add_value(t, v);
+			table_add_value(t, v);
 			add_pct(t, pct_change(base, v, dir));
 		}
 	}
@@ -260,7 +260,7 @@ static void add_counter_rows(const struct bench *b, struct table *t)
 		table_add(t, "per %s", op_scale(top, &scale));
 		for (int i = 0; i < b->nvariants; i++) {
 			const struct variant *v = &b->variants[i];
-			add_value(t, v->ops ? (double)v->counters[c] / (double)v->ops * scale : NAN);
+			table_add_value(t, v->ops ? (double)v->counters[c] / (double)v->ops * scale : NAN);
 		}
 	}
 	for (int e = 0; e < b->variants[0].nextra; e++) {
@@ -290,7 +290,7 @@ static void print_lock_behaviour(const struct bench *b, FILE *out)
 		table_add(&t, "%s", ratios[r].label);
 		for (int i = 0; i < b->nvariants; i++) {
 			long long d = b->variants[i].counters[den];
-			add_value(&t, d ? (double)b->variants[i].counters[num] / (double)d : NAN);
+			table_add_value(&t, d ? (double)b->variants[i].counters[num] / (double)d : NAN);
 		}
 	}
 	int peak = stat_index("pcp_bulkfree_hold_max_ns");

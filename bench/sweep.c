@@ -72,13 +72,6 @@ static void collect(const struct bench *b, struct sweep *s, struct sweep_point *
 	}
 }
 
-static void add_cell(struct table *t, double v)
-{
-	char buf[TABLE_CELL];
-	format_value(v, buf, sizeof(buf));
-	table_add(t, "%s", buf);
-}
-
 /* Rows: each metric and observation of each variant; columns: the values. */
 static void print_sweep(const struct sweep *s, FILE *out)
 {
@@ -94,13 +87,13 @@ static void print_sweep(const struct sweep *s, FILE *out)
 			table_add(&t, "%s (%s), median", s->metrics[m].name, s->metrics[m].unit);
 			table_add(&t, "%s", p0->variant[i]);
 			for (int k = 0; k < s->nvalues; k++)
-				add_cell(&t, s->point[k].median[i][m]);
+				table_add_value(&t, s->point[k].median[i][m]);
 		}
 		for (int o = 0; o < p0->nobs; o++) {
 			table_add(&t, "%s", p0->obs_name[o]);
 			table_add(&t, "%s", p0->variant[i]);
 			for (int k = 0; k < s->nvalues; k++)
-				add_cell(&t, s->point[k].obs[i][o]);
+				table_add_value(&t, s->point[k].obs[i][o]);
 		}
 	}
 	fputc('\n', out);
