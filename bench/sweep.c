@@ -149,15 +149,16 @@ int run_sweep(int argc, char **argv, const char *spec, const struct sweep_out *o
 		return usage_error("bad --sweep '%s' (KEY=V1,V2,... with at most 16 values)", spec);
 	if (o->json)
 		json_head(&s, o->json);
-	for (int k = 0; k < s.nvalues; k++) {
+	int rc = 0;
+	for (int k = 0; k < s.nvalues && !rc; k++) {
 		if (o->json && k)
 			fprintf(o->json, ", ");
-		int rc = run_point(argc, argv, &s, k, o);
-		if (rc)
-			return rc;
+		rc = run_point(argc, argv, &s, k, o);
 	}
-	if (o->json)
+	if (o->json)            /* a document even when a run failed */
 		fprintf(o->json, "]}}\n");
+	if (rc)
+		return rc;
 	if (o->txt)
 		print_sweep(&s, o->txt);
 	return 0;

@@ -63,7 +63,9 @@ static const struct {
 	EV("kmalloc_node", TEV_KMALLOC),                /* before 6.1 */
 	EV("kmem_cache_alloc_node", TEV_CACHE_ALLOC),   /* before 6.1 */
 	EV("mm_page_free_direct", TEV_PAGE_FREE),       /* before 3.3 */
-	EV("mm_pagevec_free", TEV_PAGE_FREE_BATCHED),   /* before 3.3 */
+	/* before 3.3 a pagevec free was traced only as this, not also as
+	 * mm_page_free_direct: a free of its own, not a repeat */
+	EV("mm_pagevec_free", TEV_PAGE_FREE),
 };
 
 int trace_event_lookup(const char *name, size_t len)

@@ -737,7 +737,7 @@ static void test_line_variants(void)
 	CHECK_EQ(parse_ok("  a-1 [000] 1.0: kmalloc_node: ptr=1 bytes_req=1 bytes_alloc=8 gfp_flags=GFP_KERNEL node=0").type,
 		 TEV_KMALLOC);
 	CHECK_EQ(parse_ok("  a-1 [000] 1.0: mm_pagevec_free: page=1 pfn=5 order=0 cold=0").type,
-		 TEV_PAGE_FREE_BATCHED);
+		 TEV_PAGE_FREE);
 
 	/* not events */
 	check_none("");
