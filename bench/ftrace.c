@@ -88,8 +88,9 @@ ssize_t ftrace_read(const char *file, char *buf, size_t len)
 }
 
 /* Writes s to an open tracefs file in one call: the kernel parses one
- * value (one event name) per write. */
-static int write_all(int fd, const char *s)
+ * value (one event name) per write, so a short write is an error, not
+ * something to continue. */
+static int write_value(int fd, const char *s)
 {
 	size_t len = strlen(s);
 	ssize_t n;
@@ -117,7 +118,7 @@ int ftrace_write(const char *file, const char *s)
 	int fd = open_truncated(file);
 	if (fd < 0)
 		return -1;
-	int rc = *s ? write_all(fd, s) : 0;
+	int rc = *s ? write_value(fd, s) : 0;
 	int saved = errno;
 	close(fd);
 	errno = saved;
@@ -208,7 +209,7 @@ static int enable_lines(const char *text, char *bad, size_t badlen)
 	for (const char *p = text; *p; p += strcspn(p, "\n"), p += *p == '\n') {
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, "\n"), p);
-		if (*name && write_all(fd, name)) {
+		if (*name && write_value(fd, name)) {
 			snprintf(bad, badlen, "%s: %s", name, strerror(errno));
 			rc = -1;
 			break;

@@ -162,6 +162,16 @@ static size_t read_batch(struct pipe_reader *r, char *buf, bool *all)
 
 /* The reader thread: drains trace_pipe every DRAIN_MS until told to stop,
  * then once more to its end (the events are off by then). */
+int start_reader_thread(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(tid, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 static void *drain_pipe(void *arg)
 {
 	struct pipe_reader *r = arg;
@@ -205,11 +215,7 @@ static int start_reader(struct pipe_reader *r, struct trace_writer *w)
 		close(r->fd);
 		return -1;
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&r->tid, NULL, drain_pipe, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = start_reader_thread(&r->tid, drain_pipe, r);
 	if (rc) {
 		fprintf(stderr, "zabench record: cannot start the reader: %s\n", strerror(rc));
 		close(r->fd);

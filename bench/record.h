@@ -9,6 +9,7 @@
 
 #include "trace_write.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,10 @@
  * one CPU, so 10 ms leaves a wide margin; waking on every event instead
  * would cost a wake-up for every few. */
 #define DRAIN_MS 10
+
+/* A reader thread that takes no signal meant for zabench or the command
+ * (all blocked while it is created); returns pthread_create's error. */
+int start_reader_thread(pthread_t *tid, void *(*fn)(void *), void *arg);
 
 /* What a reader wrote. */
 struct record_counts {

@@ -225,11 +225,7 @@ struct raw_capture *raw_start(int nr_cpus, char *err, size_t errlen)
 	c->pipe_size = size > 0 ? (size_t)size : c->subbuf;
 	if (ftrace_read("saved_cmdlines_size", c->saved_cmdlines, sizeof(c->saved_cmdlines)) > 0)
 		ftrace_write("saved_cmdlines_size", SAVED_CMDLINES);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&c->tid, NULL, copy_thread, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = start_reader_thread(&c->tid, copy_thread, c);
 	if (!rc)
 		return c;
 	snprintf(err, errlen, "cannot start the copying thread: %s", strerror(rc));

@@ -85,14 +85,10 @@ static void start_worker(void)
 {
 	pthread_attr_t attr;
 	pthread_t thread;
-	sigset_t all, old;
-	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 << 10);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&thread, &attr, purge_worker, zm.mm);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int err = za_thread_start(&thread, &attr, purge_worker, zm.mm);
 	pthread_attr_destroy(&attr);
 	atomic_store(&purger.state, err ? PURGER_NEVER : PURGER_RUNNING);
 }

@@ -7,6 +7,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -30,6 +31,16 @@ void za_os_free(void *p, size_t size)
 void za_os_release(void *p, size_t size)
 {
 	madvise(p, size, MADV_DONTNEED);
+}
+
+int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(thread, attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
 }
 
 void za_futex_wait(_Atomic uint32_t *addr, uint32_t val)

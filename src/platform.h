@@ -6,6 +6,7 @@
 #ifndef ZA_PLATFORM_H
 #define ZA_PLATFORM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -76,5 +77,9 @@ void za_futex_wake(_Atomic uint32_t *addr, int nr);
 void *za_os_alloc(size_t size);            /* zeroed, page aligned, or NULL */
 void za_os_free(void *p, size_t size);
 void za_os_release(void *p, size_t size);  /* give the pages back, keep the range */
+/* A background thread that takes no signal meant for the program (all
+ * blocked while it is created, so it starts with them blocked); returns
+ * pthread_create's error. */
+int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 #endif /* ZA_PLATFORM_H */

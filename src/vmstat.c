@@ -715,11 +715,7 @@ int vmstat_worker_start(struct za_mm *mm)
 	}
 	*w = (struct vmstat_worker){ .mm = mm, .pid = getpid(),
 				     .interval_ns = (uint64_t)mm->cfg.vmstat_interval_ms * 1000000u };
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&w->thread, NULL, vmstat_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int err = za_thread_start(&w->thread, NULL, vmstat_main, w);
 	if (err) {
 		za_os_free(w, sizeof(*w));
 		za_set_last_error("za_mm_create: cannot start the vmstat worker (vmstat_interval_ms=0 "
