@@ -103,11 +103,13 @@ static bool mirror_release(const char *uname, char *out, size_t len)
  * timing), page memory is reserved, not touched, until used, and nothing
  * depends on the replaying machine (llc_per_cpu: the trace does not say
  * the recorded machine's, so PCPF_FREE_HIGH_BATCH is off unless given).
+ * The per-CPU lists are the kernel's (percpu=lock: no rseq fronts, whose
+ * blocks the kernel does not have; the replaying thread plays CPUs).
  */
 static void mirror_config(const struct trace_header *h, char *out, size_t len)
 {
 	size_t n = (size_t)snprintf(out, len, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,"
-					      "deferred_init=1,llc_per_cpu=0");
+					      "deferred_init=1,llc_per_cpu=0,percpu=lock");
 	if (!h->present || !h->nr_zones)
 		return;
 	uint64_t managed = 0;

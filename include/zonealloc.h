@@ -119,6 +119,13 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        per zone, colon separated (kernel: 256 for DMA and
  *                        DMA32, 32 for Normal); 0 = no protection
  *   lock_stats=1         time zone-lock holds with the cycle counter
+ *   percpu=rseq          the per-CPU fast paths (page lists, SLUB CPU slab,
+ *                        quicklists): restartable sequences, or lock, a
+ *                        per-CPU trylock; rseq falls back to lock where it
+ *                        cannot run (za_percpu_mode says why)
+ *   percpu_index=cpu     what picks a thread's per-CPU structures: cpu, the
+ *                        CPU it runs on, or cid, its mm_cid (Linux 6.3+), a
+ *                        dense number below the process's running threads
  *   deferred_init=0      1: zones reach the buddy lists a few max-order blocks
  *                        at a time, as allocations need them (the kernel's
  *                        deferred struct page init); creating a system the
@@ -533,6 +540,10 @@ int za_page_zone(const za_mm_t *mm, const za_page_t *page);   /* zone index */
 /* The CPU the calling thread runs on now, as an index into the system's
  * CPUs (the bound one, see za_bind_cpu). */
 int za_current_cpu(const za_mm_t *mm);
+/* The per-CPU mechanism in use, e.g. "rseq, indexed by CPU", and, where
+ * percpu= or percpu_index= asked for what cannot run here, why not:
+ * "lock, indexed by CPU: TSan cannot follow restartable sequences". */
+const char *za_percpu_mode(const za_mm_t *mm);
 
 /* ------------------------------------------------------------------------
  * Playing a recorded kernel: a thread as any CPU, the trace's clock, and

@@ -30,6 +30,16 @@ struct key {
 
 #define FIELD(f) offsetof(struct za_config, f)
 
+static const char *percpu_check(const char *v)
+{
+	return strcmp(v, "rseq") && strcmp(v, "lock") ? "expected rseq or lock" : NULL;
+}
+
+static const char *percpu_index_check(const char *v)
+{
+	return strcmp(v, "cpu") && strcmp(v, "cid") ? "expected cpu or cid" : NULL;
+}
+
 /* kernel= comes first: za_mm_config_string() prints the keys in this
  * order, and the preset must not undo the keys printed after it. */
 static const struct key keys[] = {
@@ -54,6 +64,8 @@ static const struct key keys[] = {
 	{ "min_free_kbytes",       K_INT,    FIELD(min_free_kbytes), 128, 1 << 30, true, NULL },
 	{ "lowmem_reserve_ratio",  K_RATIOS, FIELD(lowmem_reserve_ratio), 0, 1 << 20, true, NULL },
 	{ "lock_stats",            K_BOOL,   FIELD(lock_stats), 0, 1, false, NULL },
+	{ "percpu",                K_STRING, FIELD(percpu), 0, 8, false, percpu_check },
+	{ "percpu_index",          K_STRING, FIELD(percpu_index), 0, 8, false, percpu_index_check },
 	{ "slub_min_order",        K_INT,    FIELD(slub_min_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "slub_max_order",        K_INT,    FIELD(slub_max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false, NULL },
@@ -93,6 +105,8 @@ void za_config_defaults(struct za_config *cfg)
 		.min_free_kbytes = ZA_AUTO,
 		.lowmem_reserve_ratio = { ZA_AUTO, ZA_AUTO, ZA_AUTO, ZA_AUTO },
 		.lock_stats = 1,
+		.percpu = "rseq",
+		.percpu_index = "cpu",
 		.slub_max_order = 3,
 		.nr_cpus = ZA_AUTO,
 		.slub_big_system = 1,

@@ -47,6 +47,8 @@ struct za_config {
 	int64_t min_free_kbytes;      /* ZA_AUTO: 4 * sqrt(lowmem KiB) */
 	int64_t lowmem_reserve_ratio[ZA_MAX_ZONES];   /* ZA_AUTO: by zone name */
 	int64_t lock_stats;
+	char percpu[8];                 /* "rseq" or "lock" (rseq.h) */
+	char percpu_index[8];           /* "cpu" or "cid" */
 	/* SLUB */
 	int64_t slub_min_order;
 	int64_t slub_max_order;

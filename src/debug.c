@@ -183,8 +183,11 @@ static int verify_zones(struct za_mm *mm)
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		struct za_zone *z = mm->zone_by_id[id];
 		for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
+			/* the fronts join the lists, to be checked with them */
 			za_trylock_wait(&z->pcp[cpu].lock);
+			pcp_fronts_stop(z, &z->pcp[cpu]);
 			int r = verify_pcp(z, cpu);
+			pcp_fronts_start(&z->pcp[cpu]);
 			za_tryunlock(&z->pcp[cpu].lock);
 			if (r)
 				return -1;

@@ -15,6 +15,7 @@
 #include "pcp.h"
 #include "percpu.h"
 #include "quicklist.h"
+#include "rseq.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -239,7 +240,7 @@ static int init_layout(struct za_mm *mm)
 	mm->nr_nodes = (int)cfg->nodes;
 	mm->nr_zones = cfg->nr_zones;
 	mm->nr_cpus = (int)cfg->cpus;
-	mm->rseq_cpu_offset = rseq_cpu_id_offset();
+	rseq_setup(mm);
 	mm->bulkfree_outside_lock = cfg->bulkfree_outside_lock;
 	mm->fallback_steal_smallest = cfg->fallback_steal_smallest;
 	mm->lock_stats = cfg->lock_stats;

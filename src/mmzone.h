@@ -13,6 +13,7 @@
 #include "config.h"
 #include "lock.h"
 #include "platform.h"
+#include "rseq.h"
 #include "vmstat.h"
 
 struct za_kmem_cache;
@@ -219,10 +220,18 @@ struct za_pcp {
 	int high_min, high_max;         /* high's range; equal: not tuned */
 	uint64_t allocs_seen;           /* EV_PCP_ALLOC total free_count last saw */
 	uint64_t frees_seen;            /* EV_PCP_FREE total alloc_factor last saw */
-} __attribute__((aligned(8 * ZA_CACHELINE)));
+	/* percpu=rseq (pcp.h): the lists' fronts, each a stack of the
+	 * list's most recently freed blocks that the hit paths use without
+	 * the lock; the order-0 fronts share the stop word's line. */
+	_Alignas(ZA_CACHELINE) _Atomic uint32_t rseq_stop;
+	struct rseq_stack front[NR_LOWORDER_PCP_LISTS];
+} __attribute__((aligned(16 * ZA_CACHELINE)));
 
 /* A power of two, so that finding a CPU's set is a shift. */
-_Static_assert(sizeof(struct za_pcp) == 512, "struct za_pcp should be 8 cache lines");
+#define ZA_PCP_SHIFT 10
+_Static_assert(sizeof(struct za_pcp) == 1 << ZA_PCP_SHIFT, "struct za_pcp should be 16 cache lines");
+_Static_assert(offsetof(struct za_pcp, front[MT_TYPES]) - offsetof(struct za_pcp, rseq_stop) <= ZA_CACHELINE,
+	       "the order-0 fronts in the stop word's line");
 _Static_assert(offsetof(struct za_pcp, free_count) < ZA_CACHELINE, "the hit paths' fields in the first line");
 
 /* ------------------------------------------------------------------------
@@ -239,6 +248,8 @@ struct za_zone {
 	/* Read-mostly after creation. */
 	struct za_mm *mm;
 	struct za_pcp *pcp;             /* [mm->nr_cpus] */
+	/* percpu=rseq: a push that sets a bit of this fails (pcp.h) */
+	uint64_t front_full[PCP_MAX_ORDER + 1];
 	/* ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE (pcp_high_auto): read by the
 	 * free path with the line above, written only when they change. */
 	_Atomic unsigned int pcp_flags;
@@ -330,7 +341,8 @@ struct za_mm {
 	struct za_zone ***zonelists;
 	unsigned int max_order, pageblock_order;
 	int nr_nodes, nr_zones, nr_cpus;
-	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id, 0 without rseq */
+	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id or mm_cid, 0 without rseq */
+	bool percpu_rseq;               /* the fast paths are restartable sections (rseq.h) */
 	int nr_cpu_bindings;            /* threads bound by za_bind_cpu (percpu.h) */
 	bool bulkfree_outside_lock, lock_stats, debug;
 	bool fair_zone, kswapd_wake_high;
@@ -342,6 +354,7 @@ struct za_mm {
 	uint8_t pcp_thp_order;          /* 0: the THP order is not cached */
 	uint8_t pcp_mt_mask;
 	bool pcp_track_free;
+	bool pcp_front;                 /* percpu=rseq, and no free-side books to keep */
 	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
 	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
 	uint8_t pcp_free_high, pcp_batch_scale_max;
@@ -349,6 +362,7 @@ struct za_mm {
 
 	struct za_config cfg;
 	char *config_string;
+	char percpu_mode[160];          /* za_percpu_mode() */
 	za_lock_t hotplug_lock;         /* sections are added one at a time */
 	char *last_section;             /* the latest one's memory: where to put the next */
 	_Atomic unsigned long nr_present_sections;

@@ -63,6 +63,9 @@ void pcp_setup_lists(struct za_mm *mm)
 	mm->pcp_free_high = (uint8_t)mm->cfg.pcp_free_high;
 	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
 	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
+	/* The free-side books of 6.7's mechanisms are kept per free, under
+	 * the lock: with them, every block goes through the lists. */
+	mm->pcp_front = mm->percpu_rseq && !mm->pcp_track_free;
 	mm->bulkfree_list_first = mm->cfg.bulkfree_list_first;
 	mm->alloc_nofragment = mm->cfg.alloc_nofragment;
 }
@@ -142,10 +145,23 @@ static void pcp_set_high(const struct za_mm *mm, struct za_pcp *pcp, int high)
 	store_relaxed(&pcp->high, high);
 }
 
+/* A front holds up to 2^k - 1 blocks, about a batch of pages: a push
+ * that makes its length reach 2^k fails, as does one that must fold. */
+static void front_capacity(struct za_zone *z, int batch)
+{
+	for (unsigned int order = 0; order <= PCP_MAX_ORDER; order++) {
+		int blocks = max_int(batch >> order, 1), k = 0;
+		while (blocks >> k)
+			k++;
+		z->front_full[order] = RSEQ_FOLD | 1ULL << k;
+	}
+}
+
 void pcp_init(struct za_zone *z, int nr_cpus)
 {
 	int batch = zone_batchsize(z->nr_pages), high_min, high_max;
 	zone_high_range(z, batch, &high_min, &high_max);
+	front_capacity(z, batch);
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		struct za_pcp *pcp = &z->pcp[cpu];
 		pcp->batch = batch;
@@ -581,16 +597,157 @@ void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order,
 }
 
 /* ------------------------------------------------------------------------
+ * percpu=rseq: the fronts (pcp.h)
+ * ------------------------------------------------------------------------ */
+/* A front's hits, from a tally taken off it, into the set's events. */
+static void front_fold(struct za_pcp *pcp, unsigned int order, uint64_t tally)
+{
+	pcp_ev_add(&pcp->stat, EV_PCP_FREE + order, tally_pushes(tally));
+	pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + order, tally_pops(tally));
+}
+
+static struct za_page *chain_next(const struct za_page *page)
+{
+	return (struct za_page *)(void *)page->lru.next;
+}
+
+/* A chain taken off a front goes to the head of its list, in its order
+ * (its top first: the most recently freed block stays the first out). */
+static void chain_to_list(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex,
+			  struct za_page *chain)
+{
+	unsigned int order = pindex_to_order(z->mm, pindex);
+	struct za_list *at = &pcp->lists[pindex];
+	int blocks = 0;
+	for (struct za_page *next; chain; chain = next, blocks++) {
+		next = chain_next(chain);
+		VM_BUG_ON_PAGE(z->mm, page_flags(chain) != PG_pcp || page_order(chain) != order, chain);
+		list_add(&chain->lru, at);
+		at = &chain->lru;
+	}
+	pcp_add_count(pcp, blocks << order);
+}
+
+/* Up to n blocks off the head of a list as a chain (*last its end). */
+static struct za_page *list_to_chain(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex,
+				     int n, struct za_page **last, int *got)
+{
+	struct za_list *list = &pcp->lists[pindex];
+	struct za_page *first = NULL, *prev = NULL;
+	for (*got = 0; *got < n && !list_empty(list); ++*got) {
+		struct za_page *page = container_of(list->next, struct za_page, lru);
+		list_del(&page->lru);
+		page->lru.next = NULL;
+		if (prev)
+			prev->lru.next = (struct za_list *)(void *)page;
+		else
+			first = page;
+		prev = page;
+	}
+	*last = prev;
+	pcp_add_count(pcp, -(*got << pindex_to_order(z->mm, pindex)));
+	return first;
+}
+
+/*
+ * Under the set's lock, from the lock path of a hit path that found the
+ * front of list pindex empty or full: the front's blocks and hits go to
+ * the list and the events; then the front gets back the list's first
+ * half-capacity of blocks -- the most recently freed.  Each step is one
+ * section on this CPU's front; if the thread runs elsewhere now (or is
+ * bound, or the front filled up meanwhile), the blocks stay on the list.
+ * fair_zone: blocks moved to a front count as allocated.
+ */
+void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex)
+{
+	struct za_mm *mm = z->mm;
+	unsigned int order = pindex_to_order(mm, pindex), cpu = (unsigned int)pcp_cpu(z, pcp);
+	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
+	struct rseq_stack old;
+	za_lock_assert_held(mm, &pcp->lock);
+	if (rseq_exchange_retry(mm, &pc, cpu, NULL, 0, 0, &old) != RSEQ_OK)
+		return;
+	front_fold(pcp, order, old.tally);
+	chain_to_list(z, pcp, pindex, old.head);
+
+	int want = (int)((z->front_full[order] & ~RSEQ_FOLD) >> 1), got;
+	struct za_page *last, *first = list_to_chain(z, pcp, pindex, want, &last, &got);
+	if (!got)
+		return;
+	if (rseq_push_retry(mm, &pc, &front_link, first, last, (uint64_t)got,
+			    z->front_full[order], 0, 0) != RSEQ_OK) {
+		chain_to_list(z, pcp, pindex, first);
+		return;
+	}
+	if (mm->fair_zone)
+		pcp_charge_alloc_batch(z, pcp, got << order);
+}
+
+/* Another thread's (or CPU's) access to a set's fronts: under the set's
+ * lock, stop them, fence, and move them to the lists; until
+ * pcp_fronts_start, every section on them fails. */
+void pcp_fronts_stop(struct za_zone *z, struct za_pcp *pcp)
+{
+	za_lock_assert_held(z->mm, &pcp->lock);
+	if (!z->mm->pcp_front)
+		return;
+	store_relaxed(&pcp->rseq_stop, 1);
+	rseq_fence();
+	for (unsigned int pindex = 0; pindex < NR_LOWORDER_PCP_LISTS; pindex++) {
+		struct rseq_stack *front = &pcp->front[pindex];
+		front_fold(pcp, pindex_to_order(z->mm, pindex), front->tally);
+		chain_to_list(z, pcp, pindex, front->head);
+		*front = (struct rseq_stack){ NULL, 0 };
+	}
+}
+
+void pcp_fronts_start(struct za_pcp *pcp)
+{
+	atomic_store_explicit(&pcp->rseq_stop, 0, memory_order_release);
+}
+
+/* The fronts' hits not yet folded: racy reads, exact at quiescence. */
+uint64_t pcp_front_events(const struct za_zone *z, enum za_event item)
+{
+	bool alloc = item >= EV_PCP_ALLOC && item < EV_PCP_ALLOC + PCP_THP_SLOT;
+	bool free = item >= EV_PCP_FREE && item < EV_PCP_FREE + PCP_THP_SLOT;
+	if (!z->mm->pcp_front || (!alloc && !free))
+		return 0;
+	unsigned int order = item - (alloc ? EV_PCP_ALLOC : EV_PCP_FREE);
+	uint64_t n = 0;
+	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
+		for (unsigned int t = 0; t < MT_TYPES; t++) {
+			uint64_t tally = __atomic_load_n(&z->pcp[cpu].front[order * MT_TYPES + t].tally,
+							 __ATOMIC_RELAXED);
+			n += alloc ? tally_pops(tally) : tally_pushes(tally);
+		}
+	return n;
+}
+
+/* Pages on a CPU's fronts: racy, exact at quiescence. */
+long pcp_front_pages(const struct za_zone *z, int cpu)
+{
+	long n = 0;
+	for (unsigned int pindex = 0; z->mm->pcp_front && pindex < NR_LOWORDER_PCP_LISTS; pindex++) {
+		uint64_t tally = __atomic_load_n(&z->pcp[cpu].front[pindex].tally, __ATOMIC_RELAXED);
+		n += (long)(tally & RSEQ_LEN_MASK) << pindex_to_order(z->mm, pindex);
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------
  * Drains and decay
  * ------------------------------------------------------------------------ */
 void pcp_drain_cpu(struct za_zone *z, int cpu)
 {
 	struct za_pcp *pcp = &z->pcp[cpu];
 	za_trylock_wait(&pcp->lock);
+	pcp_fronts_stop(z, pcp);
 	if (pcp_count(pcp)) {
 		pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
 		free_pcppages_bulk(z, pcp, pcp_count(pcp), 0);
 	}
+	pcp_fronts_start(pcp);
 	za_tryunlock(&pcp->lock);
 }
 

@@ -1,8 +1,10 @@
 /*
  * The hit paths of the per-CPU page lists, inlined into the allocator's
- * entry points: one trylock on a CPU-local line, one list operation, one
- * counter (pgalloc/pgfree and the hits are derived from the per-order
- * counts when read).  Misses and overflows call into pcp.c.
+ * entry points.  percpu=rseq: one restartable section on the list's front
+ * (below).  percpu=lock, and whenever the front cannot serve: one trylock
+ * on a CPU-local line, one list operation, one counter (pgalloc/pgfree and
+ * the hits are derived from the per-order counts when read).  Misses and
+ * overflows call into pcp.c.
  */
 #ifndef ZA_PCP_H
 #define ZA_PCP_H
@@ -11,6 +13,11 @@
 
 /* pcp.c */
 void pcp_setup_lists(struct za_mm *mm);
+void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
+void pcp_fronts_stop(struct za_zone *z, struct za_pcp *pcp);
+void pcp_fronts_start(struct za_pcp *pcp);
+uint64_t pcp_front_events(const struct za_zone *z, enum za_event item);
+long pcp_front_pages(const struct za_zone *z, int cpu);
 void pcp_init(struct za_zone *z, int nr_cpus);
 void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
@@ -137,6 +144,44 @@ static inline void pcp_add_count(struct za_pcp *pcp, int n)
 }
 
 /*
+ * percpu=rseq: the fronts.  Each list of orders 0..3 has a front, a stack
+ * of up to front_full's capacity (2^k - 1 blocks, about a batch of pages)
+ * of its most recently freed blocks, linked through lru.next.  The hit
+ * paths pop and push it in one restartable section each and never take
+ * the lock, so a thread preempted anywhere -- in a hit path (restarted) or
+ * holding the lock in a slow path -- stops no other thread of its CPU.
+ * A pop that finds the front empty, or a push that finds it full, takes
+ * the lock path below, which also rebalances the front against the list
+ * (pcp_front_balance): the list keeps count, high, batch and the drains
+ * as the kernel has them, and the fronts are a layer above, their blocks
+ * neither on the lists nor counted in count.
+ *
+ * The tally is rseq.h's counted stack: pushes are EV_PCP_FREE hits, pops
+ * EV_PCP_ALLOC hits.
+ */
+static const struct rseq_link front_link = { .off = offsetof(struct za_page, lru.next) };
+
+static inline struct rseq_percpu pcp_front_percpu(const struct za_zone *z, unsigned int pindex)
+{
+	return (struct rseq_percpu){
+		.base = (char *)&z->pcp[0].front[pindex],
+		.stop = (long)offsetof(struct za_pcp, rseq_stop) -
+			(long)(offsetof(struct za_pcp, front) + pindex * sizeof(struct rseq_stack)),
+		.shift = ZA_PCP_SHIFT,
+		.nr = (unsigned int)z->mm->nr_cpus,
+		.index_tls = z->mm->rseq_cpu_offset,
+	};
+}
+
+/* Does this allocation or free go to a front?  Not for a thread playing a
+ * CPU (za_bind_cpu): its index is not the one the sections read. */
+static inline bool pcp_use_front(const struct za_mm *mm, unsigned int order)
+{
+	return mm->pcp_front && order <= PCP_MAX_ORDER &&
+	       likely(!__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+}
+
+/*
  * Returns false, doing nothing, when the CPU's lists are busy (another
  * thread on the same CPU, or a drain): the caller then uses the buddy
  * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
@@ -149,6 +194,20 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	struct za_pcp *pcp = &z->pcp[cpu];
 	/* The list first: its lookup overlaps the lock's atomic. */
 	unsigned int slot, pindex = pcp_list_index(z->mm, mt, order, &slot);
+	bool front = pcp_use_front(z->mm, order);
+	if (likely(front)) {
+		struct rseq_percpu pc = pcp_front_percpu(z, pindex);
+		void *top;
+		if (likely(rseq_pop_retry(z->mm, &pc, &front_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &top) ==
+			   RSEQ_OK)) {
+			struct za_page *page = top;
+			VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);
+			set_page_mt(page, mt);
+			set_page_flags(page, PG_alloc);
+			*out = page;
+			return true;
+		}
+	}
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
@@ -167,6 +226,8 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 		if (z->mm->fair_zone)
 			pcp_charge_alloc_batch(z, pcp, 1 << order);
 	}
+	if (front)
+		pcp_front_balance(z, pcp, pindex);
 	za_tryunlock(&pcp->lock);
 	*out = page;
 	return true;
@@ -181,6 +242,18 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	const struct za_mm *mm = z->mm;
 	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
 	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
+	bool front = pcp_use_front(mm, order);
+	if (likely(front)) {
+		/* The front's blocks are PG_pcp from the moment they are on it. */
+		struct rseq_percpu pc = pcp_front_percpu(z, pindex);
+		uint32_t flags = page_flags(page);
+		set_page_mt(page, mt);
+		set_page_flags(page, PG_pcp);
+		if (likely(rseq_push_retry(z->mm, &pc, &front_link, page, page, RSEQ_PUSH_ONE + 1,
+					   z->front_full[order], 0, 0) == RSEQ_OK))
+			return true;
+		set_page_flags(page, flags);
+	}
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return false;
 
@@ -191,10 +264,13 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	list_add(&page->lru, &pcp->lists[pindex]);
 	pcp_add_count(pcp, 1 << order);
 	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
+	if (front)
+		pcp_front_balance(z, pcp, pindex);
 	if (unlikely(mm->pcp_track_free))
 		pcp_free_account(z, pcp, order, pindex);
-	else if (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
-		pcp_free_batch(z, pcp, pindex);
+	else    /* more than once only after a front joined the list */
+		while (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
+			pcp_free_batch(z, pcp, pindex);
 	za_tryunlock(&pcp->lock);
 	return true;
 }

@@ -14,24 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#if __has_include(<sys/rseq.h>) && (defined(__x86_64__) || defined(__aarch64__))
-#include <sys/rseq.h>
-
-long rseq_cpu_id_offset(void)
-{
-	if (__rseq_size == 0)
-		return 0;
-	/* Registration can fail for a thread; then cpu_id stays negative and
-	 * this_cpu() falls back per call. */
-	return (long)__rseq_offset + (long)offsetof(struct rseq, cpu_id);
-}
-#else
-long rseq_cpu_id_offset(void)
-{
-	return 0;
-}
-#endif
-
 __thread struct cpu_binding cpu_binding __attribute__((tls_model("initial-exec")));
 
 int za_bind_cpu(za_mm_t *mm, int cpu)

@@ -2,20 +2,20 @@
  * Which CPU the calling thread runs on.
  *
  * glibc (2.35+) registers a restartable-sequences area for every thread, in
- * which the kernel keeps cpu_id current.  The memory system caches where
- * that field sits relative to the thread pointer, so reading the CPU is two
- * loads, no system call.  Without rseq, sched_getcpu() (a vDSO call) is the
+ * which the kernel keeps cpu_id (and since 6.3 mm_cid) current.  The memory
+ * system caches where the field it indexes by (rseq.c: percpu_index) sits
+ * relative to the thread pointer, so reading it is two loads, no system
+ * call.  Without rseq, sched_getcpu() (a vDSO call) is the
  * fallback.  The answer may be stale the moment it is read: callers use it
- * only to pick a per-CPU structure, which they then lock, so a migration
- * costs locality, never correctness.
+ * only to pick a per-CPU structure, which they then lock (or which a
+ * restartable section re-reads for itself), so a migration costs locality,
+ * never correctness.
  */
 #ifndef ZA_PERCPU_H
 #define ZA_PERCPU_H
 
 #include "mmzone.h"
 
-/* The offset of cpu_id from the thread pointer, or 0 if rseq is not in use. */
-long rseq_cpu_id_offset(void);
 int this_cpu_slow(const struct za_mm *mm);
 
 static inline char *thread_pointer(void)

@@ -90,15 +90,25 @@ enum slab_event {
 };
 
 struct kmem_cache_cpu {
+	/* percpu=rseq (slub.c): the CPU freelist as the restartable fast
+	 * paths see it, unless taken (then freelist below is it). */
+	struct rseq_stack stack;
+	_Atomic uint32_t rseq_stop;
+	bool rseq_taken;                /* under lock: the stack is closed */
+	uint8_t rseq_pinned;            /* under lock: a holder let go of the lock while taken */
 	za_trylock_t lock;
+	char *base;                     /* slab's first object ... (these two adjacent: */
+	size_t span;                    /* ... its objects' extent    the sections' range check) */
 	void *freelist;                 /* objects of `slab` only this CPU takes */
 	struct za_page *slab;           /* frozen */
-	char *base;                     /* slab's first object ... */
-	size_t span;                    /* ... and its objects' extent, for the fast path's checks */
 	unsigned int objects;           /* ... and how many */
 	struct za_page *partial;        /* unfrozen slabs with free objects */
 	za_counter_t stat[NR_SLAB_CPU_EVENTS];
-} __attribute__((aligned(ZA_CACHELINE)));
+} __attribute__((aligned(4 * ZA_CACHELINE)));
+
+/* A power of two, so that the sections find a CPU's by a shift. */
+#define SLAB_CPU_SHIFT 8
+_Static_assert(sizeof(struct kmem_cache_cpu) == 1 << SLAB_CPU_SHIFT, "kmem_cache_cpu: 4 lines");
 
 struct kmem_cache_node {
 	za_lock_t list_lock;
@@ -126,6 +136,7 @@ struct za_kmem_cache {
 	unsigned int inuse;             /* offset of the metadata after the object */
 	uint64_t recip;                 /* ceil(2^64 / size): offset -> index by multiply */
 	unsigned long random;           /* free pointer hardening key, 0 if off */
+	struct rseq_link link;          /* percpu=rseq: the free pointer, for the sections */
 	unsigned int debug;             /* SLAB_* debug flags */
 	unsigned int order, objects;    /* preferred slab size */
 	unsigned int min_order, min_objects;   /* fallback when that fails */
@@ -224,6 +235,10 @@ bool debug_alloc_check(struct za_kmem_cache *s, void *obj, void *caller);
 bool debug_free_check(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller,
 		      void *free_head);
 void *debug_get_freepointer(const struct za_kmem_cache *s, void *obj);
+/* percpu=rseq, under c's lock: its freelist into c->freelist (from any
+ * thread: stops and fences), and back. */
+void cpu_take_stopped(struct za_kmem_cache *s, struct kmem_cache_cpu *c);
+void cpu_give(struct za_kmem_cache *s, struct kmem_cache_cpu *c);
 void slab_report(struct za_kmem_cache *s, const void *obj, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -13,6 +13,10 @@
  *   the freeing CPU's partial list -> node partial list (when that list
  *   overflows) -> empty: freed to the page allocator beyond min_partial.
  *
+ * percpu=rseq: the two fast paths are restartable sections on the CPU's
+ * stack (below) and take no lock; everything else still runs under the
+ * CPU's trylock, with the stack taken off for the time (cpu_take).
+ *
  * Lock order: a CPU's trylock, then list_lock, then the zone lock.
  *
  * Invariants: a slab on a node partial list has PG_slab_partial and at
@@ -76,12 +80,139 @@ static void cache_stat(struct za_kmem_cache *s, enum slab_event e)
 	counter_add_atomic(&s->stat[e], 1);
 }
 
+/* ------------------------------------------------------------------------
+ * percpu=rseq: the CPU freelist as a stack of rseq.h
+ *
+ * The fast paths pop and push the stack of their CPU in one restartable
+ * section each.  Its tally holds the CPU slab's tag (pfn + 1, 0 for none)
+ * -- a push commits only if the object's slab has the tag, so an object
+ * never joins another slab's CPU freelist -- and the fast paths' counts in
+ * two 15-bit fields whose next bit, once set, fails them until a lock path
+ * folds the counts into the CPU's events.
+ *
+ * Everything else keeps the classic code on c->freelist, under the CPU's
+ * lock, with the stack taken (cpu_take: one section moving the freelist
+ * to c->freelist and leaving {NULL, tag 0}, on which every pop finds
+ * nothing and every push a mismatch) and given back (cpu_give: one
+ * 16-byte store, since nobody else writes a taken stack).  A lock path
+ * that lets go of the lock while the stack is taken pins it, so that
+ * another holder does not give it back under its feet.  A thread not on
+ * the CPU (flush, verify) stops the CPU's sections and fences first.
+ * ------------------------------------------------------------------------ */
+#define SLUB_TAG_MASK   0xffffffffULL
+#define SLUB_ALLOC_ONE  (1ULL << 32)
+#define SLUB_FREE_ONE   (1ULL << 48)
+#define SLUB_FOLD       ((1ULL << 47) | (1ULL << 63))
+
+static inline struct rseq_percpu cpu_percpu(const struct za_kmem_cache *s)
+{
+	return (struct rseq_percpu){
+		.base = (char *)&s->cpu_slab[0].stack,
+		.stop = (long)offsetof(struct kmem_cache_cpu, rseq_stop) -
+			(long)offsetof(struct kmem_cache_cpu, stack),
+		.shift = SLAB_CPU_SHIFT,
+		.nr = (unsigned int)s->mm->nr_cpus,
+		.index_tls = s->mm->rseq_cpu_offset,
+	};
+}
+
+/* Do the fast paths run as sections?  Not for a thread playing a CPU. */
+static inline bool cpu_sections(const struct za_kmem_cache *s)
+{
+	return s->mm->percpu_rseq && likely(!__atomic_load_n(&s->mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+}
+
+static uint64_t slab_tag(const struct za_mm *mm, const struct za_page *slab)
+{
+	return slab ? page_to_pfn(mm, slab) + 1 : 0;
+}
+
+static uint64_t tally_allocs(uint64_t tally) { return (tally >> 32) & 0xffff; }
+static uint64_t tally_frees(uint64_t tally) { return tally >> 48; }
+
+static void cpu_fold(struct kmem_cache_cpu *c, uint64_t tally)
+{
+	counter_add(&c->stat[SL_ALLOC_FASTPATH], tally_allocs(tally));
+	counter_add(&c->stat[SL_FREE_FASTPATH], tally_frees(tally));
+}
+
+/* Under c's lock: false, doing nothing, if the thread runs on another CPU
+ * now (the caller then acts as if the lock were busy). */
+static bool cpu_take(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
+{
+	struct rseq_percpu pc = cpu_percpu(s);
+	struct rseq_stack old;
+	za_lock_assert_held(s->mm, &c->lock);
+	if (!s->mm->percpu_rseq || c->rseq_taken)
+		return true;
+	if (rseq_exchange_retry(s->mm, &pc, (unsigned int)cpu, NULL, 0, 0, &old) != RSEQ_OK)
+		return false;
+	VM_BUG_ON(s->mm, c->freelist);
+	cpu_fold(c, old.tally);
+	c->freelist = old.head;
+	c->rseq_taken = true;
+	return true;
+}
+
+/* The same from anywhere: stop the CPU's sections, fence, take. */
+void cpu_take_stopped(struct za_kmem_cache *s, struct kmem_cache_cpu *c)
+{
+	za_lock_assert_held(s->mm, &c->lock);
+	if (!s->mm->percpu_rseq || c->rseq_taken)
+		return;
+	store_relaxed(&c->rseq_stop, 1);
+	rseq_fence();
+	cpu_fold(c, c->stack.tally);
+	c->freelist = c->stack.head;
+	rseq_stack_publish(&c->stack, (struct rseq_stack){ NULL, 0 });
+	c->rseq_taken = true;
+	store_relaxed(&c->rseq_stop, 0);        /* taken: closed to them anyway */
+}
+
+/* Under c's lock: the stack back, with the slab's extent (the pops' range
+ * check) written before it opens. */
+void cpu_give(struct za_kmem_cache *s, struct kmem_cache_cpu *c)
+{
+	za_lock_assert_held(s->mm, &c->lock);
+	if (!c->rseq_taken || c->rseq_pinned)
+		return;
+	VM_BUG_ON(s->mm, c->freelist && !c->slab);
+	rseq_stack_publish(&c->stack, (struct rseq_stack){ c->freelist, slab_tag(s->mm, c->slab) });
+	c->freelist = NULL;
+	c->rseq_taken = false;
+}
+
+static inline __attribute__((always_inline)) void *cpu_pop(struct za_kmem_cache *s)
+{
+	struct rseq_percpu pc = cpu_percpu(s);
+	void *obj;
+	return rseq_pop_retry(s->mm, &pc, &s->link, SLUB_ALLOC_ONE, SLUB_FOLD, &obj) == RSEQ_OK ? obj
+												  : NULL;
+}
+
+/* The free pointer as the sections read and write it. */
+static void cache_link_init(struct za_kmem_cache *s)
+{
+	bool hardened = s->random != 0;
+	s->link = (struct rseq_link){
+		.off = s->offset,
+		.key = s->random,
+		.swap = hardened ? ~0ULL : 0,
+		.range = hardened ? (long)offsetof(struct kmem_cache_cpu, base) -
+					    (long)offsetof(struct kmem_cache_cpu, stack) : 0,
+	};
+}
+
 static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 {
 	uint64_t v = load_relaxed(&s->stat[e]);
 	if (e < NR_SLAB_CPU_EVENTS)
-		for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
+		for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
+			uint64_t tally = __atomic_load_n(&s->cpu_slab[cpu].stack.tally, __ATOMIC_RELAXED);
 			v += load_relaxed(&s->cpu_slab[cpu].stat[e]);
+			v += e == SL_ALLOC_FASTPATH ? tally_allocs(tally) :
+			     e == SL_FREE_FASTPATH ? tally_frees(tally) : 0;
+		}
 	else if (e < NR_SLAB_NODE_EVENTS)
 		for (int n = 0; n < s->mm->nr_nodes; n++)
 			v += load_relaxed(&s->node[n].stat[e]);
@@ -489,9 +620,11 @@ static struct za_page *get_partial(struct za_kmem_cache *s, struct kmem_cache_cp
 static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
 					 za_gfp_t gfp, int node)
 {
+	c->rseq_pinned++;
 	za_tryunlock(&c->lock);
 	struct za_page *slab = allocate_slab(s, gfp, node);
 	za_trylock_wait(&c->lock);
+	c->rseq_pinned--;
 	if (slab && c->freelist) {
 		struct kmem_cache_node *n = slab_node(s, slab);
 		lock_node(n);
@@ -711,6 +844,30 @@ static bool free_single(struct za_kmem_cache *s, struct za_page *slab, void *obj
 /* ------------------------------------------------------------------------
  * The entry points
  * ------------------------------------------------------------------------ */
+/* The CPU freelist under its lock (all of percpu=lock; rseq's misses):
+ * false if the lock is busy, or rseq's thread runs on another CPU now. */
+static bool cpu_alloc_locked(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int cpu,
+			     za_gfp_t gfp, int node, void **objp)
+{
+	if (unlikely(!za_trylock(&c->lock)))
+		return false;
+	if (unlikely(!cpu_take(s, c, cpu))) {
+		za_tryunlock(&c->lock);
+		return false;
+	}
+	void *obj = c->freelist;
+	if (likely(obj)) {
+		c->freelist = cpu_next_free(s, c, obj);
+		cpu_stat(c, SL_ALLOC_FASTPATH);
+	} else {
+		obj = alloc_slowpath(s, c, gfp, node);
+	}
+	cpu_give(s, c);
+	za_tryunlock(&c->lock);
+	*objp = obj;
+	return true;
+}
+
 static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
 {
 	struct za_mm *mm = s->mm;
@@ -722,18 +879,10 @@ static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
 			;
 	} else {
 		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
-		if (likely(za_trylock(&c->lock))) {
-			obj = c->freelist;
-			if (likely(obj)) {
-				c->freelist = cpu_next_free(s, c, obj);
-				cpu_stat(c, SL_ALLOC_FASTPATH);
-			} else {
-				obj = alloc_slowpath(s, c, gfp, node);
-			}
-			za_tryunlock(&c->lock);
-		} else {
+		if (likely(cpu_sections(s)) && likely(obj = cpu_pop(s)))
+			;       /* counted in the stack's tally */
+		else if (!cpu_alloc_locked(s, c, cpu, gfp, node, &obj))
 			obj = alloc_single(s, gfp, node);
-		}
 	}
 	if (unlikely(!obj)) {
 		za_set_last_error("za_cache_alloc(%s): out of memory", s->name);
@@ -805,31 +954,58 @@ static __attribute__((noinline, cold)) int double_free(struct za_kmem_cache *s, 
  * only the CPU slab's range to prove obj an object start; it also catches
  * the naive double free of the object freed last.
  */
-static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache *s,
-							    struct za_page *slab, void *obj,
-							    void *caller)
+/* percpu=rseq: an object start of slab goes onto the CPU's stack if slab
+ * is the CPU slab (0); not the CPU slab: 1; any other failure: -1. */
+static inline __attribute__((always_inline)) int cpu_push(struct za_kmem_cache *s,
+							  struct za_page *slab, void *obj)
 {
-	struct kmem_cache_cpu *c = &s->cpu_slab[this_cpu(s->mm)];
-	if (likely(!s->debug) && likely(za_trylock(&c->lock))) {
-		if (likely(slab == c->slab)) {
-			size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)c->base);
-			if (unlikely(!slab_object_at(s, off, c->objects, &idx))) {
-				za_tryunlock(&c->lock);
-				return free_other(s, slab, obj, caller);   /* checked there */
-			}
-			if (unlikely(obj == c->freelist)) {
-				za_tryunlock(&c->lock);
-				return double_free(s, obj);
-			}
+	size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)slab_base(s, slab));
+	if (unlikely(!slab_object_at(s, off, slab_objects(slab), &idx)))
+		return 1;       /* free_other checks and reports */
+	struct rseq_percpu pc = cpu_percpu(s);
+	int st = rseq_push_retry(s->mm, &pc, &s->link, obj, obj, SLUB_FREE_ONE, SLUB_FOLD,
+				 SLUB_TAG_MASK, slab_tag(s->mm, slab));
+	return st == RSEQ_OK ? 0 : st == RSEQ_MISMATCH ? 1 : -1;
+}
+
+/* The classic CPU-slab free under the lock: 1 if obj is not the CPU
+ * slab's (or the lock is busy), else what the free returns. */
+static int cpu_free_locked(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	int ret = 1;
+	if (!za_trylock(&c->lock))
+		return 1;
+	if (likely(cpu_take(s, c, cpu)) && likely(slab == c->slab)) {
+		size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)c->base);
+		if (unlikely(!slab_object_at(s, off, c->objects, &idx))) {
+			ret = 1;        /* free_other checks and reports */
+		} else if (unlikely(obj == c->freelist)) {
+			ret = -1;
+		} else {
 			VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)), slab);   /* the CPU's own */
 			set_freepointer(s, obj, c->freelist);
 			c->freelist = obj;
 			cpu_stat(c, SL_FREE_FASTPATH);
-			za_tryunlock(&c->lock);
-			return 0;
+			ret = 0;
 		}
-		za_tryunlock(&c->lock);
 	}
+	cpu_give(s, c);
+	za_tryunlock(&c->lock);
+	return ret;
+}
+
+static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache *s,
+							    struct za_page *slab, void *obj,
+							    void *caller)
+{
+	if (unlikely(s->debug))
+		return free_other(s, slab, obj, caller);
+	int r = cpu_sections(s) ? cpu_push(s, slab, obj) : -1;
+	if (likely(r == 0))
+		return 0;
+	if (r < 0 && (r = cpu_free_locked(s, slab, obj, this_cpu(s->mm))) <= 0)
+		return r ? double_free(s, obj) : 0;
 	return free_other(s, slab, obj, caller);
 }
 
@@ -892,7 +1068,9 @@ size_t za_cache_alloc_bulk(za_cache_t *s, za_gfp_t gfp, size_t n, void **objs)
 	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 	size_t got = 0;
 	if (likely(!s->debug) && za_trylock(&c->lock)) {
-		got = cpu_alloc_bulk(s, c, gfp, node, n, objs);
+		if (cpu_take(s, c, cpu))
+			got = cpu_alloc_bulk(s, c, gfp, node, n, objs);
+		cpu_give(s, c);
 		za_tryunlock(&c->lock);
 	}
 	for (; got < n; got++)
@@ -918,14 +1096,16 @@ static void free_chain(struct za_kmem_cache *s, struct za_page *slab, void *head
 	int cpu = this_cpu(s->mm);
 	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
 	if (za_trylock(&c->lock)) {
-		if (slab == c->slab) {
+		bool mine = cpu_take(s, c, cpu) && slab == c->slab;
+		if (mine) {
 			set_freepointer(s, tail, c->freelist);
 			c->freelist = head;
 			counter_add(&c->stat[SL_FREE_FASTPATH], cnt);
-			za_tryunlock(&c->lock);
-			return;
 		}
+		cpu_give(s, c);
 		za_tryunlock(&c->lock);
+		if (mine)
+			return;
 	}
 	free_slowpath(s, slab, head, tail, cnt, cpu);
 }
@@ -973,6 +1153,7 @@ static void flush_cpu_slab(struct za_kmem_cache *s, int cpu, bool wait)
 		za_trylock_wait(&c->lock);
 	else if (!za_trylock(&c->lock))
 		return;
+	cpu_take_stopped(s, c);
 	if (c->slab) {
 		cpu_stat(c, SL_DEACTIVATE);
 		deactivate_slab(s, c->slab, c->freelist);
@@ -982,6 +1163,7 @@ static void flush_cpu_slab(struct za_kmem_cache *s, int cpu, bool wait)
 	struct za_page *partial = c->partial;
 	c->partial = NULL;
 	put_partials(s, partial);
+	cpu_give(s, c);
 	za_tryunlock(&c->lock);
 }
 
@@ -1318,6 +1500,7 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->min_partial = calculate_min_partial(s->size);
 	if (mm->cfg.slab_freelist_hardened)
 		s->random = (uintptr_t)get_random_u64() | 1;
+	cache_link_init(s);
 	if (mm->cfg.slab_freelist_random)
 		init_random_seq(s, (uint16_t *)(s->node + mm->nr_nodes));
 

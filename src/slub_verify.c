@@ -59,26 +59,38 @@ static int verify_slab(struct za_kmem_cache *s, struct za_page *slab)
 	return verify_chain(s, slab, slab_object(s, slab, st_head(st)), objects - inuse, "free list");
 }
 
-static int verify_cpus(struct za_kmem_cache *s, long frozen[])
+/* One CPU's slab, freelist and partial list. */
+static int verify_cpu(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int cpu, long frozen[])
 {
 	struct za_mm *mm = s->mm;
-	for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
+	struct za_page *slab = c->slab;
+	if (slab) {
+		VERIFY((page_flags(slab) & PG_slab) && slab->slab_cache == s &&
+			   st_frozen(slab_state(slab)),
+		       "cache %s cpu %d: its slab pfn %lu is not a frozen slab of the cache",
+		       s->name, cpu, page_to_pfn(mm, slab));
+		frozen[mm->zone_by_id[slab->zone]->node]++;
+		if (verify_chain(s, slab, c->freelist, UINT32_MAX, "CPU freelist"))
+			return -1;
+	}
+	for (slab = c->partial; slab; slab = slab->cpu_partial.next)
+		VERIFY((page_flags(slab) & (PG_slab | PG_slab_partial)) == PG_slab &&
+			   slab->slab_cache == s && !st_frozen(slab_state(slab)),
+		       "cache %s cpu %d: partial slab pfn %lu is not an unfrozen, unlisted "
+		       "slab of the cache", s->name, cpu, page_to_pfn(mm, slab));
+	return 0;
+}
+
+/* Under every CPU lock; percpu=rseq's stacks are taken for the look. */
+static int verify_cpus(struct za_kmem_cache *s, long frozen[])
+{
+	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
-		struct za_page *slab = c->slab;
-		if (slab) {
-			VERIFY((page_flags(slab) & PG_slab) && slab->slab_cache == s &&
-				   st_frozen(slab_state(slab)),
-			       "cache %s cpu %d: its slab pfn %lu is not a frozen slab of the cache",
-			       s->name, cpu, page_to_pfn(mm, slab));
-			frozen[mm->zone_by_id[slab->zone]->node]++;
-			if (verify_chain(s, slab, c->freelist, UINT32_MAX, "CPU freelist"))
-				return -1;
-		}
-		for (slab = c->partial; slab; slab = slab->cpu_partial.next)
-			VERIFY((page_flags(slab) & (PG_slab | PG_slab_partial)) == PG_slab &&
-				   slab->slab_cache == s && !st_frozen(slab_state(slab)),
-			       "cache %s cpu %d: partial slab pfn %lu is not an unfrozen, unlisted "
-			       "slab of the cache", s->name, cpu, page_to_pfn(mm, slab));
+		cpu_take_stopped(s, c);
+		int r = verify_cpu(s, c, cpu, frozen);
+		cpu_give(s, c);
+		if (r)
+			return -1;
 	}
 	return 0;
 }

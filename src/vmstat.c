@@ -66,6 +66,7 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_PGWRITE_RECLAIM] = { .name = "pgwrite_reclaim" },
 	[EV_PGCACHE_HIT] = { .name = "pgcache_hit" },
 	[EV_PGMAJFAULT] = { .name = "pgmajfault" },
+	[EV_RSEQ_ABORT] = { .name = "rseq_abort" },
 	[EV_KSWAPD_WAKEUP] = { .name = "kswapd_wakeup" },
 	[EV_KSWAPD_LOW_WMARK_HIT_QUICKLY] = { .name = "kswapd_low_wmark_hit_quickly" },
 	[EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY] = { .name = "kswapd_high_wmark_hit_quickly" },
@@ -85,6 +86,7 @@ static const struct event_info event_info[NR_EVENTS] = {
 enum gauge {
 	G_NR_FREE_PAGES,
 	G_NR_PCP_PAGES,
+	G_NR_PCP_FRONT_PAGES,        /* ... of which on the fronts (percpu=rseq, pcp.h) */
 	G_NR_MANAGED_PAGES,
 	G_NR_ALLOCATED_PAGES,
 	G_NR_MIXED_PAGEBLOCKS,
@@ -106,7 +108,7 @@ enum gauge {
 };
 
 static const char *const gauge_fixed_names[] = {
-	"nr_free_pages", "nr_pcp_pages", "nr_managed_pages", "nr_allocated_pages",
+	"nr_free_pages", "nr_pcp_pages", "nr_pcp_front_pages", "nr_managed_pages", "nr_allocated_pages",
 	"nr_mixed_pageblocks", "nr_slab_pages", "nr_quicklist_pages", "nr_active_file",
 	"nr_inactive_file", "nr_dirty", "nr_alloc_batch", "nr_sections", "nr_free_pages_unmovable",
 	"nr_free_pages_movable", "nr_free_pages_reclaimable", "nr_pageblocks_unmovable",
@@ -155,9 +157,11 @@ static uint64_t fold(uint64_t acc, uint64_t v, enum za_event item)
 static uint64_t zone_event_raw(const struct za_zone *z, enum za_event item)
 {
 	uint64_t v = load_relaxed(&z->stat.ev[item]);
-	if (item < NR_PCP_EVENTS)
+	if (item < NR_PCP_EVENTS) {
 		for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
 			v = fold(v, load_relaxed(&z->pcp[cpu].stat.ev[item]), item);
+		v += pcp_front_events(z, item);
+	}
 	return v;
 }
 
@@ -197,7 +201,7 @@ static long pcp_pages(const struct za_zone *z)
 {
 	long n = 0;
 	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
-		n += load_relaxed(&z->pcp[cpu].count);
+		n += load_relaxed(&z->pcp[cpu].count) + pcp_front_pages(z, cpu);
 	return n;
 }
 
@@ -272,6 +276,12 @@ static long zone_gauge(struct za_zone *z, enum gauge g)
 		return load_relaxed(&z->nr_free_pages);
 	case G_NR_PCP_PAGES:
 		return pcp_pages(z);
+	case G_NR_PCP_FRONT_PAGES: {
+		long n = 0;
+		for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
+			n += pcp_front_pages(z, cpu);
+		return n;
+	}
 	case G_NR_MANAGED_PAGES:
 		return zone_managed_pages(z);
 	case G_NR_ALLOCATED_PAGES:

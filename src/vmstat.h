@@ -63,6 +63,7 @@ enum za_event {
 	/* per CPU of the memory system, atomic on a CPU-local line */
 	EV_PGCACHE_HIT,
 	EV_PGMAJFAULT,                  /* page cache misses: read from the file */
+	EV_RSEQ_ABORT,                  /* restartable sections restarted (rseq.h) */
 	/* memory system, atomic */
 	EV_KSWAPD_WAKEUP,
 	EV_KSWAPD_LOW_WMARK_HIT_QUICKLY,

@@ -466,7 +466,11 @@ static void test_mallinfo(void)
 
 int main(void)
 {
-	setenv("ZA_CONFIG", "purge_delay_ms=100", 1);
+	/* over the caller's ZA_CONFIG (ctest's percpu=lock run) */
+	char config[256];
+	const char *outer = getenv("ZA_CONFIG");
+	snprintf(config, sizeof(config), "%s%spurge_delay_ms=100", outer ? outer : "", outer ? "," : "");
+	setenv("ZA_CONFIG", config, 1);
 	CHECK((mm = za_malloc_system()));
 	CHECK_STR_HAS(za_mm_config_string(mm), "deferred_init=1");
 	test_sizes();
