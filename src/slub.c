@@ -1464,7 +1464,9 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	if (flags & ~ZA_SLAB_VALID_FLAGS)
 		return create_error(name, "unknown flags");
 
-	size_t meta = ALIGN_UP(sizeof(struct za_kmem_cache), ZA_CACHELINE) +
+	/* za_os_alloc gives pages: the CPU structures' alignment holds */
+	const size_t cpu_align = _Alignof(struct kmem_cache_cpu);
+	size_t meta = ALIGN_UP(sizeof(struct za_kmem_cache), cpu_align) +
 		      sizeof(struct kmem_cache_cpu) * (size_t)mm->nr_cpus +
 		      sizeof(struct kmem_cache_node) * (size_t)mm->nr_nodes +
 		      sizeof(uint16_t) * MAX_OBJS_PER_SLAB;
@@ -1481,7 +1483,7 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->ctor = ctor;
 	s->debug = ((flags >> ZA_SLAB_DEBUG_SHIFT) & SLAB_DEBUG_FLAGS) | slub_debug_flags_for(mm, name);
 	s->align = (unsigned int)calculate_alignment(flags, align ? align : sizeof(void *), size);
-	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s + ALIGN_UP(sizeof(*s), ZA_CACHELINE));
+	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s + ALIGN_UP(sizeof(*s), cpu_align));
 	s->node = (struct kmem_cache_node *)(s->cpu_slab + mm->nr_cpus);
 	for (int n = 0; n < mm->nr_nodes; n++)
 		list_init(&s->node[n].partial);
