@@ -47,7 +47,7 @@ static long membarrier(int cmd)
 }
 
 /* Registered once per process; later systems find it done. */
-static int fence_ready(void)
+static __attribute__((unused)) int fence_ready(void)
 {
 	static _Atomic int ready;       /* 0 unknown, 1 yes, -1 no */
 	int r = load_relaxed(&ready);

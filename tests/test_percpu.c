@@ -46,7 +46,6 @@
 
 enum {
 	WORKERS = 32,
-	MEMORY_MB = 128,
 	POOL = 16,              /* items a worker keeps across rounds */
 	BATCH = 12,             /* items a round allocates, at most */
 	SHARED = 64,            /* items in transit between workers */
@@ -147,7 +146,8 @@ static size_t granule(const struct item *it)
 	size_t g = (pfn << (ZA_PAGE_SHIFT - GRANULE_SHIFT)) +
 		   (((uintptr_t)it->addr & (ZA_PAGE_SIZE - 1)) >> GRANULE_SHIFT);
 	if (g + (nr_keys(it) - 1) * (ZA_PAGE_SIZE >> GRANULE_SHIFT) >= nr_granules)
-		fail(it, "beyond the arena's %d MiB", MEMORY_MB);
+		fail(it, "beyond the arena's %zu pages",
+		     nr_granules >> (ZA_PAGE_SHIFT - GRANULE_SHIFT));
 	return g;
 }
 
@@ -661,6 +661,19 @@ static void fork_parked(void)
 	fork_and_check("parked");
 }
 
+/* The arena's size, from the effective configuration (ZA_CONFIG may
+ * change memory=): the owner table covers every page of it. */
+static size_t arena_bytes(void)
+{
+	const char *p = strstr(za_mm_config_string(mm), "memory="), *units = "KMGT", *u;
+	CHECK(p);
+	char *end;
+	size_t bytes = (size_t)strtoull(p + strlen("memory="), &end, 10);
+	if (*end && (u = strchr(units, *end)))
+		bytes <<= 10 * (u - units + 1);
+	return bytes;
+}
+
 /* ------------------------------------------------------------------------
  * Phases
  * ------------------------------------------------------------------------ */
@@ -755,7 +768,7 @@ int main(void)
 	printf("  per-CPU mechanism: %s\n", za_percpu_mode(mm));
 	const char *cfg = za_mm_config_string(mm);
 	index_is_cpu = !strstr(cfg, "percpu_index=") || strstr(cfg, "percpu_index=cpu");
-	nr_granules = (size_t)MEMORY_MB << (20 - GRANULE_SHIFT);
+	nr_granules = arena_bytes() >> GRANULE_SHIFT;
 	owner = calloc(nr_granules, sizeof(*owner));
 	CHECK(owner);
 	for (int i = 0; i < 2; i++) {
