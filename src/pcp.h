@@ -10,6 +10,7 @@
 #define ZA_PCP_H
 
 #include "mmzone.h"
+#include "percpu.h"
 
 /* pcp.c */
 void pcp_setup_lists(struct za_mm *mm);
@@ -173,12 +174,10 @@ static inline struct rseq_percpu pcp_front_percpu(const struct za_zone *z, unsig
 	};
 }
 
-/* Does this allocation or free go to a front?  Not for a thread playing a
- * CPU (za_bind_cpu): its index is not the one the sections read. */
+/* Does this allocation or free go to a front? */
 static inline bool pcp_use_front(const struct za_mm *mm, unsigned int order)
 {
-	return mm->pcp_front && order <= PCP_MAX_ORDER &&
-	       likely(!__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+	return mm->pcp_front && order <= PCP_MAX_ORDER && percpu_sections(mm);
 }
 
 /*

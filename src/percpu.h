@@ -60,6 +60,14 @@ static inline int this_cpu(const struct za_mm *mm)
 	return this_cpu_slow(mm);
 }
 
+/* percpu=rseq: may the calling thread's fast paths run as restartable
+ * sections?  Not a thread playing a CPU (za_bind_cpu): the sections index
+ * by the CPU it runs on, not the one it plays. */
+static inline bool percpu_sections(const struct za_mm *mm)
+{
+	return mm->percpu_rseq && likely(!__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+}
+
 /* CPU topology. */
 int machine_nr_cpus(void);
 int machine_cpu_to_node(int cpu, int nr_nodes);

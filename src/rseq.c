@@ -60,8 +60,8 @@ static __attribute__((unused)) int fence_ready(void)
 
 void rseq_fence(void)
 {
-	/* Registered before any system chose rseq: cannot fail but for a
-	 * signal-free EINTR-less kernel bug, which the lock would not fix. */
+	/* Cannot fail: rseq_setup chose rseq only after the registration
+	 * (fence_ready) succeeded, and the command takes no arguments. */
 	membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ);
 }
 

@@ -194,15 +194,4 @@ static inline void rseq_stack_publish(struct rseq_stack *dst, struct rseq_stack 
 #endif
 }
 
-/* The stop word of index i, and the stack of index i, for their owners. */
-static inline _Atomic uint32_t *rseq_stop_word(const struct rseq_percpu *pc, unsigned int i)
-{
-	return (_Atomic uint32_t *)(pc->base + ((size_t)i << pc->shift) + pc->stop);
-}
-
-static inline struct rseq_stack *rseq_stack_of(const struct rseq_percpu *pc, unsigned int i)
-{
-	return (struct rseq_stack *)(pc->base + ((size_t)i << pc->shift));
-}
-
 #endif /* ZA_RSEQ_H */

@@ -105,6 +105,26 @@
 	"addq (%[st]), %[nx]\n\t"                                       \
 	"2:\n\t"
 
+/* pop: a head to take, and the tally. */
+#define RSEQ_ASM_POP_CHECKS                                             \
+	"testq %[head], %[head]\n\t"                                    \
+	"jz 5f\n\t"                                                     \
+	RSEQ_ASM_TALLY
+
+/* push: first is not the head (FAIL), the guard holds (MISMATCH), the tally. */
+#define RSEQ_ASM_PUSH_CHECKS                                            \
+	"cmpq %[first], %[head]\n\t"                                    \
+	"je 5f\n\t"                                                     \
+	"movq %[t], %[nx]\n\t"                                          \
+	"andq %[gmask], %[nx]\n\t"                                      \
+	"cmpq %[guard], %[nx]\n\t"                                      \
+	"jne 6f\n\t"                                                    \
+	RSEQ_ASM_TALLY
+
+#define RSEQ_ASM_PUSH_INPUTS                                            \
+	[first] "r"(first), [last] "r"(last), [delta] "rm"(delta), [fail] "rm"(fail), \
+	[gmask] "rm"(guard_mask), [guard] "rm"(guard)
+
 #define RSEQ_ASM_OUTPUTS                                                \
 	[addr] "=&r"(addr), [head] "=&r"(head), [t] "=&r"(t), [nx] "=&r"(nx), [st] "=&r"(st)
 
@@ -126,9 +146,7 @@ rseq_pop(const struct rseq_percpu *pc, const struct rseq_link *lk, uint64_t delt
 	uintptr_t addr, head, t, nx, st;
 	if (rseq_link_plain(lk))
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
-				 "testq %[head], %[head]\n\t"
-				 "jz 5f\n\t"
-				 RSEQ_ASM_TALLY
+				 RSEQ_ASM_POP_CHECKS
 				 "movq (%[head],%[off]), %[nx]\n\t"
 				 RSEQ_ASM_COMMIT("nx", "t")
 				 : RSEQ_ASM_OUTPUTS
@@ -137,9 +155,7 @@ rseq_pop(const struct rseq_percpu *pc, const struct rseq_link *lk, uint64_t delt
 				 : RSEQ_ASM_CLOBBERS);
 	else
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
-				 "testq %[head], %[head]\n\t"
-				 "jz 5f\n\t"
-				 RSEQ_ASM_TALLY
+				 RSEQ_ASM_POP_CHECKS
 				 "movq (%[lk]), %[nx]\n\t"
 				 "addq %[head], %[nx]\n\t"
 				 RSEQ_ASM_DECODE
@@ -166,29 +182,16 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 	uintptr_t addr, head, t, nx, st;
 	if (rseq_link_plain(lk))
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
-				 "cmpq %[first], %[head]\n\t"
-				 "je 5f\n\t"
-				 "movq %[t], %[nx]\n\t"
-				 "andq %[gmask], %[nx]\n\t"
-				 "cmpq %[guard], %[nx]\n\t"
-				 "jne 6f\n\t"
-				 RSEQ_ASM_TALLY
+				 RSEQ_ASM_PUSH_CHECKS
 				 "movq %[head], (%[last],%[off])\n\t"
 				 RSEQ_ASM_COMMIT("first", "t")
 				 : RSEQ_ASM_OUTPUTS
 				 : RSEQ_ASM_PERCPU_INPUTS(pc), [off] "r"(lk->off),
-				   [first] "r"(first), [last] "r"(last), [delta] "rm"(delta),
-				   [fail] "rm"(fail), [gmask] "rm"(guard_mask), [guard] "rm"(guard)
+				   RSEQ_ASM_PUSH_INPUTS
 				 : RSEQ_ASM_CLOBBERS);
 	else
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
-				 "cmpq %[first], %[head]\n\t"
-				 "je 5f\n\t"
-				 "movq %[t], %[nx]\n\t"
-				 "andq %[gmask], %[nx]\n\t"
-				 "cmpq %[guard], %[nx]\n\t"
-				 "jne 6f\n\t"
-				 RSEQ_ASM_TALLY
+				 RSEQ_ASM_PUSH_CHECKS
 				 /* encode head into last's slot: nx = slot */
 				 "movq (%[lk]), %[nx]\n\t"
 				 "addq %[last], %[nx]\n\t"
@@ -201,8 +204,7 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 				 RSEQ_ASM_COMMIT("first", "t")
 				 : RSEQ_ASM_OUTPUTS
 				 : RSEQ_ASM_PERCPU_INPUTS(pc), [lk] "r"(lk),
-				   [first] "r"(first), [last] "r"(last), [delta] "rm"(delta),
-				   [fail] "rm"(fail), [gmask] "rm"(guard_mask), [guard] "rm"(guard)
+				   RSEQ_ASM_PUSH_INPUTS
 				 : RSEQ_ASM_CLOBBERS);
 	(void)head, (void)t, (void)nx;
 	return (int)st;

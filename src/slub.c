@@ -116,12 +116,6 @@ static inline struct rseq_percpu cpu_percpu(const struct za_kmem_cache *s)
 	};
 }
 
-/* Do the fast paths run as sections?  Not for a thread playing a CPU. */
-static inline bool cpu_sections(const struct za_kmem_cache *s)
-{
-	return s->mm->percpu_rseq && likely(!__atomic_load_n(&s->mm->nr_cpu_bindings, __ATOMIC_RELAXED));
-}
-
 static uint64_t slab_tag(const struct za_mm *mm, const struct za_page *slab)
 {
 	return slab ? page_to_pfn(mm, slab) + 1 : 0;
@@ -879,7 +873,7 @@ static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
 			;
 	} else {
 		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
-		if (likely(cpu_sections(s)) && likely(obj = cpu_pop(s)))
+		if (likely(percpu_sections(s->mm)) && likely(obj = cpu_pop(s)))
 			;       /* counted in the stack's tally */
 		else if (!cpu_alloc_locked(s, c, cpu, gfp, node, &obj))
 			obj = alloc_single(s, gfp, node);
@@ -1001,7 +995,7 @@ static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache
 {
 	if (unlikely(s->debug))
 		return free_other(s, slab, obj, caller);
-	int r = cpu_sections(s) ? cpu_push(s, slab, obj) : -1;
+	int r = percpu_sections(s->mm) ? cpu_push(s, slab, obj) : -1;
 	if (likely(r == 0))
 		return 0;
 	if (r < 0 && (r = cpu_free_locked(s, slab, obj, this_cpu(s->mm))) <= 0)
