@@ -265,8 +265,7 @@ static int init_layout(struct za_mm *mm)
 					      (size_t)mm->nr_cpus);
 	mm->nr_quick = (int)cfg->nr_quick;
 	mm->quicklists_on = cfg->quicklists;
-	mm->quicklists = meta_alloc(mm, sizeof(struct quicklist) * (size_t)mm->nr_cpus *
-					    (size_t)mm->nr_quick);
+	mm->quicklists = quicklists_alloc(mm);
 	mm->cpu_stat = meta_alloc(mm, sizeof(struct za_events) * (size_t)mm->nr_cpus);
 	if (!mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
 	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp ||

@@ -385,10 +385,12 @@ struct za_mm {
 	struct za_file *files;          /* open files, under files_lock */
 	za_lock_t files_lock;
 
-	/* quicklists: [cpu * nr_quick + nr] */
+	/* quicklists: list nr of cpu at quicklists + (cpu << ql_shift), + nr */
 	struct quicklist *quicklists;
 	int nr_quick;
+	unsigned int ql_shift;
 	bool quicklists_on;
+	bool ql_rseq;                   /* restartable sections (one node only) */
 	void (*_Atomic quicklist_dtor[16])(void *);   /* last seen per list, for shrinking */
 
 	/* Tracepoints (za_set_tracepoint): looked at on slow paths only. */

@@ -229,23 +229,30 @@ void zone_check_below_high(struct za_zone *z)
  * Takes `blocks` blocks of one order from the buddy lists in a single
  * zone-lock hold, as whole free blocks (buddy_rmqueue_bulk), and splits
  * them onto the list after releasing the lock: the blocks are ours by then.
- * Cutting a block into n takes n - 1 splits; they are counted in the CPU's
- * set (we hold its lock, not the zone's) and buddy_split adds them on read.
+ * Cutting a block into n takes n - 1 splits, counted in the zone under its
+ * lock (buddy_split adds them on read), as is a refill that also hands a
+ * block out without the set's lock (front_refill: hit_slot, else -1).
  * The list stays in ascending physical order and its head is handed out
  * first.  Returns how many blocks it got.
  */
-static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int blocks,
-			struct za_list *list, int mt, bool nofragment)
+static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int blocks,
+			struct za_list *list, int mt, bool nofragment, int hit_slot)
 {
 	struct za_list taken;
-	unsigned long splits = 0;
 	list_init(&taken);
 	uint64_t t0 = zone_lock(z);
 	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken,
-						 pcp_cpu(z, pcp), nofragment);
+						 cpu, nofragment), whole = 0;
+	for (struct za_list *l = taken.next; l != &taken; l = l->next)
+		whole++;
 	zone_check_below_high(z);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
 	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);
+	ev_add(&z->stat, EV_PCP_SPLIT, (pages >> order) - whole);
+	if (hit_slot >= 0 && pages) {
+		ev_add(&z->stat, EV_PCP_ALLOC + (unsigned int)hit_slot, 1);
+		ev_add(&z->stat, EV_PCP_ALLOC_MISS + (unsigned int)hit_slot, 1);
+	}
 	zone_unlock(z, t0, EV_PCP_REFILL_HOLD);
 
 	while (!list_empty(&taken)) {
@@ -262,9 +269,7 @@ static int rmqueue_bulk(struct za_zone *z, struct za_pcp *pcp, unsigned int orde
 			set_page_flags(page, PG_pcp);
 			list_add_tail(&page->lru, list);
 		}
-		splits += n - 1;
 	}
-	pcp_ev_add(&pcp->stat, EV_PCP_SPLIT, splits);
 	return (int)(pages >> order);
 }
 
@@ -338,7 +343,7 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
 {
 	za_lock_assert_held(z->mm, &pcp->lock);
 	int blocks = z->mm->pcp_high_auto ? nr_pcp_alloc(z, pcp, order) : refill_blocks(pcp, order);
-	int got = rmqueue_bulk(z, pcp, order, blocks, list, mt, nofragment);
+	int got = rmqueue_bulk(z, pcp_cpu(z, pcp), order, blocks, list, mt, nofragment, -1);
 	pcp_add_count(pcp, got << order);
 	pcp_check_count(z, pcp);
 	if (got)
@@ -428,6 +433,33 @@ static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, struct b
  * held only for the merges into the free lists, which then mostly hit the
  * cache.  =0: all of it under the zone lock.
  */
+/*
+ * blocks[0..n), `pages` pages, back to the buddy lists: merged among
+ * themselves first, then freed under the zone lock -- taken here, after a
+ * prefetch of each buddy, unless the caller holds it already (locked: its
+ * hold's start).  Returns with the lock held, for the caller's events.
+ */
+static uint64_t buddy_free_chunk(struct za_zone *z, struct za_page **blocks, int n, int pages,
+				 const uint64_t *locked)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long merges = 0;
+	n = buddy_coalesce(mm, blocks, n, &merges);
+	if (!locked)
+		for (int i = 0; i < n; i++) {
+			unsigned long pfn = page_to_pfn(mm, blocks[i]);
+			__builtin_prefetch(pfn_to_page(mm, pfn ^ (1UL << page_order(blocks[i]))));
+		}
+	uint64_t t0 = locked ? *locked : zone_lock(z);
+	for (int i = 0; i < n; i++)
+		buddy_free(z, blocks[i], page_order(blocks[i]),
+			   pageblock_mt(mm, page_to_pfn(mm, blocks[i])));
+	ev_add(&z->stat, EV_BUDDY_MERGE, merges);
+	ev_add(&z->stat, EV_PCP_BULKFREE, 1);
+	ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)pages);
+	return t0;
+}
+
 static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages, unsigned int pindex)
 {
 	struct za_mm *mm = z->mm;
@@ -438,25 +470,11 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages,
 	za_lock_assert_held(mm, &pcp->lock);
 	while (budget > 0) {
 		struct za_page *blocks[BUDDY_COALESCE_MAX];
-		unsigned long merges = 0;
 		uint64_t t0 = outside ? 0 : zone_lock(z);
 		int n = 0, before = budget;
 		while (budget > 0 && n < BUDDY_COALESCE_MAX)
 			blocks[n++] = pick_page(z, pcp, &cur, &budget);
-		n = buddy_coalesce(mm, blocks, n, &merges);
-		if (outside) {
-			for (int i = 0; i < n; i++) {
-				unsigned long pfn = page_to_pfn(mm, blocks[i]);
-				__builtin_prefetch(pfn_to_page(mm, pfn ^ (1UL << page_order(blocks[i]))));
-			}
-			t0 = zone_lock(z);
-		}
-		for (int i = 0; i < n; i++)
-			buddy_free(z, blocks[i], page_order(blocks[i]),
-				   pageblock_mt(mm, page_to_pfn(mm, blocks[i])));
-		ev_add(&z->stat, EV_BUDDY_MERGE, merges);
-		ev_add(&z->stat, EV_PCP_BULKFREE, 1);
-		ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)(before - budget));
+		t0 = buddy_free_chunk(z, blocks, n, before - budget, outside ? NULL : &t0);
 		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
 	}
 	pcp_check_count(z, pcp);
@@ -649,16 +667,76 @@ static struct za_page *list_to_chain(struct za_zone *z, struct za_pcp *pcp, unsi
 	return first;
 }
 
+/* Cuts a chain after its first n >= 1 blocks (or fewer): returns the
+ * rest; *last is the end of the part kept. */
+static struct za_page *chain_cut(struct za_page *chain, int n, struct za_page **last)
+{
+	*last = chain;
+	if (!chain)
+		return NULL;
+	for (int i = 1; i < n && chain_next(*last); i++)
+		*last = chain_next(*last);
+	struct za_page *rest = chain_next(*last);
+	(*last)->lru.next = NULL;
+	return rest;
+}
+
+/* A list's blocks as a chain, in its order (*last its end). */
+static struct za_page *list_chain(struct za_list *list, struct za_page **last)
+{
+	struct za_page *first = NULL;
+	*last = NULL;
+	while (!list_empty(list)) {
+		struct za_page *page = container_of(list->next, struct za_page, lru);
+		list_del(&page->lru);
+		page->lru.next = NULL;
+		if (*last)
+			(*last)->lru.next = (struct za_list *)(void *)page;
+		else
+			first = page;
+		*last = page;
+	}
+	return first;
+}
+
+/*
+ * A chain of blocks of one order, ours (taken off a front, or never on
+ * one), back to the buddy lists a chunk at a time.  With tally, the hits
+ * it holds and one free (the block whose free called for this, in slot)
+ * are counted under the first chunk's zone lock.
+ */
+static void chain_free(struct za_zone *z, struct za_page *chain, unsigned int order,
+		       const uint64_t *tally, unsigned int slot)
+{
+	while (chain) {
+		struct za_page *blocks[BUDDY_COALESCE_MAX];
+		int n = 0;
+		for (; chain && n < BUDDY_COALESCE_MAX; chain = chain_next(chain))
+			blocks[n++] = chain;
+		uint64_t t0 = buddy_free_chunk(z, blocks, n, n << order, NULL);
+		if (tally) {
+			ev_add(&z->stat, EV_PCP_FREE + order, tally_pushes(*tally));
+			ev_add(&z->stat, EV_PCP_ALLOC + order, tally_pops(*tally));
+			ev_add(&z->stat, EV_PCP_FREE + slot, 1);
+			tally = NULL;
+		}
+		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
+	}
+}
+
 /*
  * Under the set's lock, from the lock path of a hit path that found the
- * front of list pindex empty or full: the front's blocks and hits go to
- * the list and the events; then the front gets back the list's first
- * half-capacity of blocks -- the most recently freed.  Each step is one
- * section on this CPU's front; if the thread runs elsewhere now (or is
- * bound, or the front filled up meanwhile), the blocks stay on the list.
- * fair_zone: blocks moved to a front count as allocated.
+ * front of list pindex empty (an allocation) or full (a free), or unable
+ * to count another hit: the front is taken off, its hits go to the events;
+ * a free keeps the front's top quarter -- the most recently freed -- and
+ * moves the rest to the head of the list; an allocation refills the front
+ * to its capacity from the head of the list.  So a stream of either kind
+ * comes here once per three quarters of a front, not once per block.  Each
+ * step is one section on this CPU's front; if the thread runs elsewhere
+ * now (or is bound, or the front filled up meanwhile), the blocks stay on
+ * the list.  fair_zone: blocks moved to a front count as allocated.
  */
-void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex)
+void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool freeing)
 {
 	struct za_mm *mm = z->mm;
 	unsigned int order = pindex_to_order(mm, pindex), cpu = (unsigned int)pcp_cpu(z, pcp);
@@ -668,19 +746,99 @@ void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pinde
 	if (rseq_exchange_retry(mm, &pc, cpu, NULL, 0, 0, &old) != RSEQ_OK)
 		return;
 	front_fold(pcp, order, old.tally);
-	chain_to_list(z, pcp, pindex, old.head);
-
-	int want = (int)((z->front_full[order] & ~RSEQ_FOLD) >> 1), got;
-	struct za_page *last, *first = list_to_chain(z, pcp, pindex, want, &last, &got);
-	if (!got)
-		return;
+	int cap = (int)((z->front_full[order] & ~RSEQ_FOLD) - 1), got;
+	struct za_page *first, *last;
+	if (freeing) {
+		int len = (int)(old.tally & RSEQ_LEN_MASK), keep = max_int(cap / 4, 1);
+		first = old.head;
+		chain_to_list(z, pcp, pindex, chain_cut(first, keep, &last));
+		if (!first)
+			return;
+		got = len < keep ? len : keep;
+	} else {
+		chain_to_list(z, pcp, pindex, old.head);
+		first = list_to_chain(z, pcp, pindex, cap, &last, &got);
+		if (!got)
+			return;
+	}
 	if (rseq_push_retry(mm, &pc, &front_link, first, last, (uint64_t)got,
 			    z->front_full[order], 0, 0) != RSEQ_OK) {
 		chain_to_list(z, pcp, pindex, first);
 		return;
 	}
-	if (mm->fair_zone)
+	if (mm->fair_zone && !freeing)
 		pcp_charge_alloc_batch(z, pcp, got << order);
+}
+
+/*
+ * percpu=rseq, the set's lock busy -- another thread of this CPU in a slow
+ * path, perhaps preempted there: the hit paths' misses do not wait for it
+ * and do not fall back to the buddy lists block by block either.  They go
+ * between the front and the buddy lists a batch at a time, each batch one
+ * zone-lock hold, as a refill or a bulk free would; the lists are not
+ * touched, so the kernel's count, high and drains stay as they are.
+ *
+ * front_refill: an allocation whose front was empty takes a batch, hands
+ * out its first block and pushes the rest onto the front of the CPU it
+ * runs on now (or frees them again if that front filled up meanwhile, or
+ * is stopped).  Stores the block or NULL (no memory) as pcp_alloc does.
+ */
+bool pcp_front_refill(struct za_zone *z, int cpu, unsigned int order, int mt, bool nofragment,
+		      struct za_page **out)
+{
+	struct za_mm *mm = z->mm;
+	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
+	struct za_list list;
+	list_init(&list);
+	int got = rmqueue_bulk(z, cpu, order, refill_blocks(&z->pcp[cpu], order), &list, mt,
+			       nofragment, (int)slot);
+	*out = NULL;
+	if (!got)
+		return true;
+	if (mm->fair_zone)
+		zone_charge_alloc_batch(z, cpu, got << order);
+	struct za_page *page = container_of(list.next, struct za_page, lru);
+	list_del(&page->lru);
+	set_page_flags(page, PG_alloc);
+	*out = page;
+	if (got == 1)
+		return true;
+	struct za_page *last, *first = list_chain(&list, &last);
+	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
+	if (rseq_push_retry(mm, &pc, &front_link, first, last, (uint64_t)(got - 1),
+			    z->front_full[order], 0, 0) != RSEQ_OK)
+		chain_free(z, first, order, NULL, 0);
+	return true;
+}
+
+/*
+ * front_spill: a free whose front was full takes the front off (on the CPU
+ * it runs on, and only if it is not stopped: false otherwise), pushes its
+ * top quarter back and frees the rest with the block to the buddy lists;
+ * the front's hits and the block's free are counted with the first chunk,
+ * under the zone lock.
+ */
+bool pcp_front_spill(struct za_zone *z, int cpu, struct za_page *page, unsigned int order,
+		     unsigned int pindex)
+{
+	struct za_mm *mm = z->mm;
+	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
+	struct rseq_stack old;
+	if (rseq_exchange_retry(mm, &pc, (unsigned int)cpu, NULL, 0, 0, &old) != RSEQ_OK)
+		return false;
+	int cap = (int)((z->front_full[order] & ~RSEQ_FOLD) - 1), keep = max_int(cap / 4, 1);
+	int len = (int)(old.tally & RSEQ_LEN_MASK);
+	struct za_page *last, *rest = chain_cut(old.head, keep, &last);
+	if (old.head && rseq_push_retry(mm, &pc, &front_link, old.head, last,
+					(uint64_t)(len < keep ? len : keep), z->front_full[order],
+					0, 0) != RSEQ_OK) {
+		last->lru.next = (struct za_list *)(void *)rest;
+		rest = old.head;
+	}
+	set_page_flags(page, PG_pcp);
+	page->lru.next = (struct za_list *)(void *)rest;
+	chain_free(z, page, order, &old.tally, pcp_order_slot(order));
+	return true;
 }
 
 /* Another thread's (or CPU's) access to a set's fronts: under the set's

@@ -14,7 +14,11 @@
 
 /* pcp.c */
 void pcp_setup_lists(struct za_mm *mm);
-void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
+void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool freeing);
+bool pcp_front_refill(struct za_zone *z, int cpu, unsigned int order, int mt, bool nofragment,
+		      struct za_page **out);
+bool pcp_front_spill(struct za_zone *z, int cpu, struct za_page *page, unsigned int order,
+		     unsigned int pindex);
 void pcp_fronts_stop(struct za_zone *z, struct za_pcp *pcp);
 void pcp_fronts_start(struct za_pcp *pcp);
 uint64_t pcp_front_events(const struct za_zone *z, enum za_event item);
@@ -208,7 +212,7 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 		}
 	}
 	if (unlikely(!za_trylock(&pcp->lock)))
-		return false;
+		return front && pcp_front_refill(z, cpu, order, mt, nofragment, out);
 
 	struct za_list *list = &pcp->lists[pindex];
 	struct za_page *page = NULL;
@@ -226,7 +230,7 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 			pcp_charge_alloc_batch(z, pcp, 1 << order);
 	}
 	if (front)
-		pcp_front_balance(z, pcp, pindex);
+		pcp_front_balance(z, pcp, pindex, false);
 	za_tryunlock(&pcp->lock);
 	*out = page;
 	return true;
@@ -254,7 +258,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 		set_page_flags(page, flags);
 	}
 	if (unlikely(!za_trylock(&pcp->lock)))
-		return false;
+		return front && pcp_front_spill(z, cpu, page, order, pindex);
 
 	/* the callers' checks: an allocated block of its own, or claimed (0) */
 	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
@@ -264,7 +268,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	pcp_add_count(pcp, 1 << order);
 	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
 	if (front)
-		pcp_front_balance(z, pcp, pindex);
+		pcp_front_balance(z, pcp, pindex, true);
 	if (unlikely(mm->pcp_track_free))
 		pcp_free_account(z, pcp, order, pindex);
 	else    /* more than once only after a front joined the list */

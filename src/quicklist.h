@@ -2,6 +2,7 @@
 #define ZA_QUICKLIST_H
 
 #include "mm_layers.h"
+#include "rseq.h"
 
 enum ql_event {
 	QL_HIT,
@@ -12,13 +13,23 @@ enum ql_event {
 	NR_QL_EVENTS
 };
 
-/* One list of one CPU: a stack threaded through the pages' first words. */
+/*
+ * One list of one CPU: a stack threaded through the pages' first words.
+ * stack.tally is rseq.h's counted stack: its length, and with percpu=rseq
+ * the hits (pops, pushes) the sections made, folded into stat by a lock
+ * holder.  The lock serialises everyone who is not a section; with
+ * sections, a lock holder also stops the list (rseq_stop) before it
+ * touches the stack.
+ */
 struct quicklist {
+	struct rseq_stack stack;
+	_Atomic int rseq_stop;
 	za_trylock_t lock;
-	void *page;
-	_Atomic long nr_pages;
 	za_counter_t stat[NR_QL_EVENTS];
 } __attribute__((aligned(ZA_CACHELINE)));
+
+/* mm_init.c: the lists of every CPU, each CPU's on a power-of-two stride. */
+struct quicklist *quicklists_alloc(struct za_mm *mm);
 
 /* The quicklist layer's hooks (mm_layers.c). */
 long quicklist_pages(const struct za_mm *mm, int node);     /* node < 0: all */

@@ -211,9 +211,9 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 }
 
 /*
- * On index `index` only (a slow path holding that index's lock): replaces
- * {head, tally} by {new_head, (tally & keep) + add}; *old gets what was
- * there.  The stop word is not read: only the lock holder stops an index.
+ * On index `index` only: replaces {head, tally} by {new_head, (tally &
+ * keep) + add}; *old gets what was there.  Fails if the thread runs as
+ * another index, or the index is stopped.
  */
 static inline __attribute__((always_inline)) int
 rseq_exchange(const struct rseq_percpu *pc, unsigned int index, void *new_head, uint64_t keep,
@@ -225,6 +225,8 @@ rseq_exchange(const struct rseq_percpu *pc, unsigned int index, void *new_head, 
 			 "jne 5f\n\t"
 			 "shlq %%cl, %[addr]\n\t"
 			 "addq %[base], %[addr]\n\t"
+			 "cmpl $0, (%[addr],%[stop])\n\t"
+			 "jne 5f\n\t"
 			 "movq (%[addr]), %[head]\n\t"
 			 "movq 8(%[addr]), %[t]\n\t"
 			 "movq %[t], %[nx]\n\t"

@@ -341,6 +341,55 @@ static void test_cpus_and_nodes(void)
 	CHECK_EQ(za_mm_destroy(tmm), 0);
 }
 
+/*
+ * The per-CPU mechanism the system runs (percpu=rseq: restartable sections,
+ * or the lock): hits and frees counted exactly across the point where the
+ * sections' tallies must be folded (2^20 hits), a page freed twice in a
+ * row refused and reported, trim, verify and shrink exact.
+ */
+static void test_mechanism(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,kswapd=0");
+	printf("  quicklists: %s\n", za_percpu_mode(mm));
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	CHECK(sched_setaffinity(0, sizeof(set), &set) == 0);    /* one CPU's list: LIFO */
+	enum { PAIRS = (1 << 20) + 1000 };
+	void *p = za_quicklist_alloc(mm, 0, 0, NULL);
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, p), 0);
+	for (long i = 0; i < PAIRS; i++) {
+		void *q = za_quicklist_alloc(mm, 0, 0, NULL);
+		if (q != p || *(uint64_t *)q) {
+			CHECK(q == p && !*(uint64_t *)q);
+			break;
+		}
+		CHECK_EQ(za_quicklist_free(mm, 0, NULL, q), 0);
+	}
+	CHECK_EQ(za_stat(mm, "quicklist_hit"), PAIRS);
+	CHECK_EQ(za_stat(mm, "quicklist_free"), PAIRS + 1);
+	CHECK_EQ(za_stat(mm, "quicklist_miss"), 1);
+	CHECK_EQ(za_quicklist_total_size(mm), 1);
+
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	errno = 0;
+	CHECK_EQ(za_quicklist_free(mm, 0, NULL, p), -1);
+	CHECK(errno == EINVAL);
+	CHECK_EQ(cap.count, 1);
+	CHECK_STR_HAS(cap.last, "freed twice");
+	CHECK_EQ(za_quicklist_total_size(mm), 1);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_quicklist_trim(mm, 0, NULL, 0, 16), 0);     /* kept: free / 16 */
+	CHECK_EQ(za_quicklist_shrink(mm), 1);
+	CHECK_EQ(za_stat(mm, "quicklist_trim"), 1);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 int main(void)
 {
 	test_lifo_and_calls();
@@ -352,6 +401,7 @@ int main(void)
 	test_switched_off();
 	test_per_node_counters();
 	test_cpus_and_nodes();
+	test_mechanism();
 	printf("test_quicklist: ok\n");
 	return 0;
 }
