@@ -19,6 +19,7 @@
 
 static const char *const benchmarks[] = {
 	"pairs", "churn", "sizes", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
+	"bigbuf",
 };
 enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
 
@@ -37,7 +38,7 @@ struct malloc_state {
 	double scale;
 	bool run[NR_BENCH];             /* --benchmarks */
 	int nrun;
-	int m_time[NR_BENCH], m_rss[NR_BENCH], m_geo_time, m_geo_rss;
+	int m_time[NR_BENCH], m_rss[NR_BENCH], m_sys[NR_BENCH], m_geo_time, m_geo_rss;
 	char missing[256];
 };
 
@@ -69,6 +70,8 @@ static void malloc_declare(struct bench *b)
 		st->m_time[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_rss_mib", benchmarks[i]);
 		st->m_rss[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
+		snprintf(name, sizeof(name), "%s_sys_s", benchmarks[i]);
+		st->m_sys[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
 	}
 	st->m_geo_time = bench_metric(b, "geomean_s", "s", LOWER_IS_BETTER);
 	st->m_geo_rss = bench_metric(b, "geomean_rss_mib", "MiB", LOWER_IS_BETTER);
@@ -134,10 +137,11 @@ static int malloc_variants(struct bench *b)
 	return 0;
 }
 
-/* Runs one benchmark under one allocator; returns its seconds, and its
- * peak RSS in MiB in *rss_mib, or a negative time if it failed. */
+/* Runs one benchmark under one allocator; returns its seconds, its peak
+ * RSS in MiB in *rss_mib and its system time in *sys_s, or a negative
+ * time if it failed. */
 static double run_one(const struct malloc_state *st, const struct variant *v, const char *bench,
-		      int threads, double scale, double *rss_mib)
+		      int threads, double scale, double *rss_mib, double *sys_s)
 {
 	int out[2];
 	if (pipe(out))
@@ -167,7 +171,8 @@ static double run_one(const struct malloc_state *st, const struct variant *v, co
 	double seconds = 0;
 	long rss_kib = 0;
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) || sscanf(buf, "%lf %ld", &seconds, &rss_kib) != 2 || rss_kib <= 0) {
+	    WEXITSTATUS(status) || sscanf(buf, "%lf %ld %lf", &seconds, &rss_kib, sys_s) != 3 ||
+	    rss_kib <= 0) {
 		fprintf(stderr, "zabench malloc: %s failed under %s\n", bench, v->name);
 		return -1;
 	}
@@ -184,13 +189,15 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 	for (int i = 0; i < NR_BENCH; i++) {
 		if (!st->run[i])
 			continue;
-		double rss = 0, t = run_one(st, v, benchmarks[i], b->opts.threads, scale, &rss);
+		double rss = 0, sys = 0;
+		double t = run_one(st, v, benchmarks[i], b->opts.threads, scale, &rss, &sys);
 		if (t <= 0) {
 			fprintf(stderr, "zabench malloc: giving up\n");
 			exit(1);
 		}
 		it->value[st->m_time[i]] = t;
 		it->value[st->m_rss[i]] = rss;
+		it->value[st->m_sys[i]] = sys;
 		log_t += log(t);
 		log_r += log(rss);
 	}
@@ -259,6 +266,11 @@ static void malloc_print(const struct bench *b, FILE *out)
 	print_section(b, "time (s)", st->m_time, st->m_geo_time, out);
 	fputc('\n', out);
 	print_section(b, "peak RSS MiB", st->m_rss, st->m_geo_rss, out);
+	fputc('\n', out);
+	print_header_row(b, "system (s)", out);
+	for (int i = 0; i < NR_BENCH; i++)
+		if (st->run[i])
+			print_row(b, benchmarks[i], st->m_sys[i], out);
 }
 
 static const char *const malloc_report[] = { "", NULL };
@@ -266,7 +278,7 @@ static const char *const malloc_report[] = { "", NULL };
 const struct experiment exp_malloc = {
 	.name = "malloc",
 	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
-		   "pairs, churn, sizes, realloc, larson, prodcons, falseshare, threads, large",
+		   "pairs, churn, sizes, realloc, larson, prodcons, falseshare, threads, large, bigbuf",
 	.config = "",
 	.threads = 2,
 	.declare = malloc_declare,

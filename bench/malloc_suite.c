@@ -6,7 +6,8 @@
  *
  *   malloc-suite <benchmark> <threads> <scale>
  *
- * prints the seconds the workload took and the process's peak RSS in KiB.  Each benchmark does a fixed
+ * prints the seconds the workload took, the process's peak RSS in KiB and
+ * its system time in seconds.  Each benchmark does a fixed
  * amount of work (times scale) and checks what it wrote, so a broken
  * allocator fails instead of looking fast.
  */
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static int threads;
@@ -364,6 +366,43 @@ static void large(void)
 }
 
 /* ------------------------------------------------------------------------
+ * bigbuf: twenty buffers kept, a random one replaced again and again by a
+ * new zeroed buffer of 5 to 25 MiB, every page of it written: frames,
+ * compression windows, sort buffers.  The cost of getting large memory
+ * back (reused, or mapped and faulted in anew) and of clearing it.
+ * ------------------------------------------------------------------------ */
+static void bigbuf(void)
+{
+	enum { LIVE = 20 };
+	unsigned char *b[LIVE];
+	size_t len[LIVE];
+	uint64_t s = 9;
+	for (long i = -LIVE; i < work(300); i++) {
+		int k = i < 0 ? (int)(i + LIVE) : (int)(rnd(&s) % LIVE);
+		if (i >= 0) {
+			check(b[k], len[k], (unsigned char)k);
+			free(b[k]);
+		}
+		len[k] = (5u << 20) + rnd(&s) % (20u << 20);
+		b[k] = calloc(1, len[k]);
+		if (!b[k]) {
+			fprintf(stderr, "malloc-suite: calloc(%zu) failed\n", len[k]);
+			exit(1);
+		}
+		for (size_t off = 0; off < len[k]; off += 4096) {
+			if (b[k][off]) {
+				fprintf(stderr, "malloc-suite: calloc'ed memory not zero\n");
+				exit(1);
+			}
+			b[k][off] = 1;
+		}
+		mark(b[k], len[k], (unsigned char)k);
+	}
+	for (int k = 0; k < LIVE; k++)
+		free(b[k]);
+}
+
+/* ------------------------------------------------------------------------
  * pairs: one thread, malloc and free at once of 16, 32, 64, 128 and 256
  * bytes, 10 million of each (times scale): the cost of the fast paths.
  * ns per pair = seconds / (50e6 * scale) * 1e9.
@@ -392,6 +431,7 @@ static const struct {
 	{ "falseshare", falseshare },
 	{ "threads", many_threads },
 	{ "large", large },
+	{ "bigbuf", bigbuf },
 };
 
 /* The peak RSS of this process, in KiB: VmHWM belongs to the address space
@@ -428,7 +468,10 @@ int main(int argc, char **argv)
 		double t0 = now();
 		benchmarks[i].fn();
 		double t = now() - t0;
-		printf("%.6f %ld\n", t, peak_rss_kib());
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		printf("%.6f %ld %.6f\n", t, peak_rss_kib(),
+		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
 		return 0;
 	}
 	fprintf(stderr, "malloc-suite: unknown benchmark '%s'\n", argv[1]);

@@ -49,6 +49,7 @@ struct alloc_info {
 	unsigned int cls;               /* A_SMALL */
 	unsigned long pages;            /* A_LARGE */
 	size_t size;                    /* usable */
+	size_t requested;               /* A_LARGE, A_MAPPED: what malloc was asked for */
 	const char *why;                /* A_BAD */
 	const void *start;              /* A_BAD inside a block: where it starts */
 	bool freed;                     /* A_SMALL, A_BAD: the memory is free */
@@ -89,7 +90,7 @@ static void describe_arena_page(const void *p, struct alloc_info *b)
 	} else if ((start = block_start(head))) {
 		b->why = "inside a block";
 		b->start = za_page_to_virt(zm.mm, start);
-		b->size = (block_word(start) >> 1) << PAGE_SHIFT;
+		b->size = block_word_pages(block_word(start)) << PAGE_SHIFT;
 	} else {
 		b->why = "not allocated by malloc";
 	}
@@ -122,15 +123,16 @@ static void lookup(const void *p, struct alloc_info *b)
 			}
 		} else if ((page_flags(page) & PG_alloc) && block_word(page) &&
 			   !((uintptr_t)p & (PAGE_SIZE - 1))) {
-			unsigned long pages = block_word(page) >> 1;
+			unsigned long w = block_word(page), pages = block_word_pages(w);
 			*b = (struct alloc_info){ .kind = A_LARGE, .pages = pages,
-					     .size = pages << PAGE_SHIFT, .freed = block_word(page) & 1 };
+					     .size = pages << PAGE_SHIFT,
+					     .requested = block_word_requested(w), .freed = w & 1 };
 		} else {
 			describe_arena_page(p, b);
 		}
 	} else if (in_boot_heap(p)) {
 		*b = (struct alloc_info){ .kind = A_BOOT, .size = boot_size(p) };
-	} else if ((b->size = vmalloc_size(p))) {
+	} else if ((b->size = vmalloc_size(p, &b->requested))) {
 		b->kind = A_MAPPED;
 	}
 }
@@ -139,6 +141,8 @@ static const char *alloc_name(const struct alloc_info *b, char *buf, size_t len)
 {
 	if (b->kind == A_SMALL)
 		snprintf(buf, len, "malloc-%u", class_size(b->cls));
+	else if (b->kind == A_LARGE || b->kind == A_MAPPED)
+		snprintf(buf, len, "%zu-byte block for %zu bytes", b->size, b->requested);
 	else
 		snprintf(buf, len, "%zu-byte block", b->size);
 	return buf;
@@ -231,7 +235,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	case A_LARGE: {
 		/* The arena's own memory is exhausted (or the address space
 		 * left for it): a mapping of the request's size may still fit. */
-		void *p = block_alloc(b.pages, align);
+		void *p = block_alloc(b.pages, align, n);
 		return p ? p : vmalloc_alloc(n, align);
 	}
 	default:
@@ -259,12 +263,18 @@ void *za_calloc(size_t count, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Only the arena's memory can have been used before: the boot heap is
-	 * never reused, and a direct mapping is new, zeroed by the kernel and
-	 * resident only where touched. */
+	if (unlikely(zm.debug) && malloc_ready())
+		return debug_malloc(n, MALLOC_ALIGN, true);
+	/* The boot heap is never reused; a direct mapping is new (zeroed by
+	 * the kernel and resident only where touched) but for the part the
+	 * mapping cache reused. */
 	void *p = za_malloc(n);
 	if (p && view_has(&malloc_arena, p))
 		memset(p, 0, n);
+	else if (p && !in_boot_heap(p)) {
+		size_t dirty = vmalloc_dirty(p);
+		memset(p, 0, dirty < n ? dirty : n);
+	}
 	return p;
 }
 
@@ -356,16 +366,19 @@ static void free_alloc(void *p, const struct alloc_info *b)
 	}
 }
 
-/* Does a sized free's claim match the block? */
+/* Does a sized free's claim match the block?  A small object's class, or
+ * exactly the size a page block or mapping was asked for (the last
+ * realloc's, C23). */
 static bool matches(const struct alloc_info *b, size_t n, size_t align)
 {
 	struct alloc_info want;
 	plan(n, align, &want);
 	if (b->kind == A_MAPPED)          /* planned so, or a page block that fell back */
-		return want.kind != A_SMALL && n <= b->size && b->size - n < PAGE_SIZE;
+		return want.kind != A_SMALL && n == b->requested;
 	if (want.kind != b->kind)
 		return false;
-	return b->kind == A_SMALL ? want.cls == b->cls : want.pages == b->pages;
+	return b->kind == A_SMALL ? want.cls == b->cls
+				  : want.pages == b->pages && n == b->requested;
 }
 
 /* Everything but the fast path.  expect_size/align: a sized free's claim
@@ -384,7 +397,7 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 	}
 	lookup_live(p, &b, fn);
 	if (expect_size != SIZE_MAX && !matches(&b, expect_size, expect_align)) {
-		char name[40], align[40] = "";
+		char name[80], align[40] = "";
 		if (expect_align > MALLOC_ALIGN)
 			snprintf(align, sizeof(align), ", align %zu", expect_align);
 		malloc_misuse("%s(%p, size %zu%s): the size or alignment does not match the allocation (%s)",
@@ -526,11 +539,13 @@ void *za_realloc(void *p, size_t n)
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
 	if (want.kind == b.kind) {
-		if (b.kind == A_LARGE && want.pages == b.pages)
+		if (b.kind == A_LARGE && want.pages == b.pages) {
+			set_block_word(virt_to_page(zm.mm, p), b.pages, n, false);
 			return p;
+		}
 		if (b.kind == A_LARGE &&
 		    !za_resize_pages_exact(zm.mm, p, b.pages << PAGE_SHIFT, want.pages << PAGE_SHIFT)) {
-			set_block_word(virt_to_page(zm.mm, p), want.pages, false);
+			set_block_word(virt_to_page(zm.mm, p), want.pages, n, false);
 			if (want.pages < b.pages)
 				purge_worker_kick();
 			return p;
@@ -583,6 +598,7 @@ int za_malloc_trim(size_t pad)
 	sheaves_flush_barns();
 	za_shrink_slabs(zm.mm);
 	za_drain_all_pages(zm.mm);
+	vmalloc_decay(true);
 	return za_purge(zm.mm, 0) > 0;
 }
 

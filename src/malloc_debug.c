@@ -115,7 +115,7 @@ static struct {
 static void release(uintptr_t start, size_t len, bool mapping)
 {
 	if (mapping) {
-		vmalloc_free((void *)start);
+		vmalloc_unmap((void *)start);
 	} else {
 		mprotect((void *)start, len, PROT_READ | PROT_WRITE);
 		za_free_pages(zm.mm, (void *)start, get_order(len));
@@ -287,7 +287,7 @@ static char *debug_block(size_t total, size_t align, char **end)
 		return block;
 	}
 	if ((block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE)))
-		*end = block + vmalloc_size(block);
+		*end = block + vmalloc_size(block, NULL);
 	return block;
 }
 
@@ -359,11 +359,11 @@ static bool find_block(const void *p, struct dbg_block *b)
 	}
 	/* A mapping starts at the page below the header, or, aligned beyond a
 	 * page, at p less its alignment. */
-	size_t len = vmalloc_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)));
+	size_t len = vmalloc_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)), NULL);
 	b->start = (char *)((uintptr_t)h & ~(PAGE_SIZE - 1));
 	for (size_t a = 2 * PAGE_SIZE; !len && a && a <= (uintptr_t)p && !((uintptr_t)p & (a - 1));
 	     a <<= 1)
-		len = vmalloc_size(b->start = (char *)p - a);
+		len = vmalloc_size(b->start = (char *)p - a, NULL);
 	b->end = b->start + len;
 	b->mapping = true;
 	return len != 0;

@@ -126,7 +126,7 @@ struct malloc_class {
 extern __thread struct thread_cache *tcache __attribute__((tls_model("initial-exec")));
 extern struct thread_cache boot_tcache, exited_tcache;
 struct thread_cache *this_thread_cache(void);
-void *block_alloc(unsigned long pages, size_t align);
+void *block_alloc(unsigned long pages, size_t align, size_t requested);
 void block_free(void *p, unsigned long pages);
 void thread_cache_exit(void *tc);
 void sheaves_flush_thread(void);
@@ -147,12 +147,27 @@ bool sheaves_after_fork_child(void);
  * Direct mappings (vmalloc.c)
  * ------------------------------------------------------------------------ */
 void *vmalloc_alloc(size_t size, size_t align);
-/* The mapping's usable size if p starts one, else 0. */
-size_t vmalloc_size(const void *p);
-/* Unmaps p if it starts a mapping; false if it does not. */
+/* The mapping's usable size if p starts one (and the size malloc was
+ * asked for, if requested is not NULL), else 0. */
+size_t vmalloc_size(const void *p, size_t *requested);
+/* How many bytes from the start of mapping p may not be zero: reused
+ * from the mapping cache (calloc clears them). */
+size_t vmalloc_dirty(const void *p);
+/* Frees p if it starts a mapping (into the mapping cache); false if not. */
 bool vmalloc_free(void *p);
+/* The same, straight back to the OS (debug mode's quarantine, whose
+ * mappings have lost their access). */
+bool vmalloc_unmap(void *p);
 void *vmalloc_realloc(void *p, size_t size);
-void vmalloc_stats(size_t *count, size_t *bytes);
+/* The purge worker's round: the mapping cache follows demand (everything:
+ * idle, or malloc_trim). */
+void vmalloc_decay(bool everything);
+struct vmalloc_stats {
+	size_t count, bytes;            /* live mappings */
+	size_t cached_bytes;            /* freed, kept for reuse */
+	uint64_t maps, reuses, frees;   /* new mappings; requests the cache served; frees */
+};
+void vmalloc_stats(struct vmalloc_stats *st);
 void vmalloc_lock(void);
 void vmalloc_unlock(void);
 
@@ -237,14 +252,35 @@ static inline uintptr_t slab_owner(const struct za_page *slab)
  * allocator clears the word of every block it hands out, so a piece head
  * that reads 0 is inside some block, not the start of one.
  */
+/*
+ * A malloc page block's head keeps its word in page->private: bit 0 freed
+ * (kept by a thread for reuse), bits 1..38 its pages, bits 39..63 how far
+ * the request fell short of them (so that sized frees are checked against
+ * the exact size malloc was asked for).  0: no malloc block starts here.
+ */
+#define BLOCK_SLACK_SHIFT 39
+
 static inline unsigned long block_word(const struct za_page *head)
 {
 	return page_private(head);
 }
 
-static inline void set_block_word(struct za_page *head, unsigned long pages, bool freed)
+static inline unsigned long block_word_pages(unsigned long w)
 {
-	set_page_private(head, pages << 1 | freed);
+	return (w >> 1) & ((1UL << (BLOCK_SLACK_SHIFT - 1)) - 1);
+}
+
+static inline size_t block_word_requested(unsigned long w)
+{
+	return (block_word_pages(w) << PAGE_SHIFT) - (w >> BLOCK_SLACK_SHIFT);
+}
+
+/* requested <= pages' bytes; a freed block's is not kept. */
+static inline void set_block_word(struct za_page *head, unsigned long pages, size_t requested,
+				  bool freed)
+{
+	unsigned long slack = freed || !pages ? 0 : (pages << PAGE_SHIFT) - requested;
+	set_page_private(head, pages ? slack << BLOCK_SLACK_SHIFT | pages << 1 | freed : 0);
 }
 
 /* A freed small object carries this in its first word until allocated

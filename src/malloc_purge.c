@@ -7,9 +7,12 @@
  * allocator (a large free, a barn overflow), wakes every purge_delay_ms/2.
  * Each round it purges the free blocks that have been free for at least
  * purge_delay_ms (za_purge with three epochs: two whole rounds).  When a
- * round saw no page allocated or freed, the process is idle: the caches
- * above the buddy lists -- barns, slabs, per-CPU page lists -- are emptied
- * into them first, so that what they hold is purged too a delay later.
+ * round saw no page allocated or freed (nor a mapping), the process is
+ * idle: the caches above the buddy lists -- barns, slabs, per-CPU page
+ * lists -- are emptied into them first, so that what they hold is purged
+ * too a delay later, and the mapping cache is given back.  Busy rounds
+ * give back what the mapping cache holds beyond recent demand
+ * (vmalloc.c).
  * After three quiet rounds (idle, nothing purged) nothing dirty is left, and
  * the worker sleeps until the next kick.  Per-thread sheaves are their threads' own and are never touched.
  */
@@ -26,9 +29,13 @@ static struct {
 	za_lock_t round;                /* held by the worker for a round's work */
 } purger;
 
+/* Pages allocated and freed, mappings made, reused and freed. */
 static long long page_activity(za_mm_t *mm)
 {
-	return za_stat(mm, "pgalloc") + za_stat(mm, "pgfree");
+	struct vmalloc_stats vs;
+	vmalloc_stats(&vs);
+	return za_stat(mm, "pgalloc") + za_stat(mm, "pgfree") +
+	       (long long)(vs.maps + vs.reuses + vs.frees);
 }
 
 static void sleep_until_kicked(void)
@@ -62,6 +69,7 @@ static void *purge_worker(void *arg)
 			za_drain_all_pages(mm);
 		}
 		long purged = za_purge(mm, 3);
+		vmalloc_decay(idle);
 		za_unlock(&purger.round);
 		seen = page_activity(mm);
 		quiet = idle && !purged && now == seen ? quiet + 1 : 0;

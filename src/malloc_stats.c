@@ -36,7 +36,10 @@ struct mallinfo2 za_mallinfo2(void)
 		snprintf(name, sizeof(name), "nr_free_blocks_order%u", o);
 		mi.ordblks += (size_t)za_stat(mm, name);
 	}
-	vmalloc_stats(&mi.hblks, &mi.hblkhd);
+	struct vmalloc_stats vs;
+	vmalloc_stats(&vs);
+	mi.hblks = vs.count;
+	mi.hblkhd = vs.bytes;
 	mi.arena = (size_t)managed * PAGE_SIZE;
 	mi.uordblks = (size_t)(managed - free_pages) * PAGE_SIZE;
 	mi.fordblks = (size_t)free_pages * PAGE_SIZE;
@@ -190,17 +193,20 @@ void za_malloc_stats(FILE *out)
 {
 	za_mm_t *mm = za_malloc_system();
 	struct rusage ru;
-	size_t maps, map_bytes;
+	struct vmalloc_stats vs;
 	if (!mm)
 		return;
 	getrusage(RUSAGE_SELF, &ru);
-	vmalloc_stats(&maps, &map_bytes);
+	vmalloc_stats(&vs);
 	fprintf(out, "zonealloc: malloc statistics (pid %d)\n", (int)getpid());
 	fprintf(out, "  peak RSS %.1f MiB, now %.1f MiB; arena: %lld MiB managed, %lld MiB in use, "
-		"%lld MiB purged to the OS; %zu direct mappings (%.1f MiB)\n",
+		"%lld MiB purged to the OS; %zu direct mappings (%.1f MiB), %.1f MiB of freed ones "
+		"kept; %llu mapped, %llu served from the kept\n",
 		ru.ru_maxrss / 1024.0, current_rss_kib() / 1024.0,
 		za_stat(mm, "nr_managed_pages") >> 8, za_stat(mm, "nr_allocated_pages") >> 8,
-		za_stat(mm, "pgpurge") >> 8, maps, (double)map_bytes / (1 << 20));
+		za_stat(mm, "pgpurge") >> 8, vs.count, (double)vs.bytes / (1 << 20),
+		(double)vs.cached_bytes / (1 << 20), (unsigned long long)vs.maps,
+		(unsigned long long)vs.reuses);
 	for (int i = 0; i < mm->nr_zones; i++) {
 		char name[48];
 		snprintf(name, sizeof(name), "pgalloc_%s", za_zone_name(mm, i));

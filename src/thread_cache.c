@@ -56,7 +56,7 @@ struct thread_cache *this_thread_cache(void)
 /* The block goes back to the page allocator. */
 static void block_release(void *p, unsigned long pages)
 {
-	set_block_word(virt_to_page(zm.mm, p), 0, false);
+	set_block_word(virt_to_page(zm.mm, p), 0, 0, false);
 	za_free_pages_exact(zm.mm, p, pages << PAGE_SHIFT);
 }
 
@@ -85,11 +85,12 @@ static za_gfp_t block_gfp(unsigned long pages)
 	return pages >= 1UL << (zm.mm->pageblock_order - 1) ? ZA_GFP_MOVABLE : 0;
 }
 
-/* A page block of this many pages (block_pages()) aligned to align: the
+/* A page block of this many pages (block_pages()) aligned to align, for
+ * a request of `requested` bytes: the
  * newest this thread freed, else a new one from the page allocator (a
  * power of two of pages comes aligned to its size; a freed block may not
  * be, when realloc made it that size in place). */
-void *block_alloc(unsigned long pages, size_t align)
+void *block_alloc(unsigned long pages, size_t align, size_t requested)
 {
 	struct thread_cache *tc = tcache;
 	void *p = NULL;
@@ -98,7 +99,7 @@ void *block_alloc(unsigned long pages, size_t align)
 			p = take_slot(tc, i);
 	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))
 		return NULL;
-	set_block_word(virt_to_page(zm.mm, p), pages, false);
+	set_block_word(virt_to_page(zm.mm, p), pages, requested, false);
 	return p;
 }
 
@@ -117,7 +118,7 @@ void block_free(void *p, unsigned long pages)
 		unsigned long old_pages = tc->block_pages[0];
 		block_release(take_slot(tc, 0), old_pages);
 	}
-	set_block_word(virt_to_page(zm.mm, p), pages, true);
+	set_block_word(virt_to_page(zm.mm, p), pages, 0, true);
 	tc->blocks[tc->nr_blocks] = p;
 	tc->block_pages[tc->nr_blocks++] = (unsigned int)pages;
 	tc->block_bytes += bytes;

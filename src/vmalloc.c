@@ -2,6 +2,19 @@
  * Direct mappings: requests beyond the page allocator's largest block get
  * a mapping of their own, as the kernel's kvmalloc falls back to vmalloc.
  *
+ * A freed mapping is kept, not unmapped, while the program may want its
+ * memory again (the mapping cache below): the next large request takes
+ * the smallest kept range that holds it, split to whole pages, or grows
+ * the largest smaller one in place (mremap: its pages move, they are not
+ * copied or faulted again).  Ranges that touch are merged.  How much is
+ * kept follows demand, not a timer: at most what the program had live in
+ * mappings at its peak over the last one or two windows (each
+ * DEMAND_WINDOW_ROUNDS rounds of the purge worker), minus what it has live
+ * now -- tcmalloc's skip-subrelease.  So a program that keeps replacing
+ * large buffers keeps reusing the same memory, and one whose demand fell
+ * for a whole window gives the difference back.  An idle process, and
+ * malloc_trim, give back everything.
+ *
  * Every mapping is recorded (the kernel keeps a vmap_area per mapping) in
  * an open-addressing hash table keyed by its start, so that free() tells a
  * mapping from a foreign pointer by a lookup, never by reading memory in
@@ -16,13 +29,33 @@
 struct vmap_area {
 	uintptr_t addr;                 /* 0: empty slot */
 	size_t size;                    /* mapped bytes, a multiple of the page */
+	size_t requested;               /* what malloc was asked for (sized frees) */
+	size_t dirty;                   /* bytes from the start that may not be zero */
 };
+
+/* A range of the mapping cache, freed at `seq` (older goes first). */
+struct free_range {
+	uintptr_t addr;
+	size_t size;
+	uint64_t seq;
+};
+
+#define CACHE_RANGES 32
+#define DEMAND_WINDOW_ROUNDS 20
 
 static struct {
 	za_lock_t lock;
 	struct vmap_area *slots;
 	size_t capacity;                /* a power of two, or 0 */
-	size_t count, bytes;
+	size_t count, bytes;            /* live mappings */
+	/* the mapping cache */
+	struct free_range cached[CACHE_RANGES];
+	unsigned int nr_cached;
+	size_t cached_bytes;
+	uint64_t seq;
+	size_t peak[2];                 /* live bytes' peak: this window, the last */
+	unsigned int rounds;            /* of this window */
+	uint64_t maps, reuses, frees;   /* mmap calls; requests served from the cache; frees */
 } vm;
 
 static size_t slot_of(uintptr_t addr, size_t capacity)
@@ -70,20 +103,23 @@ static bool reserve_slot(void)
 }
 
 /* Under the lock, with a free slot reserved. */
-static void insert(void *p, size_t size)
+static void insert(void *p, size_t size, size_t requested, size_t dirty)
 {
 	za_lock_assert_held(zm.mm, &vm.lock);
 	VM_BUG_ON(zm.mm, (vm.count + 1) * 2 > vm.capacity);
-	*find_slot(vm.slots, vm.capacity, (uintptr_t)p) = (struct vmap_area){ (uintptr_t)p, size };
+	*find_slot(vm.slots, vm.capacity, (uintptr_t)p) =
+		(struct vmap_area){ (uintptr_t)p, size, requested, dirty };
 	vm.count++;
 	vm.bytes += size;
+	if (vm.bytes > vm.peak[0])
+		vm.peak[0] = vm.bytes;
 }
 
-static bool record(void *p, size_t size)
+static bool record(void *p, size_t size, size_t requested, size_t dirty)
 {
 	if (!reserve_slot())
 		return false;
-	insert(p, size);
+	insert(p, size, requested, dirty);
 	za_unlock(&vm.lock);
 	return true;
 }
@@ -107,8 +143,9 @@ static void remove_slot(struct vmap_area *hole)
 	vm.slots[i] = (struct vmap_area){ 0 };
 }
 
-/* Takes p's record out; returns its size, or 0 if p starts no mapping. */
-static size_t unrecord(const void *p)
+/* Takes p's record out; returns its size (and the size requested), or 0
+ * if p starts no mapping. */
+static size_t unrecord(const void *p, size_t *requested)
 {
 	size_t size = 0;
 	za_lock(&vm.lock);
@@ -116,6 +153,7 @@ static size_t unrecord(const void *p)
 		struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
 		if (a->addr) {
 			size = a->size;
+			*requested = a->requested;
 			remove_slot(a);
 		}
 	}
@@ -123,16 +161,158 @@ static size_t unrecord(const void *p)
 	return size;
 }
 
-size_t vmalloc_size(const void *p)
+size_t vmalloc_size(const void *p, size_t *requested)
 {
 	size_t size = 0;
 	za_lock(&vm.lock);
 	if (vm.capacity) {
 		const struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
 		size = a->addr ? a->size : 0;
+		if (requested)
+			*requested = a->addr ? a->requested : 0;
 	}
 	za_unlock(&vm.lock);
 	return size;
+}
+
+size_t vmalloc_dirty(const void *p)
+{
+	size_t dirty = 0;
+	za_lock(&vm.lock);
+	if (vm.capacity) {
+		const struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
+		dirty = a->addr ? a->dirty : 0;
+	}
+	za_unlock(&vm.lock);
+	return dirty;
+}
+
+/* ------------------------------------------------------------------------
+ * The mapping cache (under the lock; the system calls after it)
+ * ------------------------------------------------------------------------ */
+/* What the cache may hold: the recent peak of live bytes beyond today's. */
+static size_t cache_allowance(void)
+{
+	size_t peak = vm.peak[0] > vm.peak[1] ? vm.peak[0] : vm.peak[1];
+	return peak > vm.bytes ? peak - vm.bytes : 0;
+}
+
+static void cache_take(unsigned int i)
+{
+	vm.cached_bytes -= vm.cached[i].size;
+	vm.cached[i] = vm.cached[--vm.nr_cached];
+}
+
+/* Keeps [addr, addr + size), merged with the ranges it touches. */
+static void cache_put(uintptr_t addr, size_t size)
+{
+	for (unsigned int i = 0; i < vm.nr_cached;) {
+		struct free_range *r = &vm.cached[i];
+		if (r->addr + r->size == addr || addr + size == r->addr) {
+			addr = r->addr < addr ? r->addr : addr;
+			size += r->size;
+			cache_take(i);
+			continue;       /* slot i holds another range now */
+		}
+		i++;
+	}
+	vm.cached[vm.nr_cached++] = (struct free_range){ addr, size, ++vm.seq };
+	vm.cached_bytes += size;
+}
+
+/* Takes out the oldest ranges until the cache is within `keep` bytes and
+ * has a free slot; they go to out[] (at most CACHE_RANGES) for unmapping. */
+static unsigned int cache_evict(size_t keep, struct free_range *out)
+{
+	unsigned int n = 0;
+	while (vm.nr_cached && (vm.cached_bytes > keep || vm.nr_cached == CACHE_RANGES)) {
+		unsigned int old = 0;
+		for (unsigned int i = 1; i < vm.nr_cached; i++)
+			if (vm.cached[i].seq < vm.cached[old].seq)
+				old = i;
+		out[n++] = vm.cached[old];
+		cache_take(old);
+	}
+	return n;
+}
+
+static void unmap_ranges(const struct free_range *r, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		munmap((void *)r[i].addr, r[i].size);
+}
+
+/* The smallest range of at least len bytes, else the largest smaller one
+ * (to grow), as an index; -1 if the cache is empty. */
+static int cache_fit(size_t len)
+{
+	int best = -1, grow = -1;
+	for (unsigned int i = 0; i < vm.nr_cached; i++) {
+		size_t size = vm.cached[i].size;
+		if (size >= len && (best < 0 || size < vm.cached[best].size))
+			best = (int)i;
+		if (size < len && (grow < 0 || size > vm.cached[grow].size))
+			grow = (int)i;
+	}
+	return best >= 0 ? best : grow;
+}
+
+/*
+ * A page-aligned mapping of len bytes from the cache, recorded, or NULL.
+ * A larger range is split (its tail stays cached); a smaller one is grown
+ * by mremap, after which only the growth is new memory.  With the lock
+ * held and a slot reserved; returns with it released.
+ */
+static void *cache_alloc(size_t len, size_t requested)
+{
+	int i = cache_fit(len);
+	if (i < 0) {
+		za_unlock(&vm.lock);
+		return NULL;
+	}
+	struct free_range r = vm.cached[i];
+	cache_take((unsigned int)i);
+	if (r.size >= len) {
+		if (r.size > len)
+			cache_put(r.addr + len, r.size - len);
+		insert((void *)r.addr, len, requested, len);
+		vm.reuses++;
+		za_unlock(&vm.lock);
+		return (void *)r.addr;
+	}
+	za_unlock(&vm.lock);
+	void *q = mremap((void *)r.addr, r.size, len, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED) {
+		munmap((void *)r.addr, r.size);
+		return NULL;
+	}
+	if (!record(q, len, requested, r.size)) {      /* the growth is new, zero */
+		munmap(q, len);
+		return NULL;
+	}
+	za_lock(&vm.lock);
+	vm.reuses++;
+	za_unlock(&vm.lock);
+	return q;
+}
+
+/*
+ * The purge worker's round (and malloc_trim, with everything): the demand
+ * window moves on every DEMAND_WINDOW_ROUNDS rounds, and the cache gives
+ * back what exceeds the allowance -- all of it when the process is idle.
+ */
+void vmalloc_decay(bool everything)
+{
+	struct free_range out[CACHE_RANGES];
+	za_lock(&vm.lock);
+	if (++vm.rounds >= DEMAND_WINDOW_ROUNDS) {
+		vm.peak[1] = vm.peak[0];
+		vm.peak[0] = vm.bytes;
+		vm.rounds = 0;
+	}
+	unsigned int n = cache_evict(everything ? 0 : cache_allowance(), out);
+	za_unlock(&vm.lock);
+	unmap_ranges(out, n);
 }
 
 /*
@@ -150,14 +330,22 @@ static size_t page_round(size_t size)
 	return len ? len : PAGE_SIZE;
 }
 
-/* A mapping of size bytes aligned to align (a power of two): map align
- * more, then unmap the misaligned head and the tail.  Every sum is checked:
- * a request no address space can hold is ENOMEM, never a wrapped length. */
+/* A mapping of size bytes aligned to align (a power of two): from the
+ * cache if it can (page alignment), else map align more, then unmap the
+ * misaligned head and the tail.  Every sum is checked: a request no
+ * address space can hold is ENOMEM, never a wrapped length. */
 void *vmalloc_alloc(size_t size, size_t align)
 {
 	size_t len = page_round(size), extra = align > PAGE_SIZE ? align : 0, map;
 	if (!len || __builtin_add_overflow(len, extra, &map) || map > PTRDIFF_MAX)
 		goto nomem;
+	if (!extra) {
+		if (!reserve_slot())
+			goto nomem;
+		void *p = cache_alloc(len, size);
+		if (p)
+			return p;
+	}
 	/* Committed, unlike the arena: the kernel's overcommit heuristic then
 	 * refuses what the machine could never hold, as it does for glibc. */
 	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -172,22 +360,49 @@ void *vmalloc_alloc(size_t size, size_t align)
 		munmap(aligned + len, (size_t)(p + extra - aligned));
 		p = aligned;
 	}
-	if (!record(p, len)) {
+	if (!record(p, len, size, 0)) {
 		munmap(p, len);
 		goto nomem;
 	}
+	za_lock(&vm.lock);
+	vm.maps++;
+	za_unlock(&vm.lock);
 	return p;
 nomem:
 	errno = ENOMEM;
 	return NULL;
 }
 
+/* The mapping goes to the cache (keep), and what the cache may not keep
+ * now goes back to the OS. */
+static bool free_mapping(void *p, bool keep)
+{
+	struct free_range out[CACHE_RANGES];
+	size_t requested, size = unrecord(p, &requested);
+	if (!size)
+		return false;
+	if (!keep) {
+		munmap(p, size);
+		return true;
+	}
+	za_lock(&vm.lock);
+	vm.frees++;
+	cache_put((uintptr_t)p, size);
+	unsigned int n = cache_evict(cache_allowance(), out);
+	za_unlock(&vm.lock);
+	unmap_ranges(out, n);
+	purge_worker_kick();
+	return true;
+}
+
 bool vmalloc_free(void *p)
 {
-	size_t size = unrecord(p);
-	if (size)
-		munmap(p, size);
-	return size != 0;
+	return free_mapping(p, true);
+}
+
+bool vmalloc_unmap(void *p)
+{
+	return free_mapping(p, false);
 }
 
 /* Grows or shrinks a mapping in place or by moving its pages (mremap):
@@ -196,17 +411,18 @@ bool vmalloc_free(void *p)
  * mremap fails; taking a record out keeps a slot free for its return. */
 void *vmalloc_realloc(void *p, size_t size)
 {
-	if (!(size = page_round(size))) {
+	size_t len = page_round(size);
+	if (!len) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t old = unrecord(p);
-	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
+	size_t requested, old = unrecord(p, &requested);
+	void *q = mremap(p, old, len, MREMAP_MAYMOVE);
 	za_lock(&vm.lock);
 	if (q == MAP_FAILED)
-		insert(p, old);
+		insert(p, old, requested, old);
 	else
-		insert(q, size);
+		insert(q, len, size, len);
 	za_unlock(&vm.lock);
 	if (q == MAP_FAILED) {
 		errno = ENOMEM;
@@ -215,11 +431,11 @@ void *vmalloc_realloc(void *p, size_t size)
 	return q;
 }
 
-void vmalloc_stats(size_t *count, size_t *bytes)
+void vmalloc_stats(struct vmalloc_stats *st)
 {
 	za_lock(&vm.lock);
-	*count = vm.count;
-	*bytes = vm.bytes;
+	*st = (struct vmalloc_stats){ vm.count, vm.bytes, vm.cached_bytes, vm.maps, vm.reuses,
+				     vm.frees };
 	za_unlock(&vm.lock);
 }
 

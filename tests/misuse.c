@@ -156,6 +156,10 @@ int main(int argc, char **argv)
 		call_free_sized(alloc(100), 300);
 	if (!strcmp(c, "free-sized-mismatch-large"))
 		call_free_sized(alloc(100000), 40000);
+	if (!strcmp(c, "free-sized-near-block"))
+		call_free_sized(alloc(20000), 19000);
+	if (!strcmp(c, "free-sized-near-mapping"))
+		call_free_sized(alloc(20 << 20), (20 << 20) - 100);
 	if (!strcmp(c, "free-aligned-mismatch"))
 		call_free_aligned_sized(opaque(aligned_alloc(64, 100)), 4096, 100);
 	/* Debug mode only. */

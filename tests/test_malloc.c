@@ -452,6 +452,55 @@ static void test_trim_and_purge(void)
 	CHECK_EQ(resident_of(blocks + N - 8, 8), 8 * 16);
 }
 
+/*
+ * Mappings (beyond the arena's largest block) are kept when freed and
+ * reused: a freed 20 MiB mapping serves an 18 MiB request with its own
+ * pages (what was written there is still there: no new mapping, no page
+ * faulted in anew), its 2 MiB tail stays kept and merges back on the next
+ * free; a larger request grows a kept mapping (its pages move, the growth
+ * is zero); calloc clears what it reuses; and an idle process gives them
+ * all back (purge_delay_ms is 100 here).
+ */
+static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		if (p[i] != v || p[i + 4095] != v)
+			return false;
+	return true;
+}
+
+static void test_large_reuse_and_decay(void)
+{
+	enum { MIB = 1 << 20 };
+	za_malloc_trim(0);                      /* nothing kept from before */
+	unsigned char *p = za_malloc(20 * MIB);
+	CHECK(p);
+	memset(p, 0x5a, 20 * MIB);
+	za_free(p);
+	unsigned char *q = za_malloc(18 * MIB);
+	CHECK(q == p && all_bytes(q, 18 * MIB, 0x5a));
+	CHECK_EQ(za_malloc_usable_size(q), 18 * MIB);
+	za_free_sized(q, 18 * MIB);
+	q = za_malloc(20 * MIB);                /* merged with the tail again */
+	CHECK(q == p && all_bytes(q, 20 * MIB, 0x5a));
+	za_free(q);
+	unsigned char *g = za_malloc(30 * MIB); /* grown */
+	CHECK(g && all_bytes(g, 20 * MIB, 0x5a) && all_bytes(g + 20 * MIB, 10 * MIB, 0));
+	za_free(g);
+	unsigned char *z = za_calloc(1, 25 * MIB);
+	CHECK(z && all_bytes(z, 25 * MIB, 0));
+	memset(z, 1, 25 * MIB);
+	unsigned char *r = za_realloc(z, 40 * MIB);
+	CHECK(r && all_bytes(r, 25 * MIB, 1));
+	za_free(r);
+
+	unsigned char vec[1];
+	int tries = 0;
+	while (mincore(r, 4096, vec) == 0 && tries++ < 200)
+		usleep(50000);
+	CHECK(mincore(r, 4096, vec) == -1 && errno == ENOMEM);
+}
+
 /* mallinfo2 says what the arena holds. */
 static void test_mallinfo(void)
 {
@@ -483,6 +532,7 @@ int main(void)
 	test_remote_first();
 	test_fork();
 	test_trim_and_purge();
+	test_large_reuse_and_decay();
 	printf("test_malloc: ok\n");
 	return 0;
 }

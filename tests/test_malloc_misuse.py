@@ -29,7 +29,9 @@ DEFAULT_CASES = {
     "usable-size-freed": r"malloc_usable_size\(0x[0-9a-f]+\): the pointer was freed",
     "realloc-freed": r"realloc\(0x[0-9a-f]+\): the pointer was freed",
     "free-sized-mismatch": r"free_sized\(0x[0-9a-f]+, size 300\): the size or alignment does not match the allocation \(malloc-112\)",
-    "free-sized-mismatch-large": r"free_sized\(0x[0-9a-f]+, size 40000\): the size or alignment does not match the allocation \(102400-byte block\)",
+    "free-sized-mismatch-large": r"free_sized\(0x[0-9a-f]+, size 40000\): the size or alignment does not match the allocation \(102400-byte block for 100000 bytes\)",
+    "free-sized-near-block": r"free_sized\(0x[0-9a-f]+, size 19000\): the size or alignment does not match the allocation \(32768-byte block for 20000 bytes\)",
+    "free-sized-near-mapping": r"free_sized\(0x[0-9a-f]+, size 20971420\): the size or alignment does not match the allocation \(20971520-byte block for 20971520 bytes\)",
     "free-aligned-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 100, align 4096\): the size or alignment does not match the allocation \(malloc-128\)",
 }
 
