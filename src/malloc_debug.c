@@ -4,7 +4,11 @@
  *
  * Small blocks come from slab caches with every SLUB debug flag (double
  * frees, red zones around the object, poison checked at reuse, last owner
- * in reports) and no sheaves, so every operation is checked.  Each block
+ * in reports) and no sheaves, so every operation is checked.  A freed
+ * small block is poisoned and held back a while (the small quarantine)
+ * before its slab gets it back, so that a write through a stale pointer
+ * lands in freed memory, not in the next object of its class, and is
+ * reported when the block leaves.  Each block
  * also carries a header with the size asked for, and the bytes from there
  * to the end of its object (or page, for large blocks) hold a pattern
  * checked at free: a write even one byte past the request is reported.
@@ -178,11 +182,16 @@ static void quarantine_add(uintptr_t start, size_t len, size_t size, bool mappin
 	za_unlock(&quarantine.lock);
 }
 
+static bool small_evict(bool all);
+static void small_quarantine_lock(bool lock);
+
 /* Out of memory: every quarantined block goes back (a use after free of
  * them is no longer caught).  Returns whether any did. */
 static bool quarantine_drain(void)
 {
 	bool any = false;
+	while (small_evict(true))
+		any = true;
 	for (;;) {
 		za_lock(&quarantine.lock);
 		if (!quarantine.count) {
@@ -199,7 +208,13 @@ static bool quarantine_drain(void)
 /* fork: no thread may hold the quarantine's lock in the child. */
 void malloc_debug_lock(bool lock)
 {
-	lock ? za_lock(&quarantine.lock) : za_unlock(&quarantine.lock);
+	if (lock) {
+		za_lock(&quarantine.lock);
+		small_quarantine_lock(true);
+	} else {
+		small_quarantine_lock(false);
+		za_unlock(&quarantine.lock);
+	}
 }
 
 /* The quarantined block holding p, or NULL.  Lock-free: the fault handler uses it. */
@@ -266,6 +281,94 @@ static struct dbg_header *header(const void *p)
 static void fill_tail(char *end_of_request, char *end)
 {
 	memset(end_of_request, TAIL_BYTE, (size_t)(end - end_of_request));
+}
+
+/* ------------------------------------------------------------------------
+ * The small quarantine: freed slab objects, poisoned, oldest out first.
+ * SLUB would hand a freed object out again at once (its free list is a
+ * stack), so a stale pointer would write into the next live object of the
+ * class unseen.  Held here, the object keeps the poison until it leaves,
+ * when it is checked -- a write after free is reported then -- and freed
+ * to its slab.  A budget of SMALL_QUARANTINE_BYTES (and slots): a use
+ * after free mostly follows the free closely.
+ * ------------------------------------------------------------------------ */
+#define SMALL_QUARANTINE_SLOTS 4096
+#define SMALL_QUARANTINE_BYTES (4UL << 20)
+#define FREED_BYTE 0x6b                 /* SLUB's poison, as live_header knows it */
+
+struct held_object {
+	char *p;                        /* the user's pointer; poisoned from here */
+	char *start, *end;              /* the slab object */
+};
+
+static struct {
+	za_lock_t lock;
+	struct held_object slot[SMALL_QUARANTINE_SLOTS];
+	unsigned int oldest, count;
+	size_t bytes;
+} small_quarantine;
+
+static void small_quarantine_lock(bool lock)
+{
+	lock ? za_lock(&small_quarantine.lock) : za_unlock(&small_quarantine.lock);
+}
+
+/* Its poison intact, or the end of the process; then back to its slab. */
+static void small_release(struct held_object o)
+{
+	for (const char *c = o.p; c < o.end; c++)
+		if (*(const unsigned char *)c != FREED_BYTE)
+			malloc_misuse("write after free: object %p modified at byte %zu after it was "
+				      "freed (0x%02x)", (void *)o.p, (size_t)(c - o.p),
+				      *(const unsigned char *)c);
+	header(o.p)->magic = 0;
+	za_cache_free(virt_to_slab(zm.mm, o.start)->slab_cache, o.start);
+}
+
+/* Takes the oldest out if the quarantine is full or, with all, if it
+ * holds anything; false if it took none. */
+static bool small_evict(bool all)
+{
+	struct held_object o;
+	za_lock(&small_quarantine.lock);
+	size_t bytes = small_quarantine.bytes;
+	bool full = small_quarantine.count == SMALL_QUARANTINE_SLOTS ||
+		    bytes > SMALL_QUARANTINE_BYTES;
+	if (!small_quarantine.count || (!all && !full)) {
+		za_unlock(&small_quarantine.lock);
+		return false;
+	}
+	o = small_quarantine.slot[small_quarantine.oldest];
+	small_quarantine.oldest = (small_quarantine.oldest + 1) % SMALL_QUARANTINE_SLOTS;
+	small_quarantine.count--;
+	small_quarantine.bytes -= (size_t)(o.end - o.start);
+	za_unlock(&small_quarantine.lock);
+	small_release(o);
+	return true;
+}
+
+static void small_quarantine_add(char *p, char *start, char *end)
+{
+	header(p)->magic = HDR_FREED;
+	memset(p, FREED_BYTE, (size_t)(end - p));
+	za_lock(&small_quarantine.lock);
+	if (small_quarantine.count == SMALL_QUARANTINE_SLOTS) {
+		za_unlock(&small_quarantine.lock);
+		small_evict(false);
+		za_lock(&small_quarantine.lock);
+	}
+	if (small_quarantine.count == SMALL_QUARANTINE_SLOTS) {        /* raced: no room */
+		za_unlock(&small_quarantine.lock);
+		small_release((struct held_object){ p, start, end });
+		return;
+	}
+	unsigned int at = (small_quarantine.oldest + small_quarantine.count) % SMALL_QUARANTINE_SLOTS;
+	small_quarantine.slot[at] = (struct held_object){ p, start, end };
+	small_quarantine.count++;
+	small_quarantine.bytes += (size_t)(end - start);
+	za_unlock(&small_quarantine.lock);
+	while (small_evict(false))
+		;
 }
 
 /* A block of total bytes for an allocation aligned to align, and its end:
@@ -411,8 +514,7 @@ void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn
 	if ((uintptr_t)p & (expect_align - 1))
 		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
 	if (b.small) {
-		h->magic = 0;
-		za_cache_free(virt_to_slab(zm.mm, b.start)->slab_cache, b.start);
+		small_quarantine_add(p, b.start, b.end);
 	} else {
 		h->magic = HDR_FREED;
 		quarantine_add((uintptr_t)b.start, (size_t)(b.end - b.start), h->size, b.mapping);

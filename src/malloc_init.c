@@ -171,7 +171,7 @@ static bool init_front_end(void)
 	 * signature and the alignment of classes assume plain ones, so it
 	 * means debug mode. */
 	zm.debug = mm->debug || mm->cfg.slub_debug[0];
-	zm.large_max_pages = 1UL << (mm->max_order - 1);
+	zm.large_max_pages = 1UL << mm->max_order;
 	zm.free_key = get_random_u64() | 1;
 	init_classes();
 	zm.sheaf_cache = za_cache_create(mm, "malloc-sheaf",

@@ -174,10 +174,15 @@ int main(int argc, char **argv)
 		free(p);
 	}
 	if (!strcmp(c, "write-after-free-small")) {
+		/* The class allocated again (another slot: the freed one is
+		 * held back), then the stale write, then enough frees to push
+		 * the object out of the quarantine, where it is checked. */
 		p = alloc(24);
 		free(opaque(p));
-		((volatile char *)p)[3] = 'x';
 		sink = malloc(24);
+		((volatile char *)p)[3] = 'x';
+		for (int i = 0; i < 5000; i++)
+			free(opaque(alloc(24)));
 	}
 	if (!strcmp(c, "write-after-free-large")) {
 		p = alloc(100000);
