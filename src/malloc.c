@@ -228,6 +228,13 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	}
 	if (zm.debug)
 		return debug_malloc(n, align, false);
+	size_t asked = n;
+	if (!n) {
+		void *z = zero_alloc(align);
+		if (z)
+			return z;
+		n = 1;
+	}
 	plan(n, align, &b);
 	switch (b.kind) {
 	case A_SMALL:
@@ -235,11 +242,11 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	case A_LARGE: {
 		/* The arena's own memory is exhausted (or the address space
 		 * left for it): a mapping of the request's size may still fit. */
-		void *p = block_alloc(b.pages, align, n);
-		return p ? p : vmalloc_alloc(n, align);
+		void *p = block_alloc(b.pages, align, asked);
+		return p ? p : vmalloc_alloc(n, align, asked);
 	}
 	default:
-		return vmalloc_alloc(n, align);
+		return vmalloc_alloc(n, align, asked);
 	}
 }
 
@@ -372,7 +379,7 @@ static void free_alloc(void *p, const struct alloc_info *b)
 static bool matches(const struct alloc_info *b, size_t n, size_t align)
 {
 	struct alloc_info want;
-	plan(n, align, &want);
+	plan(n ? n : 1, align, &want);  /* malloc(0)'s stand-in block is 1 byte's */
 	if (b->kind == A_MAPPED)          /* planned so, or a page block that fell back */
 		return want.kind != A_SMALL && n == b->requested;
 	if (want.kind != b->kind)
@@ -387,7 +394,7 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 						const char *fn)
 {
 	struct alloc_info b;
-	if (!p || in_boot_heap(p))
+	if (!p || in_boot_heap(p) || in_zero_region(p))
 		return;
 	if (!malloc_ready())
 		malloc_misuse("%s(%p): not allocated by zonealloc", fn, p);
@@ -517,6 +524,8 @@ void *za_realloc(void *p, size_t n)
 			memcpy(q, p, n < boot_size(p) ? n : boot_size(p));
 		return q;
 	}
+	if (in_zero_region(p))          /* malloc(0)'s: nothing to copy */
+		return za_malloc(n);
 	if (!malloc_ready())
 		malloc_misuse("realloc(%p): not allocated by zonealloc", p);
 	if (zm.debug) {
@@ -578,6 +587,8 @@ size_t za_malloc_usable_size(void *p)
 		return 0;
 	if (in_boot_heap(p))
 		return boot_size(p);
+	if (in_zero_region(p))
+		return 0;
 	if (!malloc_ready())
 		malloc_misuse("malloc_usable_size(%p): not allocated by zonealloc", p);
 	if (zm.debug)

@@ -14,9 +14,8 @@
  * checked at free: a write even one byte past the request is reported.
  * Large blocks and mappings, once freed, stay mapped without access for a
  * while (a quarantine), so that a use after free faults at once; their
- * pages go back to the OS meanwhile.  malloc(0) returns a distinct address
- * in a region without access.  A fault in either is reported by a SIGSEGV
- * handler; any other fault goes to the handler that was there before.
+ * pages go back to the OS meanwhile, and a fault in one is reported
+ * (malloc_zero.c's handler asks debug_fault).
  *
  * Sizes come from the program: every sum below is checked, and a request
  * no address space can hold fails with ENOMEM before anything is mapped.
@@ -25,7 +24,6 @@
 #include "slab.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -39,40 +37,6 @@ struct dbg_header {                     /* the 16 bytes before the user's pointe
 	uint32_t offset;                /* from the start of the block */
 	size_t size;                    /* asked for */
 };
-
-/* ------------------------------------------------------------------------
- * malloc(0): distinct addresses that fault on any access, aligned as asked
- * (memalign(64, 0) too).  Once the region is used up, or for an alignment
- * it cannot offer many of, a 1-byte block stands in (writes are caught at
- * free).
- * ------------------------------------------------------------------------ */
-#define ZERO_REGION (64UL << 20)
-#define ZERO_ALIGN_MAX (ZERO_REGION / 64)
-static char *zero_region;
-static _Atomic size_t zero_next;        /* offset of the next free address */
-
-static bool in_zero_region(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)zero_region < ZERO_REGION;
-}
-
-static void *zero_alloc(size_t align)
-{
-	size_t at = atomic_load(&zero_next), start;
-	if (align > ZERO_ALIGN_MAX)
-		return debug_malloc(1, align, false);
-	if (align < MALLOC_ALIGN)
-		align = MALLOC_ALIGN;
-	/* Addresses below 2^47 and align <= ZERO_ALIGN_MAX: no sum wraps.  The
-	 * next offset only grows, so an address is never handed out twice. */
-	do {
-		uintptr_t a = ALIGN_UP((uintptr_t)zero_region + at, (uintptr_t)align);
-		start = a - (uintptr_t)zero_region;
-		if (start >= ZERO_REGION)
-			return debug_malloc(1, align, false);
-	} while (!atomic_compare_exchange_weak(&zero_next, &at, start + MALLOC_ALIGN));
-	return zero_region + start;
-}
 
 /* ------------------------------------------------------------------------
  * The quarantine: freed large blocks, without access, oldest out first
@@ -230,44 +194,20 @@ static const struct quarantined *quarantined(const void *p)
 }
 
 /* ------------------------------------------------------------------------
- * Faults
+ * Faults in quarantined blocks (malloc_zero.c's handler asks)
  * ------------------------------------------------------------------------ */
-static struct sigaction previous_segv;
-
-/*
- * A fault in the malloc(0) region or a quarantined block is reported; any
- * other goes to the handler that was there before (called directly, so
- * that this one stays for the faults after it), or, if there was none,
- * happens again under the default action.
- */
-static void segv_handler(int sig, siginfo_t *si, void *uc)
+void debug_fault(const void *addr)
 {
-	const void *addr = si->si_addr;
-	const struct quarantined *q;
-	if (in_zero_region(addr))
-		malloc_misuse("read or write through a malloc(0) pointer (%p)", addr);
-	if ((q = quarantined(addr)))
+	const struct quarantined *q = quarantined(addr);
+	if (q)
 		malloc_misuse("use after free: %p is inside the freed %zu-byte block at %p", addr,
 			      q->size, (void *)load_relaxed(&q->start));
-	if (previous_segv.sa_flags & SA_SIGINFO)
-		previous_segv.sa_sigaction(sig, si, uc);
-	else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN)
-		previous_segv.sa_handler(sig);
-	else
-		signal(sig, SIG_DFL);
 }
 
 void malloc_debug_init(void)
 {
-	zero_region = mmap(NULL, ZERO_REGION, PROT_NONE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (zero_region == MAP_FAILED)
-		malloc_misuse("debug mode: cannot reserve the malloc(0) region");
 	size_t arena = zm.mm->nr_pages << PAGE_SHIFT;
 	quarantine.budget = arena / 8 < QUARANTINE_BYTES ? arena / 8 : QUARANTINE_BYTES;
-	struct sigaction sa = { .sa_sigaction = segv_handler, .sa_flags = SA_SIGINFO | SA_ONSTACK };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &previous_segv);
 }
 
 /* ------------------------------------------------------------------------
@@ -389,7 +329,7 @@ static char *debug_block(size_t total, size_t align, char **end)
 		*end = block + (PAGE_SIZE << order);
 		return block;
 	}
-	if ((block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE)))
+	if ((block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE, total)))
 		*end = block + vmalloc_size(block, NULL);
 	return block;
 }
@@ -405,8 +345,11 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 {
 	size_t pad = align > MALLOC_ALIGN ? align - 1 : 0, total;
 	size_t extra = sizeof(struct dbg_header) + pad + TAIL_MIN;
-	if (!n)
-		return zero_alloc(align);
+	if (!n) {
+		void *z = zero_alloc(align);
+		if (z)
+			return z;       /* else a block of 0 bytes: header and tail */
+	}
 	if (__builtin_add_overflow(n, extra, &total) || total > PTRDIFF_MAX) {
 		errno = ENOMEM;
 		return NULL;

@@ -142,7 +142,7 @@ static unsigned int sheaf_capacity(unsigned int size)
 static void init_classes(void)
 {
 	for (size_t step = 0; step <= 1024 / 16; step++)
-		class_by_step[step] = (uint8_t)(step <= 8 ? (step ? step - 1 : 0)
+		class_by_step[step] = (uint8_t)(step <= 8 ? (step ? step - 1 : ZERO_SLOT)
 							 : size_class_computed(step * 16));
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		struct malloc_class *mc = &zm.classes[c];
@@ -183,6 +183,7 @@ static bool init_front_end(void)
 	    pthread_key_create(&zm.thread_key, thread_cache_exit))
 		return false;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	malloc_zero_init();
 	if (zm.debug)
 		malloc_debug_init();
 	malloc_stats_init();

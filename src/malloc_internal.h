@@ -84,7 +84,7 @@ struct sheaf {
  */
 struct thread_cache {
 	za_counter_t alloc_hits, free_hits;     /* served by the main sheaf */
-	struct sheaf *main[NR_CLASSES];
+	struct sheaf *main[NR_CLASSES + 1];     /* + ZERO_SLOT, never filled */
 	struct sheaf *spare[NR_CLASSES];
 	/* Objects of slabs another thread filled its sheaves from: not reused
 	 * here (they share cache lines with that thread's objects), but sent
@@ -146,7 +146,7 @@ bool sheaves_after_fork_child(void);
 /* ------------------------------------------------------------------------
  * Direct mappings (vmalloc.c)
  * ------------------------------------------------------------------------ */
-void *vmalloc_alloc(size_t size, size_t align);
+void *vmalloc_alloc(size_t size, size_t align, size_t requested);
 /* The mapping's usable size if p starts one (and the size malloc was
  * asked for, if requested is not NULL), else 0. */
 size_t vmalloc_size(const void *p, size_t *requested);
@@ -228,6 +228,14 @@ static inline unsigned long block_pages(size_t n)
 	return pages <= 1UL << PCP_MAX_ORDER ? 1UL << get_order(n) : pages;
 }
 
+/* malloc_zero.c: malloc(0)'s inaccessible addresses (NULL: none left for
+ * this alignment) and the fault reporter. */
+void malloc_zero_init(void);
+bool in_zero_region(const void *p);
+void *zero_alloc(size_t align);
+/* size_class(0): a slot past the classes whose sheaf is always empty. */
+#define ZERO_SLOT NR_CLASSES
+
 /* malloc_stats.c: reads ZA_STATS and ZA_STATS_FILE, and if asked for,
  * has the statistics printed at exit. */
 void malloc_stats_init(void);
@@ -296,6 +304,8 @@ static inline uint64_t free_signature(const void *p)
  * Debug mode (malloc_debug.c)
  * ------------------------------------------------------------------------ */
 void malloc_debug_init(void);
+/* A fault at addr in a quarantined block: reported (does not return). */
+void debug_fault(const void *addr);
 void malloc_debug_lock(bool lock);
 void *debug_malloc(size_t size, size_t align, bool zero);
 void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn);

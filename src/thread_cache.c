@@ -12,9 +12,10 @@
 #include <string.h>
 
 #define EMPTY_SHEAVES { [0 ... NR_CLASSES - 1] = &empty_sheaf }
-struct thread_cache boot_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES,
+#define EMPTY_MAIN { [0 ... ZERO_SLOT] = &empty_sheaf }
+struct thread_cache boot_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
 				    .remote = EMPTY_SHEAVES };
-struct thread_cache exited_tcache = { .main = EMPTY_SHEAVES, .spare = EMPTY_SHEAVES,
+struct thread_cache exited_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
 				      .remote = EMPTY_SHEAVES, .exited = true };
 __thread struct thread_cache *tcache __attribute__((tls_model("initial-exec"))) = &boot_tcache;
 

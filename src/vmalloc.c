@@ -296,6 +296,17 @@ static void *cache_alloc(size_t len, size_t requested)
 	return q;
 }
 
+/* The cache down to `keep` bytes; returns whether it gave anything back. */
+static bool cache_give_back(size_t keep)
+{
+	struct free_range out[CACHE_RANGES];
+	za_lock(&vm.lock);
+	unsigned int n = cache_evict(keep, out);
+	za_unlock(&vm.lock);
+	unmap_ranges(out, n);
+	return n != 0;
+}
+
 /*
  * The purge worker's round (and malloc_trim, with everything): the demand
  * window moves on every DEMAND_WINDOW_ROUNDS rounds, and the cache gives
@@ -303,16 +314,15 @@ static void *cache_alloc(size_t len, size_t requested)
  */
 void vmalloc_decay(bool everything)
 {
-	struct free_range out[CACHE_RANGES];
 	za_lock(&vm.lock);
 	if (++vm.rounds >= DEMAND_WINDOW_ROUNDS) {
 		vm.peak[1] = vm.peak[0];
 		vm.peak[0] = vm.bytes;
 		vm.rounds = 0;
 	}
-	unsigned int n = cache_evict(everything ? 0 : cache_allowance(), out);
+	size_t keep = everything ? 0 : cache_allowance();
 	za_unlock(&vm.lock);
-	unmap_ranges(out, n);
+	cache_give_back(keep);
 }
 
 /*
@@ -330,11 +340,12 @@ static size_t page_round(size_t size)
 	return len ? len : PAGE_SIZE;
 }
 
-/* A mapping of size bytes aligned to align (a power of two): from the
+/* A mapping of size bytes aligned to align (a power of two), for a request
+ * of `requested` bytes (sized frees are checked against it): from the
  * cache if it can (page alignment), else map align more, then unmap the
  * misaligned head and the tail.  Every sum is checked: a request no
  * address space can hold is ENOMEM, never a wrapped length. */
-void *vmalloc_alloc(size_t size, size_t align)
+void *vmalloc_alloc(size_t size, size_t align, size_t requested)
 {
 	size_t len = page_round(size), extra = align > PAGE_SIZE ? align : 0, map;
 	if (!len || __builtin_add_overflow(len, extra, &map) || map > PTRDIFF_MAX)
@@ -342,13 +353,18 @@ void *vmalloc_alloc(size_t size, size_t align)
 	if (!extra) {
 		if (!reserve_slot())
 			goto nomem;
-		void *p = cache_alloc(len, size);
+		void *p = cache_alloc(len, requested);
 		if (p)
 			return p;
 	}
 	/* Committed, unlike the arena: the kernel's overcommit heuristic then
-	 * refuses what the machine could never hold, as it does for glibc. */
+	 * refuses what the machine could never hold, as it does for glibc.
+	 * Refused, it is tried again without the mapping cache, whose ranges
+	 * hold address space (ulimit -v) and commit charge. */
 	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED && cache_give_back(0)) {
+		p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
 	if (p == MAP_FAILED)
 		goto nomem;
 	if (extra) {
@@ -360,7 +376,7 @@ void *vmalloc_alloc(size_t size, size_t align)
 		munmap(aligned + len, (size_t)(p + extra - aligned));
 		p = aligned;
 	}
-	if (!record(p, len, size, 0)) {
+	if (!record(p, len, requested, 0)) {
 		munmap(p, len);
 		goto nomem;
 	}

@@ -81,10 +81,19 @@ static void test_sizes(void)
 /* glibc's contract for the edge cases. */
 static void test_contract(void)
 {
-	void *z1 = za_malloc(0), *z2 = za_malloc(0);
-	CHECK(z1 && z2 && z1 != z2);
+	/* malloc(0): distinct pointers to nothing (a read or write through
+	 * one is reported: test_malloc_misuse), which realloc grows and every
+	 * free takes back. */
+	void *z1 = za_malloc(0), *z2 = za_malloc(0), *z3 = za_aligned_alloc(4096, 0);
+	CHECK(z1 && z2 && z3 && z1 != z2 && z2 != z3 && !((uintptr_t)z3 & 4095));
+	CHECK_EQ(za_malloc_usable_size(z1), 0);
 	za_free(z1);
-	za_free(z2);
+	za_free_sized(z2, 0);
+	za_free_aligned_sized(z3, 4096, 0);
+	char *g = za_realloc(za_malloc(0), 100);
+	CHECK(g && za_malloc_usable_size(g) >= 100);
+	memset(g, 1, 100);
+	za_free(g);
 
 	errno = 0;
 	CHECK(za_calloc(SIZE_MAX / 2, 3) == NULL);
