@@ -19,9 +19,43 @@
 
 static const char *const benchmarks[] = {
 	"pairs", "churn", "sizes", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
-	"bigbuf",
+	"bigbuf", "python", "perl", "ruby",
 };
 enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
+
+/*
+ * The interpreters, Debian's, each running an allocation-heavy script
+ * given on its command line, times --scale (the last argument): trees of
+ * small objects built and dropped.  Python runs with PYTHONMALLOC=malloc,
+ * so that its objects come from the allocator under test rather than from
+ * its own arenas.  A benchmark whose interpreter is missing is left out.
+ */
+static const struct {
+	const char *name, *path, *flag, *package, *script;
+} programs[] = {
+	{ "python", "/usr/bin/python3", "-c", "python3",
+	  "import sys\n"
+	  "def tree(d):\n"
+	  "    return None if d == 0 else (tree(d - 1), tree(d - 1), {'d': d}, str(d) * 3)\n"
+	  "for i in range(int(10 * float(sys.argv[1]))):\n"
+	  "    t = tree(15)\n" },
+	{ "perl", "/usr/bin/perl", "-e", "perl",
+	  "my $n = shift; for my $r (1 .. int(2 * $n)) { my %h; "
+	  "for my $i (1 .. 100000) { $h{\"key$i\"} = [ $i, \"value$i\" x 2 ]; } "
+	  "my @s = sort keys %h; }" },
+	{ "ruby", "/usr/bin/ruby", "-e", "ruby",
+	  "def tree(d) d == 0 ? nil : [tree(d - 1), tree(d - 1), 'x' * 24] end\n"
+	  "(20 * ARGV[0].to_f).to_i.times { tree(16) }\n" },
+};
+
+/* The interpreter a benchmark runs, or -1 for one of malloc-suite's own. */
+static int program_of(const char *bench)
+{
+	for (int i = 0; i < (int)(sizeof(programs) / sizeof(programs[0])); i++)
+		if (!strcmp(programs[i].name, bench))
+			return i;
+	return -1;
+}
 
 static const struct {
 	const char *name, *library, *package;
@@ -39,7 +73,7 @@ struct malloc_state {
 	bool run[NR_BENCH];             /* --benchmarks */
 	int nrun;
 	int m_time[NR_BENCH], m_rss[NR_BENCH], m_sys[NR_BENCH], m_geo_time, m_geo_rss;
-	char missing[256];
+	char missing[512];
 };
 
 /* Is name in the comma-separated list (NULL: everything is)? */
@@ -63,7 +97,15 @@ static void malloc_declare(struct bench *b)
 	st->scale = b->opts.scale ? b->opts.scale : b->opts.quick ? 0.5 : 1.0;
 	for (int i = 0; i < NR_BENCH; i++) {
 		char name[48];
-		st->nrun += st->run[i] = listed(b->opts.benchmarks, benchmarks[i]);
+		int prog = program_of(benchmarks[i]);
+		st->run[i] = listed(b->opts.benchmarks, benchmarks[i]);
+		if (st->run[i] && prog >= 0 && access(programs[prog].path, X_OK)) {
+			size_t used = strlen(st->missing);
+			snprintf(st->missing + used, sizeof(st->missing) - used, "%sthe %s benchmark (%s)",
+				 used ? ", " : "", benchmarks[i], programs[prog].package);
+			st->run[i] = false;
+		}
+		st->nrun += st->run[i];
 		if (!st->run[i])
 			continue;
 		snprintf(name, sizeof(name), "%s_s", benchmarks[i]);
@@ -159,7 +201,14 @@ static double run_one(const struct malloc_state *st, const struct variant *v, co
 		else
 			setenv("LD_PRELOAD", v->config, 1);
 		unsetenv("ZA_STATS");
-		execl(suite, suite, bench, t, s, (char *)NULL);
+		int prog = program_of(bench);
+		if (prog >= 0) {
+			setenv("PYTHONMALLOC", "malloc", 1);
+			execl(suite, suite, "exec", programs[prog].path, programs[prog].flag,
+			      programs[prog].script, s, (char *)NULL);
+		} else {
+			execl(suite, suite, bench, t, s, (char *)NULL);
+		}
 		_exit(127);
 	}
 	close(out[1]);
@@ -278,7 +327,8 @@ static const char *const malloc_report[] = { "", NULL };
 const struct experiment exp_malloc = {
 	.name = "malloc",
 	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
-		   "pairs, churn, sizes, realloc, larson, prodcons, falseshare, threads, large, bigbuf",
+		   "pairs, churn, sizes, realloc, larson, prodcons, falseshare, threads, large, bigbuf, "
+		   "and python, perl and ruby running allocation-heavy scripts",
 	.config = "",
 	.threads = 2,
 	.declare = malloc_declare,

@@ -5,6 +5,7 @@
  * allocator it runs on.
  *
  *   malloc-suite <benchmark> <threads> <scale>
+ *   malloc-suite exec <program> [args...]
  *
  * prints the seconds the workload took, the process's peak RSS in KiB and
  * its system time in seconds.  Each benchmark does a fixed
@@ -19,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int threads;
 static double scale;
@@ -450,8 +453,36 @@ static long peak_rss_kib(void)
 	return kib;
 }
 
+/*
+ * exec: runs a program (an interpreter and its script) as a child and
+ * reports its wall time, peak RSS and system time in the same form.  The
+ * child is forked from this small process, not from zabench, so that its
+ * peak RSS is the program's own.
+ */
+static int run_program(char **argv)
+{
+	double t0 = now();
+	pid_t pid = fork();
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int status;
+	struct rusage ru;
+	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		fprintf(stderr, "malloc-suite: %s failed\n", argv[0]);
+		return 1;
+	}
+	printf("%.6f %ld %.6f\n", now() - t0, ru.ru_maxrss,
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && !strcmp(argv[1], "exec"))
+		return run_program(argv + 2);
 	if (argc != 4) {
 		fprintf(stderr, "usage: malloc-suite <benchmark> <threads> <scale>\n");
 		return 2;

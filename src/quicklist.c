@@ -285,7 +285,7 @@ static enum ql_push_result ql_push(struct za_mm *mm, int nr, void *p)
 		if (likely(rseq_push_retry(mm, &pc, &ql_link, p, p, RSEQ_PUSH_ONE + 1,
 					   RSEQ_FOLD | QL_FULL, 0, 0) == RSEQ_OK))
 			return QL_PUSHED;
-		if (load_relaxed(&ql(mm, this_cpu(mm), nr)->stack.head) == p)
+		if (__atomic_load_n(&ql(mm, this_cpu(mm), nr)->stack.head, __ATOMIC_RELAXED) == p)
 			return QL_TOP_TWICE;
 		if (!lock_path_helps(mm, nr))
 			return QL_RELEASE;
