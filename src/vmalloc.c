@@ -376,6 +376,9 @@ void *vmalloc_alloc(size_t size, size_t align, size_t requested)
 		munmap(aligned + len, (size_t)(p + extra - aligned));
 		p = aligned;
 	}
+	/* hugepages=1: 2 MiB pages where the kernel can (THP), as for the arena */
+	if (zm.mm->cfg.hugepages)
+		madvise(p, len, MADV_HUGEPAGE);
 	if (!record(p, len, requested, 0)) {
 		munmap(p, len);
 		goto nomem;
