@@ -440,10 +440,11 @@ struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int
  * With fallback_steal_smallest, once a fallback had to steal, the rest of
  * the refill steals too (the kernel's sticky rmqueue_mode: nothing it
  * could claim appears meanwhile).  Returns the pages taken (fewer if the
- * zone runs out).
+ * zone runs out); *blocks counts the whole blocks they came in.
  */
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
-				 int mt, struct za_list *out, int cpu, bool nofragment)
+				 int mt, struct za_list *out, int cpu, bool nofragment,
+				 unsigned long *blocks)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long got = 0;
@@ -484,6 +485,7 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 		set_page_order(page, o);
 		list_add_tail(&page->lru, out);
 		got += 1UL << o;
+		++*blocks;
 	}
 	add_free_pages(z, -(long)got);
 	return got;

@@ -265,23 +265,33 @@ static void small_release(struct held_object o)
 	za_cache_free(virt_to_slab(zm.mm, o.start)->slab_cache, o.start);
 }
 
-/* Takes the oldest out if the quarantine is full or, with all, if it
- * holds anything; false if it took none. */
-static bool small_evict(bool all)
+/* The oldest object out, under the lock. */
+static struct held_object take_oldest(void)
 {
-	struct held_object o;
-	za_lock(&small_quarantine.lock);
-	size_t bytes = small_quarantine.bytes;
-	bool full = small_quarantine.count == SMALL_QUARANTINE_SLOTS ||
-		    bytes > SMALL_QUARANTINE_BYTES;
-	if (!small_quarantine.count || (!all && !full)) {
-		za_unlock(&small_quarantine.lock);
-		return false;
-	}
-	o = small_quarantine.slot[small_quarantine.oldest];
+	struct held_object o = small_quarantine.slot[small_quarantine.oldest];
+	za_lock_assert_held(zm.mm, &small_quarantine.lock);
 	small_quarantine.oldest = (small_quarantine.oldest + 1) % SMALL_QUARANTINE_SLOTS;
 	small_quarantine.count--;
 	small_quarantine.bytes -= (size_t)(o.end - o.start);
+	return o;
+}
+
+static bool over_budget(void)
+{
+	return small_quarantine.count == SMALL_QUARANTINE_SLOTS ||
+	       small_quarantine.bytes > SMALL_QUARANTINE_BYTES;
+}
+
+/* Takes the oldest out if the quarantine is over its budget or, with all,
+ * if it holds anything; false if it took none. */
+static bool small_evict(bool all)
+{
+	za_lock(&small_quarantine.lock);
+	if (!small_quarantine.count || (!all && !over_budget())) {
+		za_unlock(&small_quarantine.lock);
+		return false;
+	}
+	struct held_object o = take_oldest();
 	za_unlock(&small_quarantine.lock);
 	small_release(o);
 	return true;
@@ -289,24 +299,19 @@ static bool small_evict(bool all)
 
 static void small_quarantine_add(char *p, char *start, char *end)
 {
+	struct held_object gone = { 0 };
 	header(p)->magic = HDR_FREED;
 	memset(p, FREED_BYTE, (size_t)(end - p));
 	za_lock(&small_quarantine.lock);
-	if (small_quarantine.count == SMALL_QUARANTINE_SLOTS) {
-		za_unlock(&small_quarantine.lock);
-		small_evict(false);
-		za_lock(&small_quarantine.lock);
-	}
-	if (small_quarantine.count == SMALL_QUARANTINE_SLOTS) {        /* raced: no room */
-		za_unlock(&small_quarantine.lock);
-		small_release((struct held_object){ p, start, end });
-		return;
-	}
+	if (small_quarantine.count == SMALL_QUARANTINE_SLOTS)
+		gone = take_oldest();
 	unsigned int at = (small_quarantine.oldest + small_quarantine.count) % SMALL_QUARANTINE_SLOTS;
 	small_quarantine.slot[at] = (struct held_object){ p, start, end };
 	small_quarantine.count++;
 	small_quarantine.bytes += (size_t)(end - start);
 	za_unlock(&small_quarantine.lock);
+	if (gone.p)
+		small_release(gone);
 	while (small_evict(false))
 		;
 }

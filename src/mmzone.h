@@ -683,7 +683,8 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
 			      bool nofragment);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
-				 int mt, struct za_list *out, int cpu, bool nofragment);
+				 int mt, struct za_list *out, int cpu, bool nofragment,
+				 unsigned long *blocks);
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
 void buddy_free_purged(struct za_zone *z, struct za_page *page);
 bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);

@@ -241,10 +241,9 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 	struct za_list taken;
 	list_init(&taken);
 	uint64_t t0 = zone_lock(z);
+	unsigned long whole = 0;
 	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken,
-						 cpu, nofragment), whole = 0;
-	for (struct za_list *l = taken.next; l != &taken; l = l->next)
-		whole++;
+						 cpu, nofragment, &whole);
 	zone_check_below_high(z);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
 	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);
@@ -646,57 +645,62 @@ static void chain_to_list(struct za_zone *z, struct za_pcp *pcp, unsigned int pi
 	pcp_add_count(pcp, blocks << order);
 }
 
-/* Up to n blocks off the head of a list as a chain (*last its end). */
-static struct za_page *list_to_chain(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex,
-				     int n, struct za_page **last, int *got)
+/* Up to n blocks off the head of a list as a chain first..last, in the
+ * list's order; returns how many. */
+static int list_take_chain(struct za_list *list, int n, struct za_page **first,
+			   struct za_page **last)
 {
-	struct za_list *list = &pcp->lists[pindex];
-	struct za_page *first = NULL, *prev = NULL;
-	for (*got = 0; *got < n && !list_empty(list); ++*got) {
-		struct za_page *page = container_of(list->next, struct za_page, lru);
-		list_del(&page->lru);
-		page->lru.next = NULL;
-		if (prev)
-			prev->lru.next = (struct za_list *)(void *)page;
-		else
-			first = page;
-		prev = page;
-	}
-	*last = prev;
-	pcp_add_count(pcp, -(*got << pindex_to_order(z->mm, pindex)));
-	return first;
-}
-
-/* Cuts a chain after its first n >= 1 blocks (or fewer): returns the
- * rest; *last is the end of the part kept. */
-static struct za_page *chain_cut(struct za_page *chain, int n, struct za_page **last)
-{
-	*last = chain;
-	if (!chain)
-		return NULL;
-	for (int i = 1; i < n && chain_next(*last); i++)
-		*last = chain_next(*last);
-	struct za_page *rest = chain_next(*last);
-	(*last)->lru.next = NULL;
-	return rest;
-}
-
-/* A list's blocks as a chain, in its order (*last its end). */
-static struct za_page *list_chain(struct za_list *list, struct za_page **last)
-{
-	struct za_page *first = NULL;
-	*last = NULL;
-	while (!list_empty(list)) {
+	int got = 0;
+	*first = *last = NULL;
+	for (; got < n && !list_empty(list); got++) {
 		struct za_page *page = container_of(list->next, struct za_page, lru);
 		list_del(&page->lru);
 		page->lru.next = NULL;
 		if (*last)
 			(*last)->lru.next = (struct za_list *)(void *)page;
 		else
-			first = page;
+			*first = page;
 		*last = page;
 	}
-	return first;
+	return got;
+}
+
+/* Cuts a chain after its first n >= 1 blocks (or fewer, *kept of them):
+ * returns the rest; *last is the end of the part kept. */
+static struct za_page *chain_cut(struct za_page *chain, int n, struct za_page **last, int *kept)
+{
+	*last = chain;
+	*kept = chain ? 1 : 0;
+	if (!chain)
+		return NULL;
+	for (; *kept < n && chain_next(*last); ++*kept)
+		*last = chain_next(*last);
+	struct za_page *rest = chain_next(*last);
+	(*last)->lru.next = NULL;
+	return rest;
+}
+
+/* A front holds up to this many blocks of its order. */
+static int front_cap(const struct za_zone *z, unsigned int order)
+{
+	return (int)((z->front_full[order] & ~RSEQ_FOLD) - 1);
+}
+
+/* A front taken off (old) gets its top quarter -- the most recently freed
+ * blocks -- pushed back; returns the rest, or the whole chain if the push
+ * failed (the thread runs elsewhere now, or the front filled meanwhile). */
+static struct za_page *front_keep_top(struct za_zone *z, const struct rseq_percpu *pc,
+				      unsigned int order, struct rseq_stack old)
+{
+	struct za_page *last;
+	int kept;
+	struct za_page *rest = chain_cut(old.head, max_int(front_cap(z, order) / 4, 1), &last, &kept);
+	if (kept && rseq_push_retry(z->mm, pc, &front_link, old.head, last, (uint64_t)kept,
+				    z->front_full[order], 0, 0) != RSEQ_OK) {
+		last->lru.next = (struct za_list *)(void *)rest;
+		return old.head;
+	}
+	return rest;
 }
 
 /*
@@ -743,30 +747,25 @@ void pcp_front_balance(struct za_zone *z, struct za_pcp *pcp, unsigned int pinde
 	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
 	struct rseq_stack old;
 	za_lock_assert_held(mm, &pcp->lock);
-	if (rseq_exchange_retry(mm, &pc, cpu, NULL, 0, 0, &old) != RSEQ_OK)
+	if (rseq_take_retry(mm, &pc, cpu, &old) != RSEQ_OK)
 		return;
 	front_fold(pcp, order, old.tally);
-	int cap = (int)((z->front_full[order] & ~RSEQ_FOLD) - 1), got;
-	struct za_page *first, *last;
 	if (freeing) {
-		int len = (int)(old.tally & RSEQ_LEN_MASK), keep = max_int(cap / 4, 1);
-		first = old.head;
-		chain_to_list(z, pcp, pindex, chain_cut(first, keep, &last));
-		if (!first)
-			return;
-		got = len < keep ? len : keep;
-	} else {
-		chain_to_list(z, pcp, pindex, old.head);
-		first = list_to_chain(z, pcp, pindex, cap, &last, &got);
-		if (!got)
-			return;
+		chain_to_list(z, pcp, pindex, front_keep_top(z, &pc, order, old));
+		return;
 	}
+	chain_to_list(z, pcp, pindex, old.head);
+	struct za_page *first, *last;
+	int got = list_take_chain(&pcp->lists[pindex], front_cap(z, order), &first, &last);
+	if (!got)
+		return;
+	pcp_add_count(pcp, -(got << order));
 	if (rseq_push_retry(mm, &pc, &front_link, first, last, (uint64_t)got,
 			    z->front_full[order], 0, 0) != RSEQ_OK) {
 		chain_to_list(z, pcp, pindex, first);
 		return;
 	}
-	if (mm->fair_zone && !freeing)
+	if (mm->fair_zone)
 		pcp_charge_alloc_batch(z, pcp, got << order);
 }
 
@@ -801,11 +800,10 @@ bool pcp_front_refill(struct za_zone *z, int cpu, unsigned int order, int mt, bo
 	list_del(&page->lru);
 	set_page_flags(page, PG_alloc);
 	*out = page;
-	if (got == 1)
-		return true;
-	struct za_page *last, *first = list_chain(&list, &last);
+	struct za_page *first, *last;
 	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
-	if (rseq_push_retry(mm, &pc, &front_link, first, last, (uint64_t)(got - 1),
+	if (list_take_chain(&list, got - 1, &first, &last) &&
+	    rseq_push_retry(mm, &pc, &front_link, first, last, (uint64_t)(got - 1),
 			    z->front_full[order], 0, 0) != RSEQ_OK)
 		chain_free(z, first, order, NULL, 0);
 	return true;
@@ -824,19 +822,10 @@ bool pcp_front_spill(struct za_zone *z, int cpu, struct za_page *page, unsigned 
 	struct za_mm *mm = z->mm;
 	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
 	struct rseq_stack old;
-	if (rseq_exchange_retry(mm, &pc, (unsigned int)cpu, NULL, 0, 0, &old) != RSEQ_OK)
+	if (rseq_take_retry(mm, &pc, (unsigned int)cpu, &old) != RSEQ_OK)
 		return false;
-	int cap = (int)((z->front_full[order] & ~RSEQ_FOLD) - 1), keep = max_int(cap / 4, 1);
-	int len = (int)(old.tally & RSEQ_LEN_MASK);
-	struct za_page *last, *rest = chain_cut(old.head, keep, &last);
-	if (old.head && rseq_push_retry(mm, &pc, &front_link, old.head, last,
-					(uint64_t)(len < keep ? len : keep), z->front_full[order],
-					0, 0) != RSEQ_OK) {
-		last->lru.next = (struct za_list *)(void *)rest;
-		rest = old.head;
-	}
 	set_page_flags(page, PG_pcp);
-	page->lru.next = (struct za_list *)(void *)rest;
+	page->lru.next = (struct za_list *)(void *)front_keep_top(z, &pc, order, old);
 	chain_free(z, page, order, &old.tally, pcp_order_slot(order));
 	return true;
 }
@@ -849,8 +838,7 @@ void pcp_fronts_stop(struct za_zone *z, struct za_pcp *pcp)
 	za_lock_assert_held(z->mm, &pcp->lock);
 	if (!z->mm->pcp_front)
 		return;
-	store_relaxed(&pcp->rseq_stop, 1);
-	rseq_fence();
+	rseq_index_stop(&pcp->rseq_stop);
 	for (unsigned int pindex = 0; pindex < NR_LOWORDER_PCP_LISTS; pindex++) {
 		struct rseq_stack *front = &pcp->front[pindex];
 		front_fold(pcp, pindex_to_order(z->mm, pindex), front->tally);
@@ -861,7 +849,7 @@ void pcp_fronts_stop(struct za_zone *z, struct za_pcp *pcp)
 
 void pcp_fronts_start(struct za_pcp *pcp)
 {
-	atomic_store_explicit(&pcp->rseq_stop, 0, memory_order_release);
+	rseq_index_start(&pcp->rseq_stop);
 }
 
 /* The fronts' hits not yet folded: racy reads, exact at quiescence. */
@@ -882,14 +870,16 @@ uint64_t pcp_front_events(const struct za_zone *z, enum za_event item)
 	return n;
 }
 
-/* Pages on a CPU's fronts: racy, exact at quiescence. */
-long pcp_front_pages(const struct za_zone *z, int cpu)
+/* Pages on the zone's fronts: racy, exact at quiescence. */
+long pcp_front_pages(const struct za_zone *z)
 {
 	long n = 0;
-	for (unsigned int pindex = 0; z->mm->pcp_front && pindex < NR_LOWORDER_PCP_LISTS; pindex++) {
-		uint64_t tally = __atomic_load_n(&z->pcp[cpu].front[pindex].tally, __ATOMIC_RELAXED);
-		n += (long)(tally & RSEQ_LEN_MASK) << pindex_to_order(z->mm, pindex);
-	}
+	for (int cpu = 0; z->mm->pcp_front && cpu < z->mm->nr_cpus; cpu++)
+		for (unsigned int pindex = 0; pindex < NR_LOWORDER_PCP_LISTS; pindex++) {
+			uint64_t tally = __atomic_load_n(&z->pcp[cpu].front[pindex].tally,
+							 __ATOMIC_RELAXED);
+			n += (long)(tally & RSEQ_LEN_MASK) << pindex_to_order(z->mm, pindex);
+		}
 	return n;
 }
 

@@ -22,7 +22,7 @@ bool pcp_front_spill(struct za_zone *z, int cpu, struct za_page *page, unsigned 
 void pcp_fronts_stop(struct za_zone *z, struct za_pcp *pcp);
 void pcp_fronts_start(struct za_pcp *pcp);
 uint64_t pcp_front_events(const struct za_zone *z, enum za_event item);
-long pcp_front_pages(const struct za_zone *z, int cpu);
+long pcp_front_pages(const struct za_zone *z);
 void pcp_init(struct za_zone *z, int nr_cpus);
 void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
@@ -181,7 +181,7 @@ static inline struct rseq_percpu pcp_front_percpu(const struct za_zone *z, unsig
 /* Does this allocation or free go to a front? */
 static inline bool pcp_use_front(const struct za_mm *mm, unsigned int order)
 {
-	return mm->pcp_front && order <= PCP_MAX_ORDER && percpu_sections(mm);
+	return mm->pcp_front && order <= PCP_MAX_ORDER && percpu_unbound(mm);  /* pcp_front: rseq */
 }
 
 /*

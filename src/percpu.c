@@ -43,7 +43,7 @@ int this_cpu_slow(const struct za_mm *mm)
 {
 	int cpu = -1;
 	if (mm->rseq_cpu_offset)
-		cpu = *(const volatile int *)(thread_pointer() + mm->rseq_cpu_offset);
+		cpu = (int)rseq_index(mm);
 	if (cpu < 0)
 		cpu = sched_getcpu();
 	return cpu < 0 ? 0 : cpu % mm->nr_cpus;

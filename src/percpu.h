@@ -44,6 +44,14 @@ extern __thread struct cpu_binding cpu_binding __attribute__((tls_model("initial
 /* za_mm_destroy: the destroying thread's binding to mm ends with it. */
 void cpu_binding_forget(const struct za_mm *mm);
 
+/* The index the kernel keeps in the thread's rseq area (cpu_id or
+ * mm_cid, rseq.c: percpu_index); mm->rseq_cpu_offset must be set.  -1
+ * (as unsigned: huge) if the kernel refused the registration. */
+static inline unsigned int rseq_index(const struct za_mm *mm)
+{
+	return *(const volatile unsigned int *)(thread_pointer() + mm->rseq_cpu_offset);
+}
+
 /* The system's index of the current CPU (configurations with fewer CPUs
  * than the machine fold the machine's CPUs onto theirs), or the CPU the
  * thread is bound to. */
@@ -53,7 +61,7 @@ static inline int this_cpu(const struct za_mm *mm)
 	    cpu_binding.mm == mm && cpu_binding.cpu < mm->nr_cpus)
 		return cpu_binding.cpu;
 	if (likely(mm->rseq_cpu_offset)) {
-		unsigned int cpu = *(const volatile unsigned int *)(thread_pointer() + mm->rseq_cpu_offset);
+		unsigned int cpu = rseq_index(mm);
 		if (likely(cpu < (unsigned int)mm->nr_cpus))
 			return (int)cpu;
 	}
@@ -63,9 +71,14 @@ static inline int this_cpu(const struct za_mm *mm)
 /* percpu=rseq: may the calling thread's fast paths run as restartable
  * sections?  Not a thread playing a CPU (za_bind_cpu): the sections index
  * by the CPU it runs on, not the one it plays. */
+static inline bool percpu_unbound(const struct za_mm *mm)
+{
+	return likely(!__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+}
+
 static inline bool percpu_sections(const struct za_mm *mm)
 {
-	return mm->percpu_rseq && likely(!__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+	return mm->percpu_rseq && percpu_unbound(mm);
 }
 
 /* CPU topology. */

@@ -67,7 +67,7 @@ static struct rseq_percpu ql_percpu(struct za_mm *mm, int nr)
 
 static bool ql_sections(const struct za_mm *mm)
 {
-	return mm->ql_rseq && percpu_sections(mm);
+	return mm->ql_rseq && percpu_unbound(mm);       /* ql_rseq: rseq */
 }
 
 static long ql_len(const struct quicklist *q)
@@ -91,15 +91,9 @@ static bool is_quicklist_page(struct za_mm *mm, int node, const void *p)
  * The lock path's ownership of a list: its lock, and with sections its
  * stop word set and fenced, so that no section is left that could commit
  * on it.  A holder folds the sections' hits into stat and leaves the tally
- * with the length alone.  ql_lock does the first two steps for many
- * lists at once (one fence).
+ * with the length alone.  ql_lock_all does the same for every list with
+ * one fence.
  */
-static void ql_stop(struct za_mm *mm, struct quicklist *q)
-{
-	if (mm->ql_rseq)
-		store_relaxed(&q->rseq_stop, 1);
-}
-
 static void ql_fold(struct za_mm *mm, struct quicklist *q)
 {
 	uint64_t t = q->stack.tally;
@@ -116,9 +110,8 @@ static bool ql_lock(struct za_mm *mm, struct quicklist *q, bool wait)
 		za_trylock_wait(&q->lock);
 	else if (!za_trylock(&q->lock))
 		return false;
-	ql_stop(mm, q);
 	if (mm->ql_rseq)
-		rseq_fence();
+		rseq_index_stop(&q->rseq_stop);
 	ql_fold(mm, q);
 	return true;
 }
@@ -126,7 +119,7 @@ static bool ql_lock(struct za_mm *mm, struct quicklist *q, bool wait)
 static void ql_unlock(struct za_mm *mm, struct quicklist *q)
 {
 	if (mm->ql_rseq)
-		atomic_store_explicit(&q->rseq_stop, 0, memory_order_release);
+		rseq_index_start(&q->rseq_stop);
 	za_tryunlock(&q->lock);
 }
 
@@ -135,8 +128,10 @@ static void ql_lock_all(struct za_mm *mm)
 {
 	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
 		for (int nr = 0; nr < mm->nr_quick; nr++) {
-			za_trylock_wait(&ql(mm, cpu, nr)->lock);
-			ql_stop(mm, ql(mm, cpu, nr));
+			struct quicklist *q = ql(mm, cpu, nr);
+			za_trylock_wait(&q->lock);
+			if (mm->ql_rseq)
+				rseq_index_mark(&q->rseq_stop);
 		}
 	if (mm->ql_rseq)
 		rseq_fence();
@@ -179,7 +174,7 @@ static void stack_push(struct quicklist *q, void *p)
  */
 static bool lock_path_helps(struct za_mm *mm, int nr)
 {
-	unsigned int index = *(const volatile unsigned int *)(thread_pointer() + mm->rseq_cpu_offset);
+	unsigned int index = rseq_index(mm);
 	if (index >= (unsigned int)mm->nr_cpus)
 		return true;
 	uint64_t t = __atomic_load_n(&ql(mm, (int)index, nr)->stack.tally, __ATOMIC_RELAXED);

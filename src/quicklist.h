@@ -23,7 +23,7 @@ enum ql_event {
  */
 struct quicklist {
 	struct rseq_stack stack;
-	_Atomic int rseq_stop;
+	_Atomic uint32_t rseq_stop;
 	za_trylock_t lock;
 	za_counter_t stat[NR_QL_EVENTS];
 } __attribute__((aligned(ZA_CACHELINE)));

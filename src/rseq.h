@@ -17,8 +17,9 @@
  * one 16-byte store:
  *   pop       the top element; head = its successor.
  *   push      a chain first..last on top; last's successor = old head.
- *   exchange  the whole {head, tally} for a new one, returning the old:
- *             how a slow path takes a stack apart or installs a new one.
+ *   take      the whole {head, tally}, leaving {NULL, 0}: how a slow path
+ *             takes a stack apart (it installs one with
+ *             rseq_stack_publish).
  * head is an element whose successor pointer sits at a fixed offset inside
  * it (a page descriptor's lru.next, a free object's free pointer, a
  * quicklist page's first word).  tally is the user's: a 64-bit word that
@@ -66,10 +67,11 @@ struct rseq_percpu {
 /*
  * How an element keeps its successor: at `off` bytes, stored as
  * next ^ key ^ (bswap64(slot address) & swap) -- the hardened free
- * pointers of slub.c.  With range != 0, a popped element's successor
- * other than NULL must lie in [base, base + span), a pair of words at
- * `range` bytes from the stack (the CPU slab's extent, written before the
- * stack is opened).  All zero but off: a plain pointer.
+ * pointers of slub.c -- and a popped element's successor other than NULL
+ * must lie in [base, base + span), a pair of words at `range` bytes from
+ * the stack (the CPU slab's extent, written before the stack is opened):
+ * a hardened link always has its range.  All zero but off: a plain
+ * pointer, unchecked.
  */
 struct rseq_link {
 	long off;
@@ -88,15 +90,13 @@ enum rseq_status {
  * The tally of a counted stack (pcp.h's fronts, quicklist.c's lists): its
  * length, then its hits -- pushes and pops -- in 20-bit fields whose next
  * bit, once set, fails every section until a lock path folds them into
- * the user's events; and a bit with which a lock path closes the stack to
- * the sections while it works on its contents.
+ * the user's events.
  */
 #define RSEQ_LEN_MASK   ((1ULL << 20) - 1)
 #define RSEQ_PUSH_ONE   (1ULL << 20)
 #define RSEQ_POP_ONE    (1ULL << 41)
 #define RSEQ_HITS_MASK  ((1ULL << 21) - 1)            /* a field, shifted down */
 #define RSEQ_FOLD       ((1ULL << 40) | (1ULL << 61))
-#define RSEQ_CLOSED     (1ULL << 62)
 
 static inline uint64_t tally_pushes(uint64_t t) { return (t / RSEQ_PUSH_ONE) & RSEQ_HITS_MASK; }
 static inline uint64_t tally_pops(uint64_t t) { return (t / RSEQ_POP_ONE) & RSEQ_HITS_MASK; }
@@ -112,6 +112,26 @@ extern long rseq_cs_tls;
 void rseq_setup(struct za_mm *mm);
 /* Waits until no section that began before it can still commit. */
 void rseq_fence(void);
+
+/* A stopper's side of the protocol above, on one index's stop word (under
+ * the index's lock): rseq_index_mark sets it -- several marks may share one
+ * rseq_fence --, rseq_index_stop marks and fences, rseq_index_start lets
+ * the sections in again. */
+static inline void rseq_index_mark(_Atomic uint32_t *stop)
+{
+	store_relaxed(stop, 1);
+}
+
+static inline void rseq_index_stop(_Atomic uint32_t *stop)
+{
+	rseq_index_mark(stop);
+	rseq_fence();
+}
+
+static inline void rseq_index_start(_Atomic uint32_t *stop)
+{
+	atomic_store_explicit(stop, 0, memory_order_release);
+}
 /* An abort, counted on the calling CPU (rseq_abort). */
 void rseq_count_abort(struct za_mm *mm);
 
@@ -134,10 +154,10 @@ static inline int rseq_push(const struct rseq_percpu *pc, const struct rseq_link
 	(void)guard_mask, (void)guard;
 	return RSEQ_FAIL;
 }
-static inline int rseq_exchange(const struct rseq_percpu *pc, unsigned int index, void *head,
-				uint64_t keep, uint64_t add, struct rseq_stack *old)
+static inline int rseq_take(const struct rseq_percpu *pc, unsigned int index,
+			    struct rseq_stack *old)
 {
-	(void)pc, (void)index, (void)head, (void)keep, (void)add, (void)old;
+	(void)pc, (void)index, (void)old;
 	return RSEQ_FAIL;
 }
 #endif
@@ -165,13 +185,12 @@ static inline __attribute__((always_inline)) int rseq_push_retry(struct za_mm *m
 	return st;
 }
 
-/* An exchange on index `index` only: fails if the thread is elsewhere. */
-static inline __attribute__((always_inline)) int rseq_exchange_retry(struct za_mm *mm, const struct rseq_percpu *pc,
-				      unsigned int index, void *head, uint64_t keep, uint64_t add,
-				      struct rseq_stack *old)
+/* A take on index `index` only: fails if the thread is elsewhere. */
+static inline __attribute__((always_inline)) int rseq_take_retry(struct za_mm *mm, const struct rseq_percpu *pc,
+				  unsigned int index, struct rseq_stack *old)
 {
 	int st;
-	while (unlikely((st = rseq_exchange(pc, index, head, keep, add, old)) == RSEQ_ABORTED))
+	while (unlikely((st = rseq_take(pc, index, old)) == RSEQ_ABORTED))
 		rseq_count_abort(mm);
 	return st;
 }

@@ -40,16 +40,20 @@
 	"movq %[idx], %[st]\n\t"                                        \
 	"movl %%fs:(%[st]), %k[addr]\n\t"
 
-/* The index's stack (fail beyond nr, or when stopped), its head and tally. */
-#define RSEQ_ASM_LOCATE                                                 \
-	"cmpl %[nr], %k[addr]\n\t"                                      \
-	"jae 5f\n\t"                                                    \
+/* The index's stack (fail when stopped), its head and tally. */
+#define RSEQ_ASM_STACK                                                  \
 	"shlq %%cl, %[addr]\n\t"                                        \
 	"addq %[base], %[addr]\n\t"                                     \
 	"cmpl $0, (%[addr],%[stop])\n\t"                                \
 	"jne 5f\n\t"                                                    \
 	"movq (%[addr]), %[head]\n\t"                                   \
 	"movq 8(%[addr]), %[t]\n\t"
+
+/* The same, failing for an index beyond nr. */
+#define RSEQ_ASM_LOCATE                                                 \
+	"cmpl %[nr], %k[addr]\n\t"                                      \
+	"jae 5f\n\t"                                                    \
+	RSEQ_ASM_STACK
 
 /* t += delta, failing if a bit of the mask is then set. */
 #define RSEQ_ASM_TALLY                                                  \
@@ -211,31 +215,22 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 }
 
 /*
- * On index `index` only: replaces {head, tally} by {new_head, (tally &
- * keep) + add}; *old gets what was there.  Fails if the thread runs as
- * another index, or the index is stopped.
+ * On index `index` only: takes the whole stack, leaving {NULL, 0}; *old
+ * gets what was there.  Fails if the thread runs as another index, or the
+ * index is stopped.
  */
 static inline __attribute__((always_inline)) int
-rseq_exchange(const struct rseq_percpu *pc, unsigned int index, void *new_head, uint64_t keep,
-	      uint64_t add, struct rseq_stack *old)
+rseq_take(const struct rseq_percpu *pc, unsigned int index, struct rseq_stack *old)
 {
 	uintptr_t addr, head, t, nx, st;
 	__asm__ volatile(RSEQ_ASM_ENTER
 			 "cmpl %[want], %k[addr]\n\t"
 			 "jne 5f\n\t"
-			 "shlq %%cl, %[addr]\n\t"
-			 "addq %[base], %[addr]\n\t"
-			 "cmpl $0, (%[addr],%[stop])\n\t"
-			 "jne 5f\n\t"
-			 "movq (%[addr]), %[head]\n\t"
-			 "movq 8(%[addr]), %[t]\n\t"
-			 "movq %[t], %[nx]\n\t"
-			 "andq %[keep], %[nx]\n\t"
-			 "addq %[add], %[nx]\n\t"
-			 RSEQ_ASM_COMMIT("newh", "nx")
+			 RSEQ_ASM_STACK
+			 "xorl %k[nx], %k[nx]\n\t"
+			 RSEQ_ASM_COMMIT("nx", "nx")
 			 : RSEQ_ASM_OUTPUTS
-			 : RSEQ_ASM_PERCPU_INPUTS(pc), [want] "rm"(index), [newh] "r"(new_head),
-			   [keep] "rm"(keep), [add] "rm"(add)
+			 : RSEQ_ASM_PERCPU_INPUTS(pc), [want] "rm"(index)
 			 : RSEQ_ASM_CLOBBERS);
 	old->head = (void *)head;
 	old->tally = t;

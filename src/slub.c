@@ -139,7 +139,7 @@ static bool cpu_take(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int cpu)
 	za_lock_assert_held(s->mm, &c->lock);
 	if (!s->mm->percpu_rseq || c->rseq_taken)
 		return true;
-	if (rseq_exchange_retry(s->mm, &pc, (unsigned int)cpu, NULL, 0, 0, &old) != RSEQ_OK)
+	if (rseq_take_retry(s->mm, &pc, (unsigned int)cpu, &old) != RSEQ_OK)
 		return false;
 	VM_BUG_ON(s->mm, c->freelist);
 	cpu_fold(c, old.tally);
@@ -154,13 +154,12 @@ void cpu_take_stopped(struct za_kmem_cache *s, struct kmem_cache_cpu *c)
 	za_lock_assert_held(s->mm, &c->lock);
 	if (!s->mm->percpu_rseq || c->rseq_taken)
 		return;
-	store_relaxed(&c->rseq_stop, 1);
-	rseq_fence();
+	rseq_index_stop(&c->rseq_stop);
 	cpu_fold(c, c->stack.tally);
 	c->freelist = c->stack.head;
 	rseq_stack_publish(&c->stack, (struct rseq_stack){ NULL, 0 });
 	c->rseq_taken = true;
-	store_relaxed(&c->rseq_stop, 0);        /* taken: closed to them anyway */
+	rseq_index_start(&c->rseq_stop);        /* taken: closed to them anyway */
 }
 
 /* Under c's lock: the stack back, with the slab's extent (the pops' range

@@ -115,11 +115,13 @@ static void insert(void *p, size_t size, size_t requested, size_t dirty)
 		vm.peak[0] = vm.bytes;
 }
 
-static bool record(void *p, size_t size, size_t requested, size_t dirty)
+/* Records a mapping and counts it (in *counter: vm.maps or vm.reuses). */
+static bool record(void *p, size_t size, size_t requested, size_t dirty, uint64_t *counter)
 {
 	if (!reserve_slot())
 		return false;
 	insert(p, size, requested, dirty);
+	++*counter;
 	za_unlock(&vm.lock);
 	return true;
 }
@@ -143,48 +145,33 @@ static void remove_slot(struct vmap_area *hole)
 	vm.slots[i] = (struct vmap_area){ 0 };
 }
 
-/* Takes p's record out; returns its size (and the size requested), or 0
- * if p starts no mapping. */
-static size_t unrecord(const void *p, size_t *requested)
+/* p's record, taken out of the table if remove; all zero if p starts no
+ * mapping. */
+static struct vmap_area find_area(const void *p, bool remove)
 {
-	size_t size = 0;
+	struct vmap_area found = { 0 };
 	za_lock(&vm.lock);
 	if (vm.capacity) {
 		struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
-		if (a->addr) {
-			size = a->size;
-			*requested = a->requested;
+		found = *a;
+		if (a->addr && remove)
 			remove_slot(a);
-		}
 	}
 	za_unlock(&vm.lock);
-	return size;
+	return found;
 }
 
 size_t vmalloc_size(const void *p, size_t *requested)
 {
-	size_t size = 0;
-	za_lock(&vm.lock);
-	if (vm.capacity) {
-		const struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
-		size = a->addr ? a->size : 0;
-		if (requested)
-			*requested = a->addr ? a->requested : 0;
-	}
-	za_unlock(&vm.lock);
-	return size;
+	struct vmap_area a = find_area(p, false);
+	if (requested)
+		*requested = a.requested;
+	return a.size;
 }
 
 size_t vmalloc_dirty(const void *p)
 {
-	size_t dirty = 0;
-	za_lock(&vm.lock);
-	if (vm.capacity) {
-		const struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
-		dirty = a->addr ? a->dirty : 0;
-	}
-	za_unlock(&vm.lock);
-	return dirty;
+	return find_area(p, false).dirty;
 }
 
 /* ------------------------------------------------------------------------
@@ -286,22 +273,20 @@ static void *cache_alloc(size_t len, size_t requested)
 		munmap((void *)r.addr, r.size);
 		return NULL;
 	}
-	if (!record(q, len, requested, r.size)) {      /* the growth is new, zero */
+	if (!record(q, len, requested, r.size, &vm.reuses)) {  /* the growth is new, zero */
 		munmap(q, len);
 		return NULL;
 	}
-	za_lock(&vm.lock);
-	vm.reuses++;
-	za_unlock(&vm.lock);
 	return q;
 }
 
-/* The cache down to `keep` bytes; returns whether it gave anything back. */
-static bool cache_give_back(size_t keep)
+/* The cache down to its allowance (everything: to nothing); returns
+ * whether it gave anything back. */
+static bool cache_give_back(bool everything)
 {
 	struct free_range out[CACHE_RANGES];
 	za_lock(&vm.lock);
-	unsigned int n = cache_evict(keep, out);
+	unsigned int n = cache_evict(everything ? 0 : cache_allowance(), out);
 	za_unlock(&vm.lock);
 	unmap_ranges(out, n);
 	return n != 0;
@@ -320,9 +305,8 @@ void vmalloc_decay(bool everything)
 		vm.peak[0] = vm.bytes;
 		vm.rounds = 0;
 	}
-	size_t keep = everything ? 0 : cache_allowance();
 	za_unlock(&vm.lock);
-	cache_give_back(keep);
+	cache_give_back(everything);
 }
 
 /*
@@ -362,9 +346,8 @@ void *vmalloc_alloc(size_t size, size_t align, size_t requested)
 	 * Refused, it is tried again without the mapping cache, whose ranges
 	 * hold address space (ulimit -v) and commit charge. */
 	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED && cache_give_back(0)) {
+	if (p == MAP_FAILED && cache_give_back(true))
 		p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	}
 	if (p == MAP_FAILED)
 		goto nomem;
 	if (extra) {
@@ -379,13 +362,10 @@ void *vmalloc_alloc(size_t size, size_t align, size_t requested)
 	/* hugepages=1: 2 MiB pages where the kernel can (THP), as for the arena */
 	if (zm.mm->cfg.hugepages)
 		madvise(p, len, MADV_HUGEPAGE);
-	if (!record(p, len, requested, 0)) {
+	if (!record(p, len, requested, 0, &vm.maps)) {
 		munmap(p, len);
 		goto nomem;
 	}
-	za_lock(&vm.lock);
-	vm.maps++;
-	za_unlock(&vm.lock);
 	return p;
 nomem:
 	errno = ENOMEM;
@@ -396,20 +376,18 @@ nomem:
  * now goes back to the OS. */
 static bool free_mapping(void *p, bool keep)
 {
-	struct free_range out[CACHE_RANGES];
-	size_t requested, size = unrecord(p, &requested);
-	if (!size)
+	struct vmap_area a = find_area(p, true);
+	if (!a.addr)
 		return false;
 	if (!keep) {
-		munmap(p, size);
+		munmap(p, a.size);
 		return true;
 	}
 	za_lock(&vm.lock);
 	vm.frees++;
-	cache_put((uintptr_t)p, size);
-	unsigned int n = cache_evict(cache_allowance(), out);
+	cache_put(a.addr, a.size);
 	za_unlock(&vm.lock);
-	unmap_ranges(out, n);
+	cache_give_back(false);
 	purge_worker_kick();
 	return true;
 }
@@ -435,11 +413,11 @@ void *vmalloc_realloc(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t requested, old = unrecord(p, &requested);
-	void *q = mremap(p, old, len, MREMAP_MAYMOVE);
+	struct vmap_area old = find_area(p, true);
+	void *q = mremap(p, old.size, len, MREMAP_MAYMOVE);
 	za_lock(&vm.lock);
 	if (q == MAP_FAILED)
-		insert(p, old, requested, old);
+		insert(p, old.size, old.requested, old.size);
 	else
 		insert(q, len, size, len);
 	za_unlock(&vm.lock);

@@ -199,9 +199,9 @@ static uint64_t event_value(const struct za_mm *mm, enum za_event item, int zone
 
 static long pcp_pages(const struct za_zone *z)
 {
-	long n = 0;
+	long n = pcp_front_pages(z);
 	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
-		n += load_relaxed(&z->pcp[cpu].count) + pcp_front_pages(z, cpu);
+		n += load_relaxed(&z->pcp[cpu].count);
 	return n;
 }
 
@@ -276,12 +276,8 @@ static long zone_gauge(struct za_zone *z, enum gauge g)
 		return load_relaxed(&z->nr_free_pages);
 	case G_NR_PCP_PAGES:
 		return pcp_pages(z);
-	case G_NR_PCP_FRONT_PAGES: {
-		long n = 0;
-		for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
-			n += pcp_front_pages(z, cpu);
-		return n;
-	}
+	case G_NR_PCP_FRONT_PAGES:
+		return pcp_front_pages(z);
 	case G_NR_MANAGED_PAGES:
 		return zone_managed_pages(z);
 	case G_NR_ALLOCATED_PAGES:
