@@ -170,13 +170,12 @@ static void read_predicted(struct replay_state *st, const char *path)
 {
 	struct replay_result r = { 0 };
 	char err[512];
-	if (fidelity_init(&r.kernel, st->nr_cpus) || fidelity_init(&r.model, st->nr_cpus))
+	if (fidelity_init(&r.kernel, st->nr_cpus))
 		fail("", "out of memory");
 	if (replay_trace(NULL, path, &st->ro, &r, err, sizeof(err)))
 		fail("--predict: ", err);
 	st->predicted = r.kernel;
 	st->have_predicted = true;
-	fidelity_free(&r.model);
 }
 
 static void replay_declare(struct bench *b)

@@ -49,7 +49,7 @@ void fidelity_reset(struct fidelity *f)
 
 /* Counted for the CPU and for all CPUs, for the order and for all orders.
  * A CPU beyond the table (a trace without header) counts in all CPUs only. */
-void fidelity_add(struct fidelity *f, enum fid_row row, int cpu, int order, uint64_t n)
+static void fidelity_add(struct fidelity *f, enum fid_row row, int cpu, int order, uint64_t n)
 {
 	int all = f->nr_cpus;
 	f->count[all][row][FID_ALL] += n;
@@ -130,7 +130,9 @@ void fidelity_count_kernel(struct fidelity *f, const struct trace_event *ev)
  * the trace's start and end, not a difference of mechanism. */
 #define FIDELITY_FLOOR 1.0
 
-bool fidelity_differs(const struct fidelity *kernel, const struct fidelity *model, enum fid_row row)
+/* Does the model's all-orders row differ from the kernel's by more than 25%? */
+static bool fidelity_differs(const struct fidelity *kernel, const struct fidelity *model,
+			     enum fid_row row)
 {
 	double k = fidelity_per_1000(kernel, row, -1, FID_ALL);
 	double m = fidelity_per_1000(model, row, -1, FID_ALL);
@@ -139,7 +141,8 @@ bool fidelity_differs(const struct fidelity *kernel, const struct fidelity *mode
 	return fabs(m - k) > FIDELITY_TOLERANCE * (k > m ? k : m);
 }
 
-const char *fidelity_explain(enum fid_row row)
+/* The kernel mechanism behind a row that differs. */
+static const char *fidelity_explain(enum fid_row row)
 {
 	static const char *const why[NR_FID_ROWS] = {
 		[FID_PCP_REFILL_PAGES] =
@@ -259,10 +262,8 @@ static void json_row(const struct fidelity *kernel, const struct fidelity *model
 	fprintf(out, cpu < 0 ? ", \"cpu\": null" : ", \"cpu\": %d", cpu);
 	fprintf(out, ", \"kernel\": ");
 	json_number(out, fidelity_per_1000(kernel, (enum fid_row)row, cpu, order));
-	if (model) {
-		fprintf(out, ", \"zonealloc\": ");
-		json_number(out, fidelity_per_1000(model, (enum fid_row)row, cpu, order));
-	}
+	fprintf(out, ", \"zonealloc\": ");
+	json_number(out, fidelity_per_1000(model, (enum fid_row)row, cpu, order));
 	fprintf(out, "}");
 }
 

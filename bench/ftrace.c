@@ -199,6 +199,15 @@ static void restore_sizes(const struct ftrace_state *s)
 	}
 }
 
+/* Enables one event on set_event's fd; 0, or -1 with bad naming it and why. */
+static int enable_event(int fd, const char *name, char *bad, size_t badlen)
+{
+	if (!write_value(fd, name))
+		return 0;
+	snprintf(bad, badlen, "%s: %s", name, strerror(errno));
+	return -1;
+}
+
 /* Enables the events of a set_event text, one a line, after clearing all. */
 static int enable_lines(const char *text, char *bad, size_t badlen)
 {
@@ -206,14 +215,11 @@ static int enable_lines(const char *text, char *bad, size_t badlen)
 	if (fd < 0)
 		return -1;
 	int rc = 0;
-	for (const char *p = text; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+	for (const char *p = text; *p && !rc; p += strcspn(p, "\n"), p += *p == '\n') {
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, "\n"), p);
-		if (*name && write_value(fd, name)) {
-			snprintf(bad, badlen, "%s: %s", name, strerror(errno));
-			rc = -1;
-			break;
-		}
+		if (*name)
+			rc = enable_event(fd, name, bad, badlen);
 	}
 	close(fd);
 	return rc;
@@ -234,24 +240,18 @@ void ftrace_restore(struct ftrace_state *s)
 
 int ftrace_set_events(const char *const *events, int n, char *err, size_t errlen)
 {
-	size_t len = 0;
-	for (int i = 0; i < n; i++)
-		len += strlen(events[i]) + 1;
-	char *text = malloc(len + 1), *p = text;
-	if (!text) {
-		snprintf(err, errlen, "out of memory");
+	int fd = open_truncated("set_event");
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s/set_event: %s", TRACEFS_DIR, strerror(errno));
 		return -1;
 	}
-	for (int i = 0; i < n; i++)
-		p += sprintf(p, "%s\n", events[i]);
-	*p = 0;
-	char bad[320] = "";
-	int rc = enable_lines(text, bad, sizeof(bad));
-	if (rc && *bad)
+	char bad[320];
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++)
+		rc = enable_event(fd, events[i], bad, sizeof(bad));
+	if (rc)
 		snprintf(err, errlen, "the kernel refused event %s", bad);
-	else if (rc)
-		snprintf(err, errlen, "cannot open %s/set_event: %s", TRACEFS_DIR, strerror(errno));
-	free(text);
+	close(fd);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include "bench.h"
 #include "ftrace.h"
 #include "record.h"
+#include "trace.h"
 #include "trace_write.h"
 
 #include <errno.h>
@@ -41,16 +42,7 @@
 #define PAGE_READ 4096
 #define READ_BUF (256 << 10)
 
-static const char *const page_events[] = {
-	"kmem:mm_page_alloc", "kmem:mm_page_free", "kmem:mm_page_free_batched",
-	"kmem:mm_page_alloc_zone_locked", "kmem:mm_page_pcpu_drain",
-	"kmem:mm_page_alloc_extfrag",
-};
-static const char *const slab_events[] = {
-	"kmem:kmalloc", "kmem:kfree", "kmem:kmem_cache_alloc", "kmem:kmem_cache_free",
-};
-#define NR_PAGE_EVENTS (int)(sizeof(page_events) / sizeof(page_events[0]))
-#define NR_SLAB_EVENTS (int)(sizeof(slab_events) / sizeof(slab_events[0]))
+#define EVENT_NAME_MAX 64       /* "kmem:" and the longest trace_event_name */
 
 /* The sysctls the header records: they set the watermarks and the per-CPU
  * lists' high mark a replay would model. */
@@ -75,6 +67,13 @@ struct record_opts {
 	char **cmd;
 };
 
+/* The events recorded (kmem's) are the types [0, nr_events): the page
+ * events, which come before TEV_KMALLOC, and with --slab the slab events. */
+static int nr_events(const struct record_opts *o)
+{
+	return o->slab ? NR_TEV : TEV_KMALLOC;
+}
+
 /* What the reader saw in the stream. */
 struct pipe_stats {
 	struct record_counts n; /* events: lines neither comments nor markers */
@@ -84,16 +83,52 @@ struct pipe_stats {
 
 struct pipe_reader {
 	int fd;                 /* trace_pipe, non-blocking */
-	int stop[2];            /* written when the events are off */
+	struct reader_thread thread;
 	struct trace_writer *w;
 	struct pipe_stats stats;
 	int read_errno;         /* a read that failed and ended the reader */
-	pthread_t tid;
 };
 
 /* The command being recorded, for the signal handler; 0 when none runs. */
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t pending_signal;
+
+/* ------------------------------------------------------------------------
+ * The reader thread, trace_pipe's and the raw buffers' (record_raw.c)
+ * ------------------------------------------------------------------------ */
+
+int reader_thread_start(struct reader_thread *t, void *(*fn)(void *), void *arg)
+{
+	if (pipe2(t->stop, O_CLOEXEC))
+		return -1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&t->tid, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		close(t->stop[0]);
+		close(t->stop[1]);
+	}
+	return rc;
+}
+
+bool reader_thread_wait(const struct reader_thread *t)
+{
+	struct pollfd stop = { .fd = t->stop[0], .events = POLLIN };
+	return poll(&stop, 1, DRAIN_MS) > 0;
+}
+
+void reader_thread_stop(struct reader_thread *t)
+{
+	ssize_t n;
+	do
+		n = write(t->stop[1], "", 1);
+	while (n < 0 && errno == EINTR);
+	pthread_join(t->tid, NULL);
+	close(t->stop[0]);
+	close(t->stop[1]);
+}
 
 /* ------------------------------------------------------------------------
  * The stream: counted line by line as it passes to the file
@@ -162,16 +197,6 @@ static size_t read_batch(struct pipe_reader *r, char *buf, bool *all)
 
 /* The reader thread: drains trace_pipe every DRAIN_MS until told to stop,
  * then once more to its end (the events are off by then). */
-int start_reader_thread(pthread_t *tid, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(tid, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
 static void *drain_pipe(void *arg)
 {
 	struct pipe_reader *r = arg;
@@ -191,8 +216,7 @@ static void *drain_pipe(void *arg)
 			break;
 		if (!all)
 			continue;
-		struct pollfd stop = { .fd = r->stop[0], .events = POLLIN };
-		stopping = poll(&stop, 1, DRAIN_MS) > 0;
+		stopping = reader_thread_wait(&r->thread);
 	}
 	free(buf);
 	return NULL;
@@ -210,32 +234,21 @@ static int start_reader(struct pipe_reader *r, struct trace_writer *w)
 			strerror(errno));
 		return -1;
 	}
-	if (pipe2(r->stop, O_CLOEXEC)) {
+	int rc = reader_thread_start(&r->thread, drain_pipe, r);
+	if (!rc)
+		return 0;
+	if (rc < 0)
 		perror("zabench record: pipe");
-		close(r->fd);
-		return -1;
-	}
-	int rc = start_reader_thread(&r->tid, drain_pipe, r);
-	if (rc) {
+	else
 		fprintf(stderr, "zabench record: cannot start the reader: %s\n", strerror(rc));
-		close(r->fd);
-		close(r->stop[0]);
-		close(r->stop[1]);
-		return -1;
-	}
-	return 0;
+	close(r->fd);
+	return -1;
 }
 
 static void stop_reader(struct pipe_reader *r)
 {
-	ssize_t n;
-	do
-		n = write(r->stop[1], "", 1);
-	while (n < 0 && errno == EINTR);
-	pthread_join(r->tid, NULL);
+	reader_thread_stop(&r->thread);
 	close(r->fd);
-	close(r->stop[0]);
-	close(r->stop[1]);
 	if (r->read_errno)
 		fprintf(stderr, "zabench record: reading trace_pipe: %s\n",
 			strerror(r->read_errno));
@@ -329,9 +342,8 @@ static void write_header(struct trace_writer *w, const struct record_opts *o, in
 			    "# nr_cpus %d\n# uname %s\n# machine %s\n# recorded %s\n# command %s\n",
 			    nr_cpus, u.release, u.machine, when, cmd);
 	trace_writer_printf(w, "# events");
-	for (int i = 0; i < NR_PAGE_EVENTS + (o->slab ? NR_SLAB_EVENTS : 0); i++)
-		trace_writer_printf(w, " %s", i < NR_PAGE_EVENTS ? page_events[i]
-					    : slab_events[i - NR_PAGE_EVENTS]);
+	for (int t = 0; t < nr_events(o); t++)
+		trace_writer_printf(w, " kmem:%s", trace_event_name(t));
 	trace_writer_printf(w, "\n# buffer_size_kb %ld\n# trace_clock %.*s\n# page_size %ld\n",
 			    o->buffer_kb, in_use ? (int)strcspn(in_use + 1, "]") : 0,
 			    in_use ? in_use + 1 : "", sysconf(_SC_PAGESIZE));
@@ -415,13 +427,13 @@ struct recording {
 /* Clears and sizes the buffers, enables the events; 0 or -1 (printed). */
 static int setup_tracing(const struct record_opts *o)
 {
-	char kb[32], err[512];
-	const char *events[NR_PAGE_EVENTS + NR_SLAB_EVENTS];
-	int n = 0;
-	for (int i = 0; i < NR_PAGE_EVENTS; i++)
-		events[n++] = page_events[i];
-	for (int i = 0; o->slab && i < NR_SLAB_EVENTS; i++)
-		events[n++] = slab_events[i];
+	char kb[32], err[512], names[NR_TEV][EVENT_NAME_MAX];
+	const char *events[NR_TEV];
+	int n = nr_events(o);
+	for (int t = 0; t < n; t++) {
+		snprintf(names[t], sizeof(names[t]), "kmem:%s", trace_event_name(t));
+		events[t] = names[t];
+	}
 	snprintf(kb, sizeof(kb), "%ld", o->buffer_kb);
 	if (ftrace_write("tracing_on", "0") || ftrace_write("trace", "")) {
 		fprintf(stderr, "zabench record: cannot stop and clear the trace buffers: %s\n",

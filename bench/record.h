@@ -10,6 +10,7 @@
 #include "trace_write.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,9 +20,24 @@
  * would cost a wake-up for every few. */
 #define DRAIN_MS 10
 
-/* A reader thread that takes no signal meant for zabench or the command
- * (all blocked while it is created); returns pthread_create's error. */
-int start_reader_thread(pthread_t *tid, void *(*fn)(void *), void *arg);
+/* A reader's thread, and the pipe that tells it the events are off. */
+struct reader_thread {
+	pthread_t tid;
+	int stop[2];            /* written when the events are off */
+};
+
+/*
+ * Runs fn(arg) in a thread that takes no signal meant for zabench or the
+ * command (all blocked while it is created).  0; -1 with errno if the stop
+ * pipe could not be made; or pthread_create's error, the pipe closed.
+ */
+int reader_thread_start(struct reader_thread *t, void *(*fn)(void *), void *arg);
+
+/* In the thread: waits DRAIN_MS, or less once told to stop; true if told. */
+bool reader_thread_wait(const struct reader_thread *t);
+
+/* Tells the thread to stop, waits for it to end and closes the pipe. */
+void reader_thread_stop(struct reader_thread *t);
 
 /* What a reader wrote. */
 struct record_counts {

@@ -20,9 +20,6 @@
 #include <event-parse.h>
 #include <fcntl.h>
 #include <kbuffer.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,26 +54,10 @@ struct raw_capture {
 	char *buf;              /* the copying thread's sub-buffer */
 	int pipe[2];            /* what it splices through */
 	size_t pipe_size;
-	int stop[2];            /* written when the events are off */
+	struct reader_thread thread;
 	int copy_errno;         /* a read or write that ended the copying */
-	pthread_t tid;
 	char saved_cmdlines[32];        /* saved_cmdlines_size, to put back */
 };
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* Moves the full sub-buffers of one CPU's buffer to its file, through the
  * pipe without a copy to user space; 0 or an errno.  Splicing takes only
@@ -112,7 +93,7 @@ static int read_rest(struct raw_capture *c, struct raw_cpu *rc)
 		if (n <= 0)
 			return n < 0 && errno != EAGAIN ? errno : 0;
 		memset(c->buf + n, 0, c->subbuf - (size_t)n);
-		if (write_all(rc->tmp, c->buf, c->subbuf))
+		if (write_all(rc->tmp, c->buf, c->subbuf) < c->subbuf)
 			return errno;
 		rc->size += (off_t)c->subbuf;
 	}
@@ -123,8 +104,7 @@ static void *copy_thread(void *arg)
 	struct raw_capture *c = arg;
 	bool stopping = false;
 	while (!stopping && !c->copy_errno) {
-		struct pollfd stop = { .fd = c->stop[0], .events = POLLIN };
-		stopping = poll(&stop, 1, DRAIN_MS) > 0;
+		stopping = reader_thread_wait(&c->thread);
 		for (int cpu = 0; cpu < c->nr_cpus && !c->copy_errno; cpu++)
 			c->copy_errno = splice_cpu(c, &c->cpus[cpu]);
 	}
@@ -214,23 +194,26 @@ struct raw_capture *raw_start(int nr_cpus, char *err, size_t errlen)
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
 		if (open_cpu(&c->cpus[cpu], cpu, err, errlen))
 			goto fail;
-	if (!(c->buf = malloc(c->subbuf)) || pipe2(c->pipe, O_CLOEXEC) ||
-	    pipe2(c->stop, O_CLOEXEC)) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		goto fail;
-	}
+	if (!(c->buf = malloc(c->subbuf)) || pipe2(c->pipe, O_CLOEXEC))
+		goto fail_errno;
 	/* A larger pipe moves more sub-buffers a call; the default will do. */
 	fcntl(c->pipe[1], F_SETPIPE_SZ, PIPE_BYTES);
 	int size = fcntl(c->pipe[1], F_GETPIPE_SZ);
 	c->pipe_size = size > 0 ? (size_t)size : c->subbuf;
+	int rc = reader_thread_start(&c->thread, copy_thread, c);
+	if (rc < 0)
+		goto fail_errno;
+	if (rc) {
+		snprintf(err, errlen, "cannot start the copying thread: %s", strerror(rc));
+		goto fail;
+	}
+	/* Enlarged only once nothing here can fail, so that raw_stop puts it
+	 * back; tracing is still off, so no process is missed. */
 	if (ftrace_read("saved_cmdlines_size", c->saved_cmdlines, sizeof(c->saved_cmdlines)) > 0)
 		ftrace_write("saved_cmdlines_size", SAVED_CMDLINES);
-	int rc = start_reader_thread(&c->tid, copy_thread, c);
-	if (!rc)
-		return c;
-	snprintf(err, errlen, "cannot start the copying thread: %s", strerror(rc));
-	close(c->stop[0]);
-	close(c->stop[1]);
+	return c;
+fail_errno:
+	snprintf(err, errlen, "%s", strerror(errno));
 fail:
 	free_capture(c);
 	return NULL;
@@ -238,13 +221,7 @@ fail:
 
 int raw_stop(struct raw_capture *c)
 {
-	ssize_t n;
-	do
-		n = write(c->stop[1], "", 1);
-	while (n < 0 && errno == EINTR);
-	pthread_join(c->tid, NULL);
-	close(c->stop[0]);
-	close(c->stop[1]);
+	reader_thread_stop(&c->thread);
 	tracefs_load_cmdlines(NULL, c->tep);
 	if (*c->saved_cmdlines)
 		ftrace_write("saved_cmdlines_size", c->saved_cmdlines);

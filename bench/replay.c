@@ -149,8 +149,9 @@ struct replayer {
 	bool counting;                  /* past the warm-up: both sides count */
 	uint64_t allocs_seen;
 	uint64_t next_tick;
-	int model_zone[TRACE_MAX_ZONES];        /* header zone -> model zone index, -1 */
-	int nr_mapped_zones;            /* the header's zones when the replay began */
+	/* header zone -> model zone index; -1 for one with no model zone,
+	 * or that the header named only after the replay began */
+	int model_zone[TRACE_MAX_ZONES];
 	int ncaches;
 	struct trace_cache caches[MAX_CACHES];
 };
@@ -227,7 +228,6 @@ static void map_zones(struct replayer *rp)
 {
 	for (int t = 0; t < TRACE_MAX_ZONES; t++)
 		rp->model_zone[t] = -1;
-	rp->nr_mapped_zones = rp->h->nr_zones;
 	for (int t = 0; t < rp->h->nr_zones; t++)
 		rp->model_zone[t] = zone_named(rp->mm, rp->h->zones[t].name);
 }
@@ -259,7 +259,7 @@ static za_gfp_t page_gfp(struct replayer *rp, const struct trace_event *ev, int 
 		gfp |= ZA_GFP_NOWAIT;
 	*nid = -1;
 	int tz = rp->o->zones == ZONE_BY_PFN ? trace_pfn_zone(rp->h, ev->pfn) : -1;
-	if (tz >= 0 && tz < rp->nr_mapped_zones && rp->model_zone[tz] >= 0) {
+	if (tz >= 0 && rp->model_zone[tz] >= 0) {
 		int node = rp->h->zones[tz].node;
 		*nid = node < za_nr_nodes(rp->mm) ? node : -1;
 		return gfp | ZA_GFP_ZONE(rp->model_zone[tz]);

@@ -38,7 +38,6 @@ const char *fid_row_metric(enum fid_row row);
 int fidelity_init(struct fidelity *f, int nr_cpus);
 void fidelity_free(struct fidelity *f);
 void fidelity_reset(struct fidelity *f);
-void fidelity_add(struct fidelity *f, enum fid_row row, int cpu, int order, uint64_t n);
 /* Per 1000 page allocations of the whole trace (so rows of the orders add
  * up to the all-orders row); cpu -1 for all CPUs, order FID_ALL for all. */
 double fidelity_per_1000(const struct fidelity *f, enum fid_row row, int cpu, int order);
@@ -97,8 +96,9 @@ struct replay_result {
 /*
  * Replays the trace at path into mm (one pass, this thread acting as each
  * CPU) and fills r, whose fidelity tables must have been initialised.  mm
- * NULL counts the kernel's side only.  Returns 0, or -1 with a message in
- * err (a stream error: the line number is in it).
+ * NULL counts the kernel's side only, and r->model's table may then be
+ * left uninitialised.  Returns 0, or -1 with a message in err (a stream
+ * error: the line number is in it).
  */
 int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 		 struct replay_result *r, char *err, size_t errlen);
@@ -121,10 +121,6 @@ struct fid_column {
 	int ref;
 };
 void fidelity_print(const struct fid_column *cols, int ncols, FILE *out);
-/* Does the model's all-orders row differ from the kernel's by more than 25%? */
-bool fidelity_differs(const struct fidelity *kernel, const struct fidelity *model, enum fid_row row);
-/* The kernel mechanism behind a row that differs. */
-const char *fidelity_explain(enum fid_row row);
 /* {"page_allocs": N, "rows": [{"metric", "order", "cpu", "kernel", "zonealloc"}]} */
 void fidelity_json(const struct fidelity *kernel, const struct fidelity *model, FILE *out);
 

@@ -17,18 +17,19 @@
 
 struct sweep_point {
 	char value[64];
-	int nvariants;
-	char variant[MAX_VARIANTS][16];
 	double median[MAX_VARIANTS][MAX_METRICS];
-	int nobs;
-	char obs_name[MAX_OBSERVATIONS][48];
 	double obs[MAX_VARIANTS][MAX_OBSERVATIONS];
 };
 
+/* The rows' names are the first value's run's; the metrics the last's. */
 struct sweep {
 	char key[64];
 	int nvalues;
 	struct sweep_point point[MAX_SWEEP_VALUES];
+	int nvariants;
+	char variant[MAX_VARIANTS][16];
+	int nobs;
+	char obs_name[MAX_OBSERVATIONS][48];
 	int nmetrics;
 	struct metric_def metrics[MAX_METRICS];
 };
@@ -50,15 +51,19 @@ static bool parse_sweep(const char *spec, struct sweep *s)
 	return s->nvalues > 0 && eq[strlen(eq) - 1] != ',';
 }
 
-static void collect(const struct bench *b, struct sweep *s, struct sweep_point *pt)
+/* The run of value k's figures, and with k 0 the rows' names. */
+static void collect(const struct bench *b, struct sweep *s, int k)
 {
+	struct sweep_point *pt = &s->point[k];
 	const char *names[MAX_OBSERVATIONS];
 	s->nmetrics = b->nmetrics;
 	memcpy(s->metrics, b->metrics, sizeof(s->metrics));
-	pt->nvariants = b->nvariants;
+	if (!k)
+		s->nvariants = b->nvariants;
 	for (int i = 0; i < b->nvariants; i++) {
 		const struct variant *v = &b->variants[i];
-		snprintf(pt->variant[i], sizeof(pt->variant[i]), "%s", v->name);
+		if (!k)
+			snprintf(s->variant[i], sizeof(s->variant[i]), "%s", v->name);
 		for (int m = 0; m < b->nmetrics; m++) {
 			struct summary sum;
 			summarize(v->values[m], v->niters, &sum);
@@ -66,32 +71,34 @@ static void collect(const struct bench *b, struct sweep *s, struct sweep_point *
 		}
 		if (!b->exp->observations)
 			continue;
-		pt->nobs = b->exp->observations(b, v, names, pt->obs[i], MAX_OBSERVATIONS);
-		for (int o = 0; o < pt->nobs; o++)
-			snprintf(pt->obs_name[o], sizeof(pt->obs_name[o]), "%s", names[o]);
+		int nobs = b->exp->observations(b, v, names, pt->obs[i], MAX_OBSERVATIONS);
+		if (k)
+			continue;
+		s->nobs = nobs;
+		for (int o = 0; o < nobs; o++)
+			snprintf(s->obs_name[o], sizeof(s->obs_name[o]), "%s", names[o]);
 	}
 }
 
 /* Rows: each metric and observation of each variant; columns: the values. */
 static void print_sweep(const struct sweep *s, FILE *out)
 {
-	const struct sweep_point *p0 = &s->point[0];
 	struct table t;
 	table_init(&t, 2 + s->nvalues);
 	table_add(&t, "Sweep of %s", s->key);
 	table_add(&t, "%s", "");
 	for (int k = 0; k < s->nvalues; k++)
 		table_add(&t, "%s", s->point[k].value);
-	for (int i = 0; i < p0->nvariants; i++) {
+	for (int i = 0; i < s->nvariants; i++) {
 		for (int m = 0; m < s->nmetrics; m++) {
 			table_add(&t, "%s (%s), median", s->metrics[m].name, s->metrics[m].unit);
-			table_add(&t, "%s", p0->variant[i]);
+			table_add(&t, "%s", s->variant[i]);
 			for (int k = 0; k < s->nvalues; k++)
 				table_add_value(&t, s->point[k].median[i][m]);
 		}
-		for (int o = 0; o < p0->nobs; o++) {
-			table_add(&t, "%s", p0->obs_name[o]);
-			table_add(&t, "%s", p0->variant[i]);
+		for (int o = 0; o < s->nobs; o++) {
+			table_add(&t, "%s", s->obs_name[o]);
+			table_add(&t, "%s", s->variant[i]);
 			for (int k = 0; k < s->nvalues; k++)
 				table_add_value(&t, s->point[k].obs[i][o]);
 		}
@@ -125,7 +132,7 @@ static int run_point(int argc, char **argv, struct sweep *s, int k, const struct
 		fprintf(o->txt, "%s== %s=%s\n", k ? "\n" : "", s->key, s->point[k].value);
 		print_table(&b, o->txt);
 	}
-	collect(&b, s, &s->point[k]);
+	collect(&b, s, k);
 	bench_finish(&b);
 	return 0;
 }

@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The page events, then from TEV_KMALLOC the slab events (record.c
+ * enables them by these ranges, in this order). */
 enum trace_event_type {
 	TEV_PAGE_ALLOC,         /* kmem:mm_page_alloc */
 	TEV_PAGE_FREE,          /* kmem:mm_page_free */

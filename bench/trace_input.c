@@ -140,18 +140,25 @@ static ssize_t report_stream_error(struct trace_input *in)
 	return -1;
 }
 
+/* The file's next bytes, plain text or compressed; -1 (set_err) on error. */
+static ssize_t file_read(struct trace_input *in, void *dst, size_t cap)
+{
+	ssize_t n;
+	do
+		n = read(in->fd, dst, cap);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		set_err(in, "read error: %s", strerror(errno));
+	return n;
+}
+
 #if defined(ZA_HAVE_ZLIB) || defined(ZA_HAVE_LZMA) || defined(ZA_HAVE_ZSTD)
 /* Reads the next compressed chunk into zin; false on a read error. */
 static bool zin_fill(struct trace_input *in)
 {
-	ssize_t n;
-	do
-		n = read(in->fd, in->zin, ZIN_SIZE);
-	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		set_err(in, "read error: %s", strerror(errno));
+	ssize_t n = file_read(in, in->zin, ZIN_SIZE);
+	if (n < 0)
 		return false;
-	}
 	in->zpos = 0;
 	in->zlen = n;
 	in->zeof = n == 0;
@@ -312,17 +319,6 @@ static void zs_end(struct trace_input *in)
 }
 #endif
 
-static ssize_t plain_read(struct trace_input *in, char *dst, size_t cap)
-{
-	ssize_t n;
-	do
-		n = read(in->fd, dst, cap);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		set_err(in, "read error: %s", strerror(errno));
-	return n;
-}
-
 static ssize_t decode(struct trace_input *in, char *dst, size_t cap)
 {
 	if (in->zfailed)
@@ -337,7 +333,7 @@ static ssize_t decode(struct trace_input *in, char *dst, size_t cap)
 #ifdef ZA_HAVE_ZSTD
 	case TFMT_ZSTD: return zs_read(in, dst, cap);
 #endif
-	default: return plain_read(in, dst, cap);
+	default: return file_read(in, dst, cap);
 	}
 }
 
@@ -492,11 +488,6 @@ int trace_input_line(struct trace_input *in, const char **line, size_t *len)
 	if (in->start < in->end)
 		return take_line(in, in->end, in->end, line, len);
 	return TIN_END;
-}
-
-uint64_t trace_input_lineno(const struct trace_input *in)
-{
-	return in->lineno;
 }
 
 const char *trace_input_error(const struct trace_input *in)

@@ -51,9 +51,6 @@ struct trace_input *trace_input_open(const char *path, enum trace_format fmt,
  */
 int trace_input_line(struct trace_input *in, const char **line, size_t *len);
 
-/* The number of the line last returned (1-based). */
-uint64_t trace_input_lineno(const struct trace_input *in);
-
 /* After TIN_ERROR: "FILE: line N: truncated zstd stream" and the like. */
 const char *trace_input_error(const struct trace_input *in);
 

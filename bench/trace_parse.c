@@ -25,41 +25,28 @@
 /* [p, end) starts with the literal s. */
 #define STARTS(p, end, s) ((size_t)((end) - (p)) >= STRLEN(s) && !memcmp(p, s, STRLEN(s)))
 
-static const char *const event_names[NR_TEV] = {
-	[TEV_PAGE_ALLOC] = "mm_page_alloc",
-	[TEV_PAGE_FREE] = "mm_page_free",
-	[TEV_PAGE_FREE_BATCHED] = "mm_page_free_batched",
-	[TEV_ZONE_LOCKED] = "mm_page_alloc_zone_locked",
-	[TEV_PCPU_DRAIN] = "mm_page_pcpu_drain",
-	[TEV_EXTFRAG] = "mm_page_alloc_extfrag",
-	[TEV_KMALLOC] = "kmalloc",
-	[TEV_KFREE] = "kfree",
-	[TEV_CACHE_ALLOC] = "kmem_cache_alloc",
-	[TEV_CACHE_FREE] = "kmem_cache_free",
-};
-
-const char *trace_event_name(enum trace_event_type t)
-{
-	return (unsigned)t < NR_TEV ? event_names[t] : "?";
-}
-
-/* The names read: today's, and older kernels' for the same events. */
+/*
+ * The names read: each type's own at its index (EV_AT: by construction),
+ * so that trace_event_name reads its row, then older kernels' for the same
+ * events.  test_trace_parse's test_names finds a type left out.
+ */
 #define EV(name, type) { name, STRLEN(name), type }
+#define EV_AT(type, name) [type] = EV(name, type)
 static const struct {
 	const char *name;
 	size_t len;
 	enum trace_event_type type;
 } event_table[] = {
-	EV("kfree", TEV_KFREE),
-	EV("kmalloc", TEV_KMALLOC),
-	EV("kmem_cache_alloc", TEV_CACHE_ALLOC),
-	EV("kmem_cache_free", TEV_CACHE_FREE),
-	EV("mm_page_alloc", TEV_PAGE_ALLOC),
-	EV("mm_page_free", TEV_PAGE_FREE),
-	EV("mm_page_free_batched", TEV_PAGE_FREE_BATCHED),
-	EV("mm_page_alloc_zone_locked", TEV_ZONE_LOCKED),
-	EV("mm_page_pcpu_drain", TEV_PCPU_DRAIN),
-	EV("mm_page_alloc_extfrag", TEV_EXTFRAG),
+	EV_AT(TEV_PAGE_ALLOC, "mm_page_alloc"),
+	EV_AT(TEV_PAGE_FREE, "mm_page_free"),
+	EV_AT(TEV_PAGE_FREE_BATCHED, "mm_page_free_batched"),
+	EV_AT(TEV_ZONE_LOCKED, "mm_page_alloc_zone_locked"),
+	EV_AT(TEV_PCPU_DRAIN, "mm_page_pcpu_drain"),
+	EV_AT(TEV_EXTFRAG, "mm_page_alloc_extfrag"),
+	EV_AT(TEV_KMALLOC, "kmalloc"),
+	EV_AT(TEV_KFREE, "kfree"),
+	EV_AT(TEV_CACHE_ALLOC, "kmem_cache_alloc"),
+	EV_AT(TEV_CACHE_FREE, "kmem_cache_free"),
 	EV("kmalloc_node", TEV_KMALLOC),                /* before 6.1 */
 	EV("kmem_cache_alloc_node", TEV_CACHE_ALLOC),   /* before 6.1 */
 	EV("mm_page_free_direct", TEV_PAGE_FREE),       /* before 3.3 */
@@ -67,6 +54,11 @@ static const struct {
 	 * mm_page_free_direct: a free of its own, not a repeat */
 	EV("mm_pagevec_free", TEV_PAGE_FREE),
 };
+
+const char *trace_event_name(enum trace_event_type t)
+{
+	return (unsigned)t < NR_TEV ? event_table[t].name : "?";
+}
 
 int trace_event_lookup(const char *name, size_t len)
 {

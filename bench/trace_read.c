@@ -38,8 +38,8 @@ struct trace_reader {
 	struct trace_event slots[TRACE_REORDER_WINDOW];
 	uint32_t free[TRACE_REORDER_WINDOW];
 	uint32_t nheap, nfree;
-	bool done, failed, returned_any;
-	uint64_t last_ts;               /* of the last event returned */
+	bool done, failed;
+	uint64_t last_ts;               /* of the last event returned, if events > 0 */
 	/* trace_open's look at the start of the file. */
 	bool probing, kmem_seen;
 	uint64_t nonempty;
@@ -207,7 +207,7 @@ static void read_one(struct trace_reader *r)
 		ev->line = r->lines;
 		if (r->h.nr_cpus && ev->cpu >= r->h.nr_cpus) {
 			skip(r, SKIP_BAD_CPU);
-		} else if (r->returned_any && ev->ts_ns < r->last_ts) {
+		} else if (r->events && ev->ts_ns < r->last_ts) {
 			skip(r, SKIP_TIME_BACKWARDS);
 		} else {
 			r->nfree--;
@@ -297,7 +297,6 @@ int trace_next(struct trace_reader *r, struct trace_event *ev)
 	*ev = r->slots[e.slot];
 	r->free[r->nfree++] = e.slot;
 	r->last_ts = ev->ts_ns;
-	r->returned_any = true;
 	r->events++;
 	return 1;
 }

@@ -92,21 +92,27 @@ static int fail(struct trace_writer *w, const char *fmt, ...)
 	return -1;
 }
 
-/* Writes all of buf to the file. */
-static int put(struct trace_writer *w, const void *buf, size_t len)
+size_t write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
-	while (len) {
-		ssize_t n = write(w->fd, p, len);
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, p + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fail(w, "write: %s", strerror(errno));
-		p += n;
-		len -= (size_t)n;
-		w->out += (uint64_t)n;
+			break;
+		done += (size_t)n;
 	}
-	return 0;
+	return done;
+}
+
+/* Writes all of buf to the file; out counts what reached it. */
+static int put(struct trace_writer *w, const void *buf, size_t len)
+{
+	size_t done = write_all(w->fd, buf, len);
+	w->out += done;
+	return done < len ? fail(w, "write: %s", strerror(errno)) : 0;
 }
 
 #ifdef ZA_HAVE_ZSTD
@@ -313,11 +319,6 @@ int trace_writer_printf(struct trace_writer *w, const char *fmt, ...)
 		line[n - 1] = '\n';
 	}
 	return trace_writer_write(w, line, (size_t)n);
-}
-
-const char *trace_writer_error(const struct trace_writer *w)
-{
-	return w->error;
 }
 
 int trace_writer_close(struct trace_writer *w, uint64_t *bytes_in, uint64_t *bytes_out)

@@ -18,7 +18,7 @@ struct trace_writer;
  */
 struct trace_writer *trace_writer_open(const char *path, char *err, size_t errlen);
 
-/* 0, or -1 after which the writer only counts: trace_writer_error says why. */
+/* 0, or -1 after which the writer only counts: trace_writer_close prints why. */
 int trace_writer_write(struct trace_writer *w, const void *buf, size_t len);
 int trace_writer_printf(struct trace_writer *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -27,6 +27,8 @@ int trace_writer_printf(struct trace_writer *w, const char *fmt, ...)
  * failed since the open (the message is printed on stderr).  Frees w. */
 int trace_writer_close(struct trace_writer *w, uint64_t *bytes_in, uint64_t *bytes_out);
 
-const char *trace_writer_error(const struct trace_writer *w);
+/* Writes buf to fd, again after a signal or a short write: the bytes
+ * written, len unless a write failed (errno says why). */
+size_t write_all(int fd, const void *buf, size_t len);
 
 #endif

@@ -11,11 +11,6 @@
  */
 #include "trace_util.h"
 
-static const char *const fixtures[] = {
-	"ftrace.txt", "trace-cmd.txt", "trace-cmd-latency.txt", "perf.txt", "record.txt",
-};
-#define NR_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
-
 static struct buf texts[NR_FIXTURES];
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -167,10 +162,8 @@ static void fuzz_file(const struct buf *b, int cmp)
 	for (size_t i = 0; i < o.n; i++) {
 		check_event(&o.ev[i]);
 		CHECK(o.ev[i].line >= 1 && o.ev[i].line <= o.lines);
-		if (i)
-			CHECK(o.ev[i - 1].ts_ns < o.ev[i].ts_ns ||
-			      (o.ev[i - 1].ts_ns == o.ev[i].ts_ns && o.ev[i - 1].line < o.ev[i].line));
 	}
+	check_order(&o);
 	free(o.ev);
 }
 

@@ -48,21 +48,6 @@ static void check_same(const struct readout *a, const struct readout *b, bool sa
 	}
 }
 
-/* Timestamp order, ties in file order. */
-static void check_order(const struct readout *o)
-{
-	for (size_t i = 1; i < o->n; i++)
-		CHECK(o->ev[i - 1].ts_ns < o->ev[i].ts_ns ||
-		      (o->ev[i - 1].ts_ns == o->ev[i].ts_ns && o->ev[i - 1].line < o->ev[i].line));
-}
-
-static void count_types(const struct readout *o, uint64_t *n)
-{
-	memset(n, 0, NR_TEV * sizeof(*n));
-	for (size_t i = 0; i < o->n; i++)
-		n[o->ev[i].type]++;
-}
-
 static void write_scratch(const char *name, const void *p, size_t len, char *path, size_t size)
 {
 	write_file(scratch(name, path, size), p, len);
@@ -75,6 +60,20 @@ static const struct trace_event *at_line(const struct readout *o, uint64_t line)
 			return &o->ev[i];
 	fprintf(stderr, "no event from line %" PRIu64 "\n", line);
 	exit(1);
+}
+
+/* Exactly these events of each type. */
+static void check_types(const struct readout *o, const uint64_t *n)
+{
+	uint64_t got[NR_TEV] = { 0 };
+	for (size_t i = 0; i < o->n; i++)
+		got[o->ev[i].type]++;
+	for (int t = 0; t < NR_TEV; t++) {
+		if (got[t] != n[t])
+			fprintf(stderr, "%s: %" PRIu64 ", expected %" PRIu64 "\n", trace_event_name(t),
+				got[t], n[t]);
+		CHECK_EQ(got[t], n[t]);
+	}
 }
 
 /* Only these skips, exactly. */
@@ -108,18 +107,13 @@ static void read_fixture(const char *name, struct readout *o)
 static void test_ftrace(void)
 {
 	struct readout o;
-	uint64_t n[NR_TEV];
 	read_fixture("ftrace.txt", &o);
 	CHECK_EQ(o.lines, 176);
 	CHECK_EQ(o.n, 163);
-	count_types(&o, n);
-	CHECK_EQ(n[TEV_PAGE_ALLOC], 23);
-	CHECK_EQ(n[TEV_PAGE_FREE_BATCHED], 24);
-	CHECK_EQ(n[TEV_ZONE_LOCKED], 58);
-	CHECK_EQ(n[TEV_EXTFRAG], 2);
-	CHECK_EQ(n[TEV_KMALLOC], 4);
-	CHECK_EQ(n[TEV_CACHE_ALLOC], 50);
-	CHECK_EQ(n[TEV_CACHE_FREE], 2);
+	check_types(&o, (uint64_t[NR_TEV]){ [TEV_PAGE_ALLOC] = 23, [TEV_PAGE_FREE_BATCHED] = 24,
+					     [TEV_ZONE_LOCKED] = 58, [TEV_EXTFRAG] = 2,
+					     [TEV_KMALLOC] = 4, [TEV_CACHE_ALLOC] = 50,
+					     [TEV_CACHE_FREE] = 2 });
 	/* "##### CPU 1 buffer started ####" */
 	check_skips(&o, (uint64_t[NR_TRACE_SKIP]){ [SKIP_LOST_EVENTS] = 1 },
 		    (uint64_t[NR_TRACE_SKIP]){ [SKIP_LOST_EVENTS] = 168 });
@@ -170,7 +164,6 @@ static void test_ftrace(void)
 static void test_trace_cmd(void)
 {
 	struct readout o, l;
-	uint64_t n[NR_TEV];
 	read_fixture("trace-cmd.txt", &o);
 	read_fixture("trace-cmd-latency.txt", &l);
 	check_same(&o, &l, true);
@@ -178,12 +171,9 @@ static void test_trace_cmd(void)
 	CHECK_EQ(o.n, 135);
 	CHECK_EQ(o.h.nr_cpus, 2);       /* "cpus=2" */
 	CHECK(!o.h.present);
-	count_types(&o, n);
-	CHECK_EQ(n[TEV_KFREE], 14);
-	CHECK_EQ(n[TEV_KMALLOC], 5);
-	CHECK_EQ(n[TEV_CACHE_ALLOC], 58);
-	CHECK_EQ(n[TEV_CACHE_FREE], 48);
-	CHECK_EQ(n[TEV_PAGE_ALLOC], 10);
+	check_types(&o, (uint64_t[NR_TEV]){ [TEV_KFREE] = 14, [TEV_KMALLOC] = 5,
+					     [TEV_CACHE_ALLOC] = 58, [TEV_CACHE_FREE] = 48,
+					     [TEV_PAGE_ALLOC] = 10 });
 	/* rss_stat */
 	check_skips(&o, (uint64_t[NR_TRACE_SKIP]){ [SKIP_UNKNOWN_EVENT] = 5 },
 		    (uint64_t[NR_TRACE_SKIP]){ [SKIP_UNKNOWN_EVENT] = 98 });
@@ -199,20 +189,14 @@ static void test_trace_cmd(void)
 static void test_perf(void)
 {
 	struct readout o;
-	uint64_t n[NR_TEV];
 	read_fixture("perf.txt", &o);
 	CHECK_EQ(o.lines, 157);
 	CHECK_EQ(o.n, 157);
 	check_skips(&o, (uint64_t[NR_TRACE_SKIP]){ 0 }, (uint64_t[NR_TRACE_SKIP]){ 0 });
-	count_types(&o, n);
-	CHECK_EQ(n[TEV_PAGE_ALLOC], 1);
-	CHECK_EQ(n[TEV_PAGE_FREE], 52);
-	CHECK_EQ(n[TEV_PAGE_FREE_BATCHED], 73);
-	CHECK_EQ(n[TEV_PCPU_DRAIN], 5);
-	CHECK_EQ(n[TEV_KMALLOC], 8);
-	CHECK_EQ(n[TEV_KFREE], 9);
-	CHECK_EQ(n[TEV_CACHE_ALLOC], 5);
-	CHECK_EQ(n[TEV_CACHE_FREE], 4);
+	check_types(&o, (uint64_t[NR_TEV]){ [TEV_PAGE_ALLOC] = 1, [TEV_PAGE_FREE] = 52,
+					     [TEV_PAGE_FREE_BATCHED] = 73, [TEV_PCPU_DRAIN] = 5,
+					     [TEV_KMALLOC] = 8, [TEV_KFREE] = 9,
+					     [TEV_CACHE_ALLOC] = 5, [TEV_CACHE_FREE] = 4 });
 	const struct trace_event *e = at_line(&o, 153);
 	CHECK_EQ(e->type, TEV_PCPU_DRAIN);
 	CHECK_EQ(e->pfn, 0x11d4d2);
@@ -295,21 +279,16 @@ static void test_trace_dat(void)
 	struct readout o;
 	fixture("trace.dat", path, sizeof(path));
 #ifdef ZA_HAVE_TRACECMD
-	uint64_t n[NR_TEV];
 	read_fixture("trace.dat", &o);
 	CHECK_EQ(o.h.nr_cpus, 2);
 	CHECK_EQ(o.lines, 890);         /* 889 records, 1 lost-events marker */
 	CHECK_EQ(o.n, 735);
 	check_skips(&o, (uint64_t[NR_TRACE_SKIP]){ [SKIP_UNKNOWN_EVENT] = 154, [SKIP_LOST_EVENTS] = 1 },
 		    (uint64_t[NR_TRACE_SKIP]){ [SKIP_UNKNOWN_EVENT] = 34, [SKIP_LOST_EVENTS] = 251 });
-	count_types(&o, n);
-	CHECK_EQ(n[TEV_PAGE_ALLOC], 96);
-	CHECK_EQ(n[TEV_PAGE_FREE], 20);
-	CHECK_EQ(n[TEV_PAGE_FREE_BATCHED], 31);
-	CHECK_EQ(n[TEV_KMALLOC], 11);
-	CHECK_EQ(n[TEV_KFREE], 59);
-	CHECK_EQ(n[TEV_CACHE_ALLOC], 343);
-	CHECK_EQ(n[TEV_CACHE_FREE], 175);
+	check_types(&o, (uint64_t[NR_TEV]){ [TEV_PAGE_ALLOC] = 96, [TEV_PAGE_FREE] = 20,
+					     [TEV_PAGE_FREE_BATCHED] = 31, [TEV_KMALLOC] = 11,
+					     [TEV_KFREE] = 59, [TEV_CACHE_ALLOC] = 343,
+					     [TEV_CACHE_FREE] = 175 });
 	const struct trace_event *e = at_line(&o, 4);
 	CHECK_EQ(e->type, TEV_CACHE_ALLOC);
 	CHECK_EQ(e->cpu, 0);
@@ -337,11 +316,6 @@ static void test_trace_dat(void)
 }
 
 /* ---- compressed ---- */
-
-static const char *const fixtures[] = {
-	"ftrace.txt", "trace-cmd.txt", "trace-cmd-latency.txt", "perf.txt", "record.txt",
-};
-#define NR_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
 
 /* Every fixture compressed reads as it does plain; so do two compressed
  * halves one after the other (gzip members, xz streams, zstd frames). */

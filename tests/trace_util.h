@@ -1,7 +1,8 @@
 /*
- * What the trace reader's tests share: files in a scratch directory, the
- * compressors the build has (to make .gz/.xz/.zst variants at test time),
- * and a whole trace read into memory.
+ * What the trace reader's tests share: the text fixtures, files in a
+ * scratch directory, the compressors the build has (to make .gz/.xz/.zst
+ * variants at test time), and a whole trace read into memory with the
+ * check of its events' order.
  */
 #ifndef ZA_TRACE_UTIL_H
 #define ZA_TRACE_UTIL_H
@@ -26,6 +27,13 @@ struct buf {
 	char *p;
 	size_t len;
 };
+
+/* The text traces in TRACES_DIR, one of each layout (trace.dat apart:
+ * only a build with libtracecmd reads it). */
+static const char *const fixtures[] = {
+	"ftrace.txt", "trace-cmd.txt", "trace-cmd-latency.txt", "perf.txt", "record.txt",
+};
+#define NR_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
 
 static char scratch_dir[64];
 
@@ -198,6 +206,14 @@ static inline uint64_t total_skipped(const struct readout *o)
 	for (int i = 0; i < NR_TRACE_SKIP; i++)
 		n += o->skipped[i];
 	return n;
+}
+
+/* Timestamp order, ties in file order. */
+static inline void check_order(const struct readout *o)
+{
+	for (size_t i = 1; i < o->n; i++)
+		CHECK(o->ev[i - 1].ts_ns < o->ev[i].ts_ns ||
+		      (o->ev[i - 1].ts_ns == o->ev[i].ts_ns && o->ev[i - 1].line < o->ev[i].line));
 }
 
 #endif
