@@ -40,6 +40,11 @@ static const char *percpu_index_check(const char *v)
 	return strcmp(v, "cpu") && strcmp(v, "cid") ? "expected cpu or cid" : NULL;
 }
 
+static const char *rseq_area_check(const char *v)
+{
+	return strcmp(v, "auto") && strcmp(v, "own") ? "expected auto or own" : NULL;
+}
+
 /* kernel= comes first: za_mm_config_string() prints the keys in this
  * order, and the preset must not undo the keys printed after it. */
 static const struct key keys[] = {
@@ -66,6 +71,7 @@ static const struct key keys[] = {
 	{ "lock_stats",            K_BOOL,   FIELD(lock_stats), 0, 1, false, NULL },
 	{ "percpu",                K_STRING, FIELD(percpu), 0, 8, false, percpu_check },
 	{ "percpu_index",          K_STRING, FIELD(percpu_index), 0, 8, false, percpu_index_check },
+	{ "rseq_area",             K_STRING, FIELD(rseq_area), 0, 8, false, rseq_area_check },
 	{ "slub_min_order",        K_INT,    FIELD(slub_min_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "slub_max_order",        K_INT,    FIELD(slub_max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false, NULL },
@@ -107,6 +113,7 @@ void za_config_defaults(struct za_config *cfg)
 		.lock_stats = 1,
 		.percpu = "rseq",
 		.percpu_index = "cpu",
+		.rseq_area = "auto",
 		.slub_max_order = 3,
 		.nr_cpus = ZA_AUTO,
 		.slub_big_system = 1,

@@ -343,6 +343,7 @@ struct za_mm {
 	int nr_nodes, nr_zones, nr_cpus;
 	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id or mm_cid, 0 without rseq */
 	bool percpu_rseq;               /* the fast paths are restartable sections (rseq.h) */
+	bool rseq_own_area;             /* threads register rseq_cpu_offset's area themselves */
 	int nr_cpu_bindings;            /* threads bound by za_bind_cpu (percpu.h) */
 	bool bulkfree_outside_lock, lock_stats, debug;
 	bool fair_zone, kswapd_wake_high;
@@ -362,7 +363,7 @@ struct za_mm {
 
 	struct za_config cfg;
 	char *config_string;
-	char percpu_mode[160];          /* za_percpu_mode() */
+	char percpu_mode[256];          /* za_percpu_mode() */
 	za_lock_t hotplug_lock;         /* sections are added one at a time */
 	char *last_section;             /* the latest one's memory: where to put the next */
 	_Atomic unsigned long nr_present_sections;

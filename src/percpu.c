@@ -5,6 +5,7 @@
 #include "percpu.h"
 
 #include "config.h"
+#include "rseq.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,13 +38,16 @@ void cpu_binding_forget(const struct za_mm *mm)
 		cpu_binding = (struct cpu_binding){ NULL, 0 };
 }
 
-/* No rseq, a CPU beyond the configured ones, or a thread whose rseq
- * registration failed. */
+/* No rseq, a CPU beyond the configured ones, a thread whose rseq
+ * registration failed, or one yet to register its own area (rseq.c). */
 int this_cpu_slow(const struct za_mm *mm)
 {
 	int cpu = -1;
-	if (mm->rseq_cpu_offset)
+	if (mm->rseq_cpu_offset) {
 		cpu = (int)rseq_index(mm);
+		if (cpu < 0 && mm->rseq_own_area && rseq_thread_register())
+			cpu = (int)rseq_index(mm);
+	}
 	if (cpu < 0)
 		cpu = sched_getcpu();
 	return cpu < 0 ? 0 : cpu % mm->nr_cpus;

@@ -1,11 +1,16 @@
 /*
- * Choosing the per-CPU mechanism, and the fence (rseq.h).
+ * Choosing the per-CPU mechanism, the thread's rseq area, and the fence
+ * (rseq.h).
  *
- * zonealloc does not register an rseq area of its own: glibc 2.35+ does for
- * every thread, unless told not to (GLIBC_TUNABLES=glibc.pthread.rseq=0) or
- * the kernel has none; in those cases, and with older C libraries, the
- * per-CPU trylock serves.  A thread's registration is glibc's, so it is
- * there from the thread's first instruction to its last, and fork keeps it.
+ * A thread has at most one rseq area, registered with the kernel.  glibc
+ * 2.35+ registers one for every thread, from its first instruction to its
+ * last, and fork keeps it: that one serves whenever it exists.  Where the C
+ * library has no rseq support at all (glibc before 2.35, other C
+ * libraries), zonealloc registers an area of its own in each thread, at
+ * the thread's first per-CPU slow path.  Where glibc has support but
+ * registered none -- GLIBC_TUNABLES=glibc.pthread.rseq=0, often set so that
+ * another runtime can register its own -- the per-CPU trylock serves,
+ * unless rseq_area=own says the area is ours to take.
  */
 #include "rseq.h"
 
@@ -19,10 +24,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if __has_include(<sys/rseq.h>)
-#include <sys/rseq.h>
-#define HAVE_GLIBC_RSEQ 1
-#endif
+#include <errno.h>
+
+/* glibc 2.35+'s registration, weak: NULL with a C library without rseq. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
 
 #ifndef AT_RSEQ_FEATURE_SIZE
 #define AT_RSEQ_FEATURE_SIZE 27
@@ -70,20 +76,83 @@ void rseq_count_abort(struct za_mm *mm)
 	counter_add_atomic(&mm->cpu_stat[this_cpu(mm)].ev[EV_RSEQ_ABORT], 1);
 }
 
-/* glibc's rseq area: its offset from the thread pointer, or 0 and why not. */
-static const char *rseq_area(long *off)
+/*
+ * The area zonealloc registers itself (the ABI's struct rseq).  Until its
+ * thread registers it, cpu_id and mm_cid read -1: as an index, larger than
+ * any, so every section fails and the thread takes a slow path, which
+ * registers it (this_cpu_slow).  A thread the kernel refuses keeps -2
+ * there and the lock paths for good.  The library is never unloaded
+ * (-z nodelete), so no registered area outlives its TLS.
+ */
+struct rseq_abi_area {
+	uint32_t cpu_id_start, cpu_id;
+	uint64_t rseq_cs;
+	uint32_t flags, node_id, mm_cid, reserved;
+} __attribute__((aligned(32)));
+
+enum { AREA_UNREGISTERED = -1, AREA_REFUSED = -2 };
+
+static __thread struct rseq_abi_area own_area __attribute__((tls_model("initial-exec"))) = {
+	.cpu_id = (uint32_t)AREA_UNREGISTERED,
+	.mm_cid = (uint32_t)AREA_UNREGISTERED,
+};
+
+static int own_area_state(void)
+{
+	return *(const volatile int *)&own_area.cpu_id;
+}
+
+/* Registers the calling thread's own area once; 0, or the errno of the
+ * refusal (the thread then keeps the lock paths). */
+static int own_area_register(void)
+{
+	if (own_area_state() != AREA_UNREGISTERED)
+		return own_area_state() == AREA_REFUSED ? EPERM : 0;
+	if (syscall(__NR_rseq, &own_area, sizeof(own_area), 0, RSEQ_SIG) == 0)
+		return 0;
+	int err = errno;
+	*(volatile uint32_t *)&own_area.cpu_id = (uint32_t)AREA_REFUSED;
+	return err;
+}
+
+bool rseq_thread_register(void)
+{
+	return own_area_register() == 0;
+}
+
+static const char *own_area_refused(int err)
+{
+	switch (err) {
+	case ENOSYS:
+		return "the kernel has no rseq (before 4.18)";
+	case EBUSY:
+		return "another library registered this thread's rseq area";
+	default:
+		return "the kernel refused zonealloc's rseq registration";
+	}
+}
+
+/* The rseq area the sections use: its offset from the thread pointer, or
+ * 0 and why none.  *own: threads register it themselves. */
+static const char *rseq_area(const struct za_config *cfg, long *off, bool *own)
 {
 	*off = 0;
-#if !defined(HAVE_GLIBC_RSEQ)
-	return "the C library registers no rseq area";
-#else
-	if (__rseq_size == 0)
-		return "glibc registered no rseq area (glibc.pthread.rseq=0, or the kernel has none)";
-	if (*(const volatile int *)(thread_pointer() + __rseq_offset + RSEQ_CPU_ID) < 0)
-		return "the kernel refused this thread's rseq registration";
-	*off = (long)__rseq_offset;
+	*own = false;
+	if (&__rseq_size && __rseq_size) {
+		if (*(const volatile int *)(thread_pointer() + __rseq_offset + RSEQ_CPU_ID) < 0)
+			return "the kernel refused this thread's rseq registration";
+		*off = (long)__rseq_offset;
+		return NULL;
+	}
+	if (&__rseq_size && strcmp(cfg->rseq_area, "own"))
+		return "glibc registered no rseq area (glibc.pthread.rseq=0, or the kernel has "
+		       "none; rseq_area=own registers zonealloc's)";
+	int err = own_area_register();
+	if (err)
+		return own_area_refused(err);
+	*off = (char *)&own_area - thread_pointer();
+	*own = true;
 	return NULL;
-#endif
 }
 
 /* Why the sections cannot run here, or NULL. */
@@ -107,7 +176,8 @@ static const char *rseq_sections(long area)
 void rseq_setup(struct za_mm *mm)
 {
 	long area;
-	const char *why = rseq_area(&area);
+	bool own;
+	const char *why = rseq_area(&mm->cfg, &area, &own);
 	bool want_rseq = !strcmp(mm->cfg.percpu, "rseq");
 	bool want_cid = !strcmp(mm->cfg.percpu_index, "cid");
 	bool cid = area && want_cid &&
@@ -123,11 +193,13 @@ void rseq_setup(struct za_mm *mm)
 		      "(percpu_index=cid can serve such a system)";
 	mm->percpu_rseq = want_rseq && !why;
 	mm->rseq_cpu_offset = area ? area + (cid ? RSEQ_MM_CID : RSEQ_CPU_ID) : 0;
+	mm->rseq_own_area = own;
 	if (mm->percpu_rseq)
 		rseq_cs_tls = area + RSEQ_CS;
 	bool asked = (want_rseq && !mm->percpu_rseq) || (want_cid && !cid);
-	snprintf(mm->percpu_mode, sizeof(mm->percpu_mode), "%s, indexed by %s%s%s",
+	snprintf(mm->percpu_mode, sizeof(mm->percpu_mode), "%s, indexed by %s%s%s%s",
 		 mm->percpu_rseq ? "rseq" : "lock", cid ? "mm_cid" : "CPU",
+		 mm->percpu_rseq && own ? " (zonealloc's own rseq area)" : "",
 		 asked && why ? ": " : "", asked && why ? why : "");
 }
 

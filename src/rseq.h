@@ -110,6 +110,9 @@ extern long rseq_cs_tls;
  * index this_cpu() reads) and mm->percpu_mode (what za_percpu_mode says).
  */
 void rseq_setup(struct za_mm *mm);
+/* With the process's own rseq area (mm->rseq_own_area): registers the
+ * calling thread's, once; false if the kernel refused it. */
+bool rseq_thread_register(void);
 /* Waits until no section that began before it can still commit. */
 void rseq_fence(void);
 
@@ -138,8 +141,11 @@ void rseq_count_abort(struct za_mm *mm);
 #if defined(__x86_64__)
 #include "rseq_x86_64.h"
 #else
-/* No sections on this architecture: rseq_setup() keeps the lock. */
+/* No sections on this architecture: rseq_setup() keeps the lock.  An own
+ * rseq area still makes this_cpu() two loads; its signature guards
+ * nothing here. */
 #define RSEQ_ARCH_NONE 1
+#define RSEQ_SIG 0x53053053u
 static inline int rseq_pop(const struct rseq_percpu *pc, const struct rseq_link *lk,
 			   uint64_t delta, uint64_t fail, void **out)
 {

@@ -29,6 +29,7 @@
 #ifndef ZA_RSEQ_X86_64_H
 #define ZA_RSEQ_X86_64_H
 
+#define RSEQ_SIG 0x53053053u
 #define RSEQ_SIG_STR "0x53053053"
 
 /* Arm, and read the index into addr (zero-extended). */

@@ -40,6 +40,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <errno.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -464,6 +466,19 @@ struct slot {
 };
 
 static struct slot slots[WORKERS];
+static bool sections;           /* the mechanism is rseq */
+
+/* Does the calling thread have an rseq area registered (glibc's, or the
+ * one zonealloc registers itself with rseq_area=own)?  The kernel takes a
+ * second registration only where there is none; one made here is undone. */
+static bool thread_has_rseq(void)
+{
+	static __thread uint32_t probe[8] __attribute__((aligned(32)));
+	if (syscall(__NR_rseq, probe, sizeof(probe), 0, 0x53053053) != 0)
+		return errno != ENOSYS;
+	CHECK(syscall(__NR_rseq, probe, sizeof(probe), 1 /* unregister */, 0x53053053) == 0);
+	return false;
+}
 
 static void *worker(void *arg)
 {
@@ -521,6 +536,10 @@ static void *worker(void *arg)
 				free_item(&ws, &batch[i]);
 		atomic_fetch_add(&rounds_done, 1);
 	}
+	/* Every thread runs the sections, registered by now if the area
+	 * is zonealloc's. */
+	if (sections)
+		CHECK(thread_has_rseq());
 	/* The thread ends holding nothing. */
 	for (int i = 0; i < POOL; i++)
 		if (pool[i].addr) {
@@ -766,6 +785,7 @@ int main(void)
 
 	mm = test_mm(config);
 	printf("  per-CPU mechanism: %s\n", za_percpu_mode(mm));
+	sections = !strncmp(za_percpu_mode(mm), "rseq", 4);
 	const char *cfg = za_mm_config_string(mm);
 	index_is_cpu = !strstr(cfg, "percpu_index=") || strstr(cfg, "percpu_index=cpu");
 	nr_granules = arena_bytes() >> GRANULE_SHIFT;
