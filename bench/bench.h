@@ -185,6 +185,9 @@ struct sweep_out {
 int run_sweep(int argc, char **argv, const char *spec, const struct sweep_out *o);
 /* "pcp_high_order,slub_max_order=3:4" -> "pcp_high_order 0 → 1, slub_max_order 3 → 4" */
 void describe_ab(const char *ab, char *out, size_t len);
+/* The configuration keys of --ab's variant `which` (0 before, 1 after),
+ * each after a comma; false if the spec is malformed. */
+bool ab_part(const char *spec, int which, char *out, size_t len);
 const struct experiment *find_experiment(const char *name);
 extern const struct experiment *const experiments[];
 

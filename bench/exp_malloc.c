@@ -73,6 +73,7 @@ struct malloc_state {
 	bool run[NR_BENCH];             /* --benchmarks */
 	int nrun;
 	int m_time[NR_BENCH], m_rss[NR_BENCH], m_sys[NR_BENCH], m_geo_time, m_geo_rss;
+	char za_config[MAX_VARIANTS][256];      /* ZA_CONFIG of a zonealloc variant (--ab) */
 	char missing[512];
 };
 
@@ -141,6 +142,23 @@ static bool find_library(const struct malloc_state *st, const char *lib, bool ou
 	return false;
 }
 
+/* --ab: zonealloc twice, before and after, each with its ZA_CONFIG. */
+static int ab_variants(struct bench *b, struct variant *v)
+{
+	struct malloc_state *st = b->state;
+	b->variants[b->nvariants] = *v;
+	for (int which = 0; which < 2; which++, v++) {
+		char *cfg = st->za_config[v - b->variants];
+		if (!ab_part(b->opts.ab, which, cfg, sizeof(st->za_config[0])))
+			return usage_error("bad --ab '%s' (SWITCH or SWITCH=A:B, comma separated)",
+					   b->opts.ab);
+		memmove(cfg, cfg + 1, strlen(cfg));     /* the leading comma */
+		snprintf(v->name, sizeof(v->name), "za-%s", which ? "after" : "before");
+	}
+	b->nvariants++;
+	return 0;
+}
+
 static int malloc_variants(struct bench *b)
 {
 	struct malloc_state *st = b->state;
@@ -169,6 +187,8 @@ static int malloc_variants(struct bench *b)
 			snprintf(v->config, sizeof(v->config), "the C library's malloc");
 		snprintf(v->name, sizeof(v->name), "%s", allocators[i].name);
 		b->nvariants++;
+		if (ours && b->opts.ab && ab_variants(b, v))
+			return 1;
 	}
 	if (*st->missing)
 		fprintf(stderr, "zabench malloc: not installed, left out: %s "
@@ -182,7 +202,8 @@ static int malloc_variants(struct bench *b)
 /* Runs one benchmark under one allocator; returns its seconds, its peak
  * RSS in MiB in *rss_mib and its system time in *sys_s, or a negative
  * time if it failed. */
-static double run_one(const struct malloc_state *st, const struct variant *v, const char *bench,
+static double run_one(const struct malloc_state *st, const struct variant *v,
+		      const char *za_config, const char *bench,
 		      int threads, double scale, double *rss_mib, double *sys_s)
 {
 	int out[2];
@@ -201,6 +222,8 @@ static double run_one(const struct malloc_state *st, const struct variant *v, co
 		else
 			setenv("LD_PRELOAD", v->config, 1);
 		unsetenv("ZA_STATS");
+		if (*za_config)
+			setenv("ZA_CONFIG", za_config, 1);
 		int prog = program_of(bench);
 		if (prog >= 0) {
 			setenv("PYTHONMALLOC", "malloc", 1);
@@ -239,7 +262,7 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 		if (!st->run[i])
 			continue;
 		double rss = 0, sys = 0;
-		double t = run_one(st, v, benchmarks[i], b->opts.threads, scale, &rss, &sys);
+		double t = run_one(st, v, st->za_config[v - b->variants], benchmarks[i], b->opts.threads, scale, &rss, &sys);
 		if (t <= 0) {
 			fprintf(stderr, "zabench malloc: giving up\n");
 			exit(1);
@@ -308,7 +331,8 @@ static void malloc_print(const struct bench *b, FILE *out)
 		machine_cores(), (double)machine_memory() / (1 << 30), b->opts.threads, st->scale,
 		b->opts.iterations);
 	for (int i = 0; i < b->nvariants; i++)
-		fprintf(out, "%-10s %s\n", b->variants[i].name, b->variants[i].config);
+		fprintf(out, "%-10s %s%s%s\n", b->variants[i].name, b->variants[i].config,
+			*st->za_config[i] ? ", ZA_CONFIG=" : "", st->za_config[i]);
 	if (*st->missing)
 		fprintf(out, "not installed: %s\n", st->missing);
 	fputc('\n', out);

@@ -459,7 +459,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o, bool takes
  * "--ab pcp_high_order,slub_max_order=3:4" -> before "pcp_high_order=0,
  * slub_max_order=3", after "...=1,...=4".  Returns false on a malformed spec.
  */
-static bool ab_part(const char *spec, int which, char *out, size_t len)
+bool ab_part(const char *spec, int which, char *out, size_t len)
 {
 	char buf[512];
 	size_t n = 0;

@@ -142,6 +142,9 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        at least the max-order block; auto = 64M (at most
  *                        a quarter of memory), or the max-order block if
  *                        larger
+ *   malloc_cache=thread  where the malloc keeps freed small objects for
+ *                        reuse: thread, per-thread sheaves; cpu, per-CPU
+ *                        stacks (restartable sections; needs percpu=rseq)
  *   purge_delay_ms=1000  the malloc front end returns memory free this long
  *                        to the OS (0: never); za_purge() does it on demand
  *   debug=0              check every free completely, report leaks on destroy

@@ -45,6 +45,11 @@ static const char *rseq_area_check(const char *v)
 	return strcmp(v, "auto") && strcmp(v, "own") ? "expected auto or own" : NULL;
 }
 
+static const char *malloc_cache_check(const char *v)
+{
+	return strcmp(v, "thread") && strcmp(v, "cpu") ? "expected thread or cpu" : NULL;
+}
+
 /* kernel= comes first: za_mm_config_string() prints the keys in this
  * order, and the preset must not undo the keys printed after it. */
 static const struct key keys[] = {
@@ -72,6 +77,7 @@ static const struct key keys[] = {
 	{ "percpu",                K_STRING, FIELD(percpu), 0, 8, false, percpu_check },
 	{ "percpu_index",          K_STRING, FIELD(percpu_index), 0, 8, false, percpu_index_check },
 	{ "rseq_area",             K_STRING, FIELD(rseq_area), 0, 8, false, rseq_area_check },
+	{ "malloc_cache",          K_STRING, FIELD(malloc_cache), 0, 8, false, malloc_cache_check },
 	{ "slub_min_order",        K_INT,    FIELD(slub_min_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "slub_max_order",        K_INT,    FIELD(slub_max_order), 0, ZA_MAX_ORDER_LIMIT, false, NULL },
 	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false, NULL },
@@ -114,6 +120,7 @@ void za_config_defaults(struct za_config *cfg)
 		.percpu = "rseq",
 		.percpu_index = "cpu",
 		.rseq_area = "auto",
+		.malloc_cache = "thread",
 		.slub_max_order = 3,
 		.nr_cpus = ZA_AUTO,
 		.slub_big_system = 1,

@@ -201,12 +201,29 @@ static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache
 	return p;
 }
 
+/* malloc_cache=cpu: the top of the CPU's stack of class c, or from the
+ * slab cache. */
+static inline __attribute__((always_inline)) void *cpu_cache_alloc(unsigned int c)
+{
+	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
+	void *p;
+	if (unlikely(rseq_pop_retry(zm.mm, &pc, &object_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &p) != RSEQ_OK) &&
+	    !(p = cpu_cache_alloc_slow(c))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*(uint64_t *)p = 0;     /* no longer free */
+	return p;
+}
+
 static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 {
 	struct thread_cache *tc = tcache;
 	struct sheaf *s = tc->main[c];
 	if (likely(s->size))
 		return sheaf_pop(tc, s);
+	if (zm.cpu_cache)
+		return cpu_cache_alloc(c);
 	void *p = sheaf_alloc_slow(c);
 	if (!p) {
 		errno = ENOMEM;
@@ -258,6 +275,8 @@ void *za_malloc(size_t n)
 		struct sheaf *s = tc->main[c];
 		if (likely(s->size))
 			return sheaf_pop(tc, s);
+		if (zm.cpu_cache && c != ZERO_SLOT)
+			return cpu_cache_alloc(c);
 	}
 	/* A miss goes the whole way: the system may not exist yet. */
 	return malloc_slow(n, MALLOC_ALIGN);
@@ -464,9 +483,16 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 	unsigned int c = small_class_of(p, sig, &slab);
 	if (unlikely(c == NR_CLASSES || (expect_class != SIZE_MAX && expect_class != c)))
 		return FREE_CHECK;
+	*(uint64_t *)p = sig;
+	if (zm.cpu_cache) {
+		struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
+		if (unlikely(rseq_push_retry(zm.mm, &pc, &object_link, p, p, RSEQ_PUSH_ONE + 1,
+					     cpu_cache_limit(c) | RSEQ_FOLD, 0, 0) != RSEQ_OK))
+			cpu_cache_free_slow(c, p);
+		return FREE_DONE;
+	}
 	struct thread_cache *tc = tcache;
 	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
-	*(uint64_t *)p = sig;
 	if (unlikely(sh->size >= sh->capacity))
 		return c;
 	sh->objects[sh->size++] = p;
@@ -607,6 +633,7 @@ int za_malloc_trim(size_t pad)
 		return 0;
 	sheaves_flush_thread();
 	sheaves_flush_barns();
+	cpu_cache_drain();
 	za_shrink_slabs(zm.mm);
 	za_drain_all_pages(zm.mm);
 	vmalloc_decay(true);

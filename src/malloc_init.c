@@ -187,6 +187,7 @@ static bool init_front_end(void)
 	if (zm.debug)
 		malloc_debug_init();
 	malloc_stats_init();
+	zm.cpu_cache = !strcmp(mm->cfg.malloc_cache, "cpu") && cpu_cache_init();
 	view_copy(&malloc_arena, &mm->view);
 	return true;
 }
@@ -245,6 +246,7 @@ za_cache_t *malloc_class_cache(unsigned int c)
  * ------------------------------------------------------------------------ */
 static void fork_prepare(void)
 {
+	cpu_cache_lock(true);
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
 		za_lock(&zm.barns[c].lock);
 	za_lock(&zm.threads_lock);
@@ -261,6 +263,7 @@ static void fork_unlock(bool in_child)
 	za_unlock(&zm.threads_lock);
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
 		za_unlock(&zm.barns[c].lock);
+	cpu_cache_lock(false);
 }
 
 static void fork_parent(void)

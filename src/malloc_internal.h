@@ -18,6 +18,7 @@
 #define ZA_MALLOC_INTERNAL_H
 
 #include "mmzone.h"
+#include "rseq.h"
 
 #include <pthread.h>
 
@@ -178,6 +179,7 @@ struct za_malloc {
 	za_mm_t *mm;
 	uint64_t free_key;              /* signature of a freed small object */
 	bool debug;
+	bool cpu_cache;                 /* malloc_cache=cpu (malloc_percpu.c) */
 	unsigned long large_max_pages;  /* the page allocator's largest block */
 	struct malloc_class classes[NR_CLASSES];
 	struct barn barns[NR_CLASSES];
@@ -190,6 +192,51 @@ struct za_malloc {
 };
 
 extern struct za_malloc zm;
+
+/* ------------------------------------------------------------------------
+ * malloc_cache=cpu: per-CPU object stacks (malloc_percpu.c)
+ * ------------------------------------------------------------------------ */
+/* An object's successor sits after its freed signature. */
+static const struct rseq_link object_link = { .off = sizeof(uint64_t) };
+
+struct cpu_objects {
+	struct rseq_stack stack[NR_CLASSES];
+	_Atomic uint32_t stop;
+};
+
+#define CPU_OBJECTS_SHIFT 10
+_Static_assert(sizeof(struct cpu_objects) <= 1u << CPU_OBJECTS_SHIFT, "cpu_objects too large");
+
+extern char *cpu_objects_base;
+
+static inline struct rseq_percpu cpu_cache_percpu(za_mm_t *mm, unsigned int c)
+{
+	return (struct rseq_percpu){
+		.base = cpu_objects_base + c * sizeof(struct rseq_stack),
+		.stop = (long)offsetof(struct cpu_objects, stop) -
+			(long)(c * sizeof(struct rseq_stack)),
+		.shift = CPU_OBJECTS_SHIFT,
+		.nr = (unsigned int)mm->nr_cpus,
+		.index_tls = mm->rseq_cpu_offset,
+	};
+}
+
+/* A stack holds fewer objects than its class's limit, a power of two: a
+ * push that reaches it fails. */
+static inline uint64_t cpu_cache_limit(unsigned int c)
+{
+	return 1ULL << order_base_2(2 * zm.classes[c].capacity);
+}
+
+bool cpu_cache_init(void);
+void *cpu_cache_alloc_slow(unsigned int c);
+void cpu_cache_free_slow(unsigned int c, void *obj);
+void cpu_cache_drain(void);
+/* The CPUs' hits (folded and in the tallies) and misses, added. */
+void cpu_cache_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
+			  uint64_t *free_misses);
+int cpu_cache_verify(void);             /* za_verify's part */
+void cpu_cache_lock(bool lock);         /* fork */
 
 /* malloc_init.c: the bootstrap, the boot heap, class caches, misuse. */
 enum { BOOT_NONE, BOOT_RUNNING, BOOT_DONE, BOOT_FAILED };

@@ -65,6 +65,7 @@ static void *purge_worker(void *arg)
 		za_lock(&purger.round);
 		if (idle) {
 			sheaves_flush_barns();
+			cpu_cache_drain();
 			slab_shrink_reclaim(mm);
 			za_drain_all_pages(mm);
 		}

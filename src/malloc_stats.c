@@ -138,8 +138,9 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 {
 	uint64_t ah, am, fh, fm;
 	sheaves_fold_stats(&ah, &am, &fh, &fm);
-	fprintf(out, "  per-thread sheaves: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
-		"(%.1f%%), %llu misses\n", (unsigned long long)ah, pct(ah, ah + am),
+	fprintf(out, "  %s: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
+		"(%.1f%%), %llu misses\n",
+		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves", (unsigned long long)ah, pct(ah, ah + am),
 		(unsigned long long)am, (unsigned long long)fh, pct(fh, fh + fm),
 		(unsigned long long)fm);
 	long long fast = za_stat(mm, "slab_alloc_fastpath"), slow = za_stat(mm, "slab_alloc_slowpath");

@@ -413,5 +413,5 @@ int malloc_verify(struct za_mm *mm)
 	za_lock(&zm.threads_lock);
 	int r = verify_threads();
 	za_unlock(&zm.threads_lock);
-	return r;
+	return r ? r : cpu_cache_verify();
 }

@@ -186,6 +186,7 @@ void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *
 		*free_misses += load_relaxed(&tc->free_misses);
 	}
 	za_unlock(&zm.threads_lock);
+	cpu_cache_fold_stats(alloc_hits, alloc_misses, free_hits, free_misses);
 }
 
 /*
