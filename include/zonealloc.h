@@ -126,8 +126,8 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *   percpu_index=cpu     what picks a thread's per-CPU structures: cpu, the
  *                        CPU it runs on, or cid, its mm_cid (Linux 6.3+), a
  *                        dense number below the process's running threads
- *   rseq_area=auto       whose rseq area the sections use: auto, glibc's,
- *                        or where the C library has no rseq support (glibc
+ *   rseq_area=libc       whose rseq area the sections use: libc, the C
+ *                        library's, or where it has no rseq support (glibc
  *                        before 2.35, other C libraries) one zonealloc
  *                        registers in each thread; own, zonealloc's also
  *                        where glibc registered none (a GLIBC_TUNABLES

@@ -42,7 +42,7 @@ static const char *percpu_index_check(const char *v)
 
 static const char *rseq_area_check(const char *v)
 {
-	return strcmp(v, "auto") && strcmp(v, "own") ? "expected auto or own" : NULL;
+	return strcmp(v, "libc") && strcmp(v, "own") ? "expected libc or own" : NULL;
 }
 
 static const char *malloc_cache_check(const char *v)
@@ -119,7 +119,7 @@ void za_config_defaults(struct za_config *cfg)
 		.lock_stats = 1,
 		.percpu = "rseq",
 		.percpu_index = "cpu",
-		.rseq_area = "auto",
+		.rseq_area = "libc",
 		.malloc_cache = "thread",
 		.slub_max_order = 3,
 		.nr_cpus = ZA_AUTO,

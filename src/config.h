@@ -49,7 +49,7 @@ struct za_config {
 	int64_t lock_stats;
 	char percpu[8];                 /* "rseq" or "lock" (rseq.h) */
 	char percpu_index[8];           /* "cpu" or "cid" */
-	char rseq_area[8];              /* "auto" or "own" (rseq.c) */
+	char rseq_area[8];              /* "libc" or "own" (rseq.c) */
 	char malloc_cache[8];           /* "thread" or "cpu" (malloc_percpu.c) */
 	/* SLUB */
 	int64_t slub_min_order;
