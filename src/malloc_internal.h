@@ -135,6 +135,7 @@ void sheaves_flush_thread(void);
 /* sheaf.c */
 extern struct sheaf empty_sheaf;
 void *sheaf_alloc_slow(unsigned int c);
+void *class_alloc_one(unsigned int c);  /* past every cache: NULL without memory */
 void sheaf_free_slow(unsigned int c, void *obj);
 void sheaves_give_back(struct thread_cache *tc);
 void sheaves_empty(struct thread_cache *tc);

@@ -79,17 +79,20 @@ static void fold_hits(uint64_t tally)
 }
 
 /* Takes the stack of class c of the thread's CPU of the moment, folding its
- * counts; false if the thread's index has no stack (not registered yet,
- * or stopped). */
+ * counts; false if the thread's index has no stack (stopped, or an own
+ * rseq area not registered yet: this registers it, rseq.c). */
 static bool take_stack(unsigned int c, void **head, uint64_t *len)
 {
 	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
 	struct rseq_stack old;
 	unsigned int index = rseq_index(zm.mm);
-	if (index >= pc.nr || rseq_take_retry(zm.mm, &pc, index, &old) != RSEQ_OK) {
-		this_cpu(zm.mm);        /* registers an own rseq area (rseq.c) */
+	if (index >= pc.nr) {
+		if (zm.mm->rseq_own_area)
+			rseq_thread_register();
 		return false;
 	}
+	if (rseq_take_retry(zm.mm, &pc, index, &old) != RSEQ_OK)
+		return false;
 	fold_hits(old.tally);
 	*head = old.head;
 	*len = old.tally & RSEQ_LEN_MASK;
@@ -114,38 +117,36 @@ static void *chain_last(void *head, uint64_t n)
 	return head;
 }
 
-/* Half a stack of fresh objects, carrying the freed signature, one kept
- * for the caller in *out; the count of the chain from objs[1]. */
-static size_t refill(unsigned int c, void **objs, void **out)
+/* objs[0..n) become a chain of free objects, carrying the freed
+ * signature. */
+static void chain_fresh(void **objs, size_t n)
 {
-	za_cache_t *cache = malloc_class_cache(c);
-	size_t n = cache ? za_cache_alloc_bulk(cache, 0, cpu_cache_limit(c) / 2, objs) : 0;
-	*out = n ? objs[0] : cache ? za_cache_alloc(cache, 0) : NULL;
-	for (size_t i = 1; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		*(uint64_t *)objs[i] = free_signature(objs[i]);
 		set_next(objs[i], i + 1 < n ? objs[i + 1] : NULL);
 	}
-	return n > 1 ? n - 1 : 0;
 }
 
-/* malloc's pop failed. */
+/* malloc's pop failed: the stack was empty (half a stack from the slab
+ * cache, one of it for the caller), or only its counts were due. */
 void *cpu_cache_alloc_slow(unsigned int c)
 {
-	void *head, *obj, *objs[SHEAF_MAX_CAPACITY];
+	void *head, *objs[SHEAF_MAX_CAPACITY];
 	uint64_t len;
 	counter_add_atomic(&misses[0], 1);
-	if (!take_stack(c, &head, &len)) {
-		za_cache_t *cache = malloc_class_cache(c);
-		return cache ? za_cache_alloc(cache, 0) : NULL;
-	}
-	if (head) {                     /* only the counts were due */
+	if (!take_stack(c, &head, &len))
+		return class_alloc_one(c);
+	if (head) {
 		put_chain(c, next_of(head), len > 1 ? chain_last(head, len) : NULL, len - 1);
 		return head;
 	}
-	size_t n = refill(c, objs, &obj);
-	if (n)
-		put_chain(c, objs[1], objs[n], n);
-	return obj;
+	za_cache_t *cache = malloc_class_cache(c);
+	size_t n = cache ? za_cache_alloc_bulk(cache, 0, cpu_cache_limit(c) / 2, objs) : 0;
+	if (!n)
+		return class_alloc_one(c);      /* short of memory: one will do */
+	chain_fresh(objs + 1, n - 1);
+	put_chain(c, objs[1], objs[n - 1], n - 1);
+	return objs[0];
 }
 
 /* free's push failed: obj carries the freed signature. */

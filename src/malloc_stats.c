@@ -140,8 +140,8 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 	sheaves_fold_stats(&ah, &am, &fh, &fm);
 	fprintf(out, "  %s: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
 		"(%.1f%%), %llu misses\n",
-		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves", (unsigned long long)ah, pct(ah, ah + am),
-		(unsigned long long)am, (unsigned long long)fh, pct(fh, fh + fm),
+		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves",
+		(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am, (unsigned long long)fh, pct(fh, fh + fm),
 		(unsigned long long)fm);
 	long long fast = za_stat(mm, "slab_alloc_fastpath"), slow = za_stat(mm, "slab_alloc_slowpath");
 	fprintf(out, "  per-CPU slabs: %lld objects from the CPU freelist (%.1f%%), %lld refills\n",

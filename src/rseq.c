@@ -17,14 +17,13 @@
 #include "mmzone.h"
 #include "percpu.h"
 
+#include <errno.h>
 #include <linux/membarrier.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <errno.h>
 
 /* glibc 2.35+'s registration, weak: NULL with a C library without rseq. */
 extern const ptrdiff_t __rseq_offset __attribute__((weak));

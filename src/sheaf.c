@@ -247,7 +247,7 @@ void sheaves_flush_barns(void)
 
 /* One object straight from the class's slab cache, which may not exist
  * yet (and cannot be made without memory for its metadata). */
-static void *class_alloc_one(unsigned int c)
+void *class_alloc_one(unsigned int c)
 {
 	za_cache_t *cache = malloc_class_cache(c);
 	return cache ? za_cache_alloc(cache, 0) : NULL;
