@@ -201,21 +201,6 @@ static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache
 	return p;
 }
 
-/* malloc_cache=cpu: the top of the CPU's stack of class c, or from the
- * slab cache. */
-static inline __attribute__((always_inline)) void *cpu_cache_alloc(unsigned int c)
-{
-	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
-	void *p;
-	if (unlikely(rseq_pop_retry(zm.mm, &pc, &object_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &p) != RSEQ_OK) &&
-	    !(p = cpu_cache_alloc_slow(c))) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	*(uint64_t *)p = 0;     /* no longer free */
-	return p;
-}
-
 static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 {
 	struct thread_cache *tc = tcache;
@@ -485,10 +470,7 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 		return FREE_CHECK;
 	*(uint64_t *)p = sig;
 	if (zm.cpu_cache) {
-		struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
-		if (unlikely(rseq_push_retry(zm.mm, &pc, &object_link, p, p, RSEQ_PUSH_ONE + 1,
-					     cpu_cache_limit(c) | RSEQ_FOLD, 0, 0) != RSEQ_OK))
-			cpu_cache_free_slow(c, p);
+		cpu_cache_free(c, p);
 		return FREE_DONE;
 	}
 	struct thread_cache *tc = tcache;

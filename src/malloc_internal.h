@@ -230,8 +230,11 @@ static inline uint64_t cpu_cache_limit(unsigned int c)
 }
 
 bool cpu_cache_init(void);
-void *cpu_cache_alloc_slow(unsigned int c);
-void cpu_cache_free_slow(unsigned int c, void *obj);
+/* The hit paths, out of line so that the sheaves' own stay short: an
+ * object of class c (NULL and ENOMEM without memory), and obj (carrying
+ * the freed signature) back. */
+void *cpu_cache_alloc(unsigned int c);
+void cpu_cache_free(unsigned int c, void *obj);
 void cpu_cache_drain(void);
 /* The CPUs' hits (folded and in the tallies) and misses, added. */
 void cpu_cache_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,

@@ -25,6 +25,7 @@
 #include "percpu.h"
 #include "slab.h"
 
+#include <errno.h>
 #include <string.h>
 
 char *cpu_objects_base;
@@ -129,7 +130,7 @@ static void chain_fresh(void **objs, size_t n)
 
 /* malloc's pop failed: the stack was empty (half a stack from the slab
  * cache, one of it for the caller), or only its counts were due. */
-void *cpu_cache_alloc_slow(unsigned int c)
+static void *cpu_cache_alloc_slow(unsigned int c)
 {
 	void *head, *objs[SHEAF_MAX_CAPACITY];
 	uint64_t len;
@@ -150,7 +151,7 @@ void *cpu_cache_alloc_slow(unsigned int c)
 }
 
 /* free's push failed: obj carries the freed signature. */
-void cpu_cache_free_slow(unsigned int c, void *obj)
+static void cpu_cache_free_slow(unsigned int c, void *obj)
 {
 	void *head;
 	uint64_t len, keep = cpu_cache_limit(c) / 2;
@@ -167,6 +168,27 @@ void cpu_cache_free_slow(unsigned int c, void *obj)
 		len = keep;
 	}
 	put_chain(c, obj, chain_last(obj, len), len);
+}
+
+void *cpu_cache_alloc(unsigned int c)
+{
+	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
+	void *p;
+	if (unlikely(rseq_pop_retry(zm.mm, &pc, &object_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &p) != RSEQ_OK) &&
+	    !(p = cpu_cache_alloc_slow(c))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*(uint64_t *)p = 0;     /* no longer free */
+	return p;
+}
+
+void cpu_cache_free(unsigned int c, void *obj)
+{
+	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
+	if (unlikely(rseq_push_retry(zm.mm, &pc, &object_link, obj, obj, RSEQ_PUSH_ONE + 1,
+				     cpu_cache_limit(c) | RSEQ_FOLD, 0, 0) != RSEQ_OK))
+		cpu_cache_free_slow(c, obj);
 }
 
 /* Stops every index's sections; the caller owns every stack until
