@@ -232,8 +232,16 @@ za_cache_t *malloc_class_cache(unsigned int c)
 		unsigned int flags = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
 						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : ZA_SLAB_FREEPTR_EARLY;
 		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
-		if (cache)
+		if (cache) {
 			cache->owner_tag = c;
+			/* The sheaves and barns are this cache's per-CPU layer:
+			 * no per-CPU partial slabs under them, and a slab that
+			 * empties goes back to the page allocator at once, where
+			 * any class (or a page block) reuses its touched pages,
+			 * instead of each class keeping some. */
+			cache->cpu_partial_slabs = 0;
+			cache->min_partial = 0;
+		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}
 	za_unlock(&zm.threads_lock);
