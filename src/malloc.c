@@ -452,6 +452,17 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	return c;
 }
 
+/* The descriptor of the live malloc page block p starts, or NULL: its
+ * word alone answers (realloc within the block's pages, usable_size). */
+static inline struct za_page *live_block_head(const void *p)
+{
+	if (!view_has(&malloc_arena, p) || ((uintptr_t)p & (PAGE_SIZE - 1)))
+		return NULL;
+	struct za_page *head = view_page(&malloc_arena, p);
+	unsigned long w = block_word(head);
+	return (page_flags(head) & PG_alloc) && w && !(w & 1) ? head : NULL;
+}
+
 /*
  * The fast path: p is a live small object of the expected class (if any)
  * and its sheaf -- main, or remote for another thread's slab -- has room.
@@ -545,6 +556,13 @@ void *za_realloc(void *p, size_t n)
 		}
 		return q;
 	}
+	/* A page block that keeps its pages only records the new size: the
+	 * common step of a buffer growing a little at a time. */
+	struct za_page *head = n > SMALL_MAX ? live_block_head(p) : NULL;
+	if (head && block_pages(n) == block_word_pages(block_word(head))) {
+		set_block_word(head, block_pages(n), n, false);
+		return p;
+	}
 	/*
 	 * The block stays only if it is what malloc(n) would give -- the same
 	 * class (answered above), a page block resized in place (grown into the
@@ -556,10 +574,6 @@ void *za_realloc(void *p, size_t n)
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
 	if (want.kind == b.kind) {
-		if (b.kind == A_LARGE && want.pages == b.pages) {
-			set_block_word(virt_to_page(zm.mm, p), b.pages, n, false);
-			return p;
-		}
 		if (b.kind == A_LARGE &&
 		    !za_resize_pages_exact(zm.mm, p, b.pages << PAGE_SHIFT, want.pages << PAGE_SHIFT)) {
 			set_block_word(virt_to_page(zm.mm, p), want.pages, n, false);
@@ -591,8 +605,18 @@ void *za_reallocarray(void *p, size_t count, size_t size)
 size_t za_malloc_usable_size(void *p)
 {
 	struct alloc_info b;
+	struct za_page *slab, *head;
 	if (!p)
 		return 0;
+	/* Interpreters ask on every allocation and free (Ruby's accounting):
+	 * free's checks answer for a live object, a block's word for a block. */
+	if (likely(!zm.debug)) {
+		unsigned int c = small_class_of(p, free_signature(p), &slab);
+		if (c < NR_CLASSES)
+			return class_size(c);
+		if ((head = live_block_head(p)))
+			return block_word_pages(block_word(head)) << PAGE_SHIFT;
+	}
 	if (in_boot_heap(p))
 		return boot_size(p);
 	if (in_zero_region(p))
