@@ -203,7 +203,7 @@ static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache
 
 static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 {
-	struct thread_cache *tc = tcache;
+	struct thread_cache *tc = load_relaxed(&tcache);
 	struct sheaf *s = tc->main[c];
 	if (likely(s->size))
 		return sheaf_pop(tc, s);
@@ -256,7 +256,7 @@ void *za_malloc(size_t n)
 {
 	if (likely(n <= SMALL_MAX)) {
 		unsigned int c = size_class(n);
-		struct thread_cache *tc = tcache;
+		struct thread_cache *tc = load_relaxed(&tcache);
 		struct sheaf *s = tc->main[c];
 		if (likely(s->size))
 			return sheaf_pop(tc, s);
@@ -484,7 +484,7 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 		cpu_cache_free(c, p);
 		return FREE_DONE;
 	}
-	struct thread_cache *tc = tcache;
+	struct thread_cache *tc = load_relaxed(&tcache);
 	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
 	if (unlikely(sh->size >= sh->capacity))
 		return c;

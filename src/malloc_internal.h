@@ -104,6 +104,11 @@ struct thread_cache {
 	unsigned int nr_blocks;
 	size_t block_bytes;
 	struct thread_cache *next, *prev;       /* every live thread's, under threads_lock */
+	/* The thread's tcache, and what the purge worker last saw of its
+	 * counters (under threads_lock: thread_caches_note_idle). */
+	struct thread_cache *_Atomic *home;
+	uint64_t activity;
+	unsigned int idle_rounds;
 	bool exited;                            /* the static "after exit" instance */
 };
 
@@ -124,13 +129,16 @@ struct malloc_class {
 };
 
 /* thread_cache.c */
-extern __thread struct thread_cache *tcache __attribute__((tls_model("initial-exec")));
+/* Read by its thread alone, but turned by the purge worker: atomic,
+ * relaxed (a plain load). */
+extern __thread struct thread_cache *_Atomic tcache __attribute__((tls_model("initial-exec")));
 extern struct thread_cache boot_tcache, exited_tcache;
 struct thread_cache *this_thread_cache(void);
 void *block_alloc(unsigned long pages, size_t align, size_t requested);
 void block_free(void *p, unsigned long pages);
 void thread_cache_exit(void *tc);
 void sheaves_flush_thread(void);
+void thread_caches_note_idle(void);     /* the purge worker's round */
 
 /* sheaf.c */
 extern struct sheaf empty_sheaf;
@@ -190,6 +198,7 @@ struct za_malloc {
 	struct thread_cache *threads;
 	/* thread exits fold their counters here (atomically: rare) */
 	za_counter_t exited_alloc_hits, exited_alloc_misses, exited_free_hits, exited_free_misses;
+	za_counter_t idle_flushes;      /* idle threads' caches given back */
 };
 
 extern struct za_malloc zm;

@@ -13,8 +13,10 @@
  * too a delay later, and the mapping cache is given back.  Busy rounds
  * give back what the mapping cache holds beyond recent demand
  * (vmalloc.c).
- * After three quiet rounds (idle, nothing purged) nothing dirty is left, and
- * the worker sleeps until the next kick.  Per-thread sheaves are their threads' own and are never touched.
+ * A thread that made no call for two rounds gives its sheaves and blocks
+ * back at its next call (thread_caches_note_idle).  After three quiet
+ * rounds (idle, nothing purged) nothing dirty is left, and the worker
+ * sleeps until the next kick.
  */
 #include "malloc_internal.h"
 #include "slab.h"
@@ -71,6 +73,7 @@ static void *purge_worker(void *arg)
 		}
 		long purged = za_purge(mm, 3);
 		vmalloc_decay(idle);
+		thread_caches_note_idle();
 		za_unlock(&purger.round);
 		seen = page_activity(mm);
 		quiet = idle && !purged && now == seen ? quiet + 1 : 0;

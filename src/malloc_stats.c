@@ -143,6 +143,9 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves",
 		(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am, (unsigned long long)fh, pct(fh, fh + fm),
 		(unsigned long long)fm);
+	if (!zm.cpu_cache)
+		fprintf(out, "  idle threads: %llu gave their sheaves and blocks back at their next call\n",
+			(unsigned long long)load_relaxed(&zm.idle_flushes));
 	long long fast = za_stat(mm, "slab_alloc_fastpath"), slow = za_stat(mm, "slab_alloc_slowpath");
 	fprintf(out, "  per-CPU slabs: %lld objects from the CPU freelist (%.1f%%), %lld refills\n",
 		fast, pct((uint64_t)fast, (uint64_t)(fast + slow)), slow);

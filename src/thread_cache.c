@@ -17,7 +17,12 @@ struct thread_cache boot_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
 				    .remote = EMPTY_SHEAVES };
 struct thread_cache exited_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
 				      .remote = EMPTY_SHEAVES, .exited = true };
-__thread struct thread_cache *tcache __attribute__((tls_model("initial-exec"))) = &boot_tcache;
+/* Where the purge worker turns an idle thread's pointer (thread_caches_note_idle). */
+static struct thread_cache idle_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
+					   .remote = EMPTY_SHEAVES };
+__thread struct thread_cache *_Atomic tcache __attribute__((tls_model("initial-exec"))) = &boot_tcache;
+/* The thread's own cache, whatever tcache leads to meanwhile. */
+static __thread struct thread_cache *own_tcache __attribute__((tls_model("initial-exec")));
 
 /* ------------------------------------------------------------------------
  * Threads
@@ -34,9 +39,28 @@ static struct thread_cache *thread_cache_create(void)
 		tc->next->prev = tc;
 	zm.threads = tc;
 	za_unlock(&zm.threads_lock);
+	tc->home = &tcache;
+	own_tcache = tc;
 	/* Set before pthread_setspecific, which may itself allocate. */
-	tcache = tc;
+	store_relaxed(&tcache, tc);
 	pthread_setspecific(zm.thread_key, tc);
+	return tc;
+}
+
+static void release_blocks(struct thread_cache *tc);
+
+/* The purge worker found this thread idle: now that it calls again, its
+ * objects go back to the slab caches and its blocks to the page
+ * allocator, so that what an idle thread held is purged like the rest.
+ * The pointer is restored first: a worker turning it again meanwhile
+ * costs one more flush, never a lost object. */
+static struct thread_cache *thread_cache_wake(void)
+{
+	struct thread_cache *tc = own_tcache;
+	store_relaxed(&tcache, tc);
+	sheaves_empty(tc);
+	release_blocks(tc);
+	counter_add_atomic(&zm.idle_flushes, 1);
 	return tc;
 }
 
@@ -45,10 +69,39 @@ static struct thread_cache *thread_cache_create(void)
  * memory is left for one. */
 struct thread_cache *this_thread_cache(void)
 {
-	struct thread_cache *tc = tcache;
+	struct thread_cache *tc = load_relaxed(&tcache);
+	if (unlikely(tc == &idle_tcache))
+		return thread_cache_wake();
 	if (tc == &exited_tcache)
 		return NULL;
 	return tc == &boot_tcache ? thread_cache_create() : tc;
+}
+
+/* Idle for this many of the purge worker's rounds (purge_delay_ms/2
+ * each), a thread gives its cache back at its next call. */
+#define IDLE_ROUNDS 2
+
+/*
+ * The purge worker's round: a thread whose counters have not moved for
+ * IDLE_ROUNDS rounds is idle, and its pointer is turned to idle_tcache.
+ * Only the thread touches its sheaves, so it is the thread that gives
+ * them back, at its next call: every sheaf of idle_tcache has capacity
+ * 0, so that call misses and finds it (this_thread_cache).  The fast
+ * paths pay nothing for it.  The list lock keeps the thread's TLS alive
+ * (a thread leaves the list before it exits).
+ */
+void thread_caches_note_idle(void)
+{
+	za_lock(&zm.threads_lock);
+	for (struct thread_cache *tc = zm.threads; tc; tc = tc->next) {
+		uint64_t seen = load_relaxed(&tc->alloc_hits) + load_relaxed(&tc->alloc_misses) +
+				load_relaxed(&tc->free_hits) + load_relaxed(&tc->free_misses);
+		tc->idle_rounds = seen == tc->activity ? tc->idle_rounds + 1 : 0;
+		tc->activity = seen;
+		if (tc->idle_rounds == IDLE_ROUNDS && load_relaxed(tc->home) == tc)
+			store_relaxed(tc->home, &idle_tcache);
+	}
+	za_unlock(&zm.threads_lock);
 }
 
 /* ------------------------------------------------------------------------
@@ -93,7 +146,7 @@ static za_gfp_t block_gfp(unsigned long pages)
  * be, when realloc made it that size in place). */
 void *block_alloc(unsigned long pages, size_t align, size_t requested)
 {
-	struct thread_cache *tc = tcache;
+	struct thread_cache *tc = load_relaxed(&tcache);
 	void *p = NULL;
 	for (unsigned int i = tc->nr_blocks; i-- > 0 && !p;)
 		if (tc->block_pages[i] == pages && !((uintptr_t)tc->blocks[i] & (align - 1)))
@@ -156,7 +209,8 @@ void thread_cache_exit(void *arg)
 	counter_add_atomic(&zm.exited_alloc_misses, load_relaxed(&tc->alloc_misses));
 	counter_add_atomic(&zm.exited_free_hits, load_relaxed(&tc->free_hits));
 	counter_add_atomic(&zm.exited_free_misses, load_relaxed(&tc->free_misses));
-	tcache = &exited_tcache;
+	store_relaxed(&tcache, &exited_tcache);
+	own_tcache = NULL;
 	za_cache_free(zm.thread_cache_cache, tc);
 }
 
@@ -164,8 +218,8 @@ void thread_cache_exit(void *arg)
  * to the page allocator. */
 void sheaves_flush_thread(void)
 {
-	struct thread_cache *tc = tcache;
-	if (tc == &boot_tcache || tc == &exited_tcache)
+	struct thread_cache *tc = own_tcache;
+	if (!tc)
 		return;
 	sheaves_empty(tc);
 	release_blocks(tc);
@@ -198,8 +252,10 @@ void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *
  */
 bool sheaves_after_fork_child(void)
 {
-	struct thread_cache *self = tcache;
-	bool listed = self != &boot_tcache && self != &exited_tcache;
+	struct thread_cache *self = own_tcache;
+	bool listed = self != NULL;
+	if (listed)
+		store_relaxed(&tcache, self);   /* turned idle as the parent forked */
 	bool others = zm.threads && (zm.threads != self || self->next);
 	zm.threads = listed ? self : NULL;
 	if (listed)

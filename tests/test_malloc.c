@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -513,6 +514,67 @@ static void test_large_reuse_and_decay(void)
 	CHECK(mincore(r, 4096, vec) == -1 && errno == ENOMEM);
 }
 
+/*
+ * A thread that stops calling gives its cache back at its next call: the
+ * purge worker (a round every purge_delay_ms/2, 50 ms here) finds its
+ * counters still for two rounds, and the thread's next malloc empties its
+ * sheaves into the slab caches, whose emptied slabs go back to the page
+ * allocator.  Without that, the call is a hit and no slab moves.
+ */
+enum { IDLE_OBJECTS = 2048, IDLE_SIZE = 200 };
+static _Atomic int idle_calls, idle_done;
+
+static void *idle_thread(void *arg)
+{
+	static unsigned char *objs[IDLE_OBJECTS];
+	(void)arg;
+	for (int i = 0; i < IDLE_OBJECTS; i++) {
+		CHECK((objs[i] = za_malloc(IDLE_SIZE)));
+		memset(objs[i], i & 0xff, IDLE_SIZE);
+	}
+	for (int i = 0; i < IDLE_OBJECTS; i++) {
+		CHECK(objs[i][IDLE_SIZE - 1] == (i & 0xff));
+		za_free(objs[i]);
+	}
+	atomic_store(&idle_done, 1);
+	for (int seen = 0; seen >= 0;) {
+		int want = atomic_load(&idle_calls);
+		if (want < 0)
+			break;
+		if (want == seen) {
+			usleep(1000);
+			continue;
+		}
+		za_free(za_malloc(16));         /* another class: its refill moves little */
+		seen = want;
+		atomic_store(&idle_done, want + 1);
+	}
+	return NULL;
+}
+
+static void test_idle_thread_gives_back(void)
+{
+	if (strstr(za_mm_config_string(mm), "malloc_cache=cpu"))
+		return;                         /* no per-thread sheaves */
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, idle_thread, NULL) == 0);
+	while (atomic_load(&idle_done) == 0)
+		usleep(1000);
+	bool gave_back = false;
+	for (int call = 1; call <= 50 && !gave_back; call++) {
+		za_free(za_malloc(1 << 20));    /* memory back: the worker runs */
+		usleep(250000);                 /* five rounds */
+		long long before = za_stat(mm, "nr_slab_pages");
+		atomic_store(&idle_calls, call);
+		while (atomic_load(&idle_done) != call + 1)
+			usleep(1000);
+		gave_back = za_stat(mm, "nr_slab_pages") < before;
+	}
+	atomic_store(&idle_calls, -1);
+	pthread_join(t, NULL);
+	CHECK(gave_back);
+}
+
 /* mallinfo2 says what the arena holds. */
 static void test_mallinfo(void)
 {
@@ -543,6 +605,7 @@ int main(void)
 	test_threads();
 	test_remote_first();
 	test_fork();
+	test_idle_thread_gives_back();
 	test_trim_and_purge();
 	test_large_reuse_and_decay();
 	printf("test_malloc: ok\n");
