@@ -135,6 +135,8 @@ struct za_kmem_cache {
 	unsigned int red_left_pad;      /* Z: bytes before each object */
 	unsigned int inuse;             /* offset of the metadata after the object */
 	uint64_t recip;                 /* ceil(2^64 / size): offset -> index by multiply */
+	uint64_t inv_odd;               /* size's odd part's inverse mod 2^64 ... */
+	unsigned int size_tz;           /* ... and its trailing zero bits: object_exact_index */
 	unsigned long random;           /* free pointer hardening key, 0 if off */
 	struct rseq_link link;          /* percpu=rseq: the free pointer, for the sections */
 	unsigned int debug;             /* SLAB_* debug flags */
@@ -180,6 +182,19 @@ static inline unsigned int slab_index(const struct za_kmem_cache *s, const struc
 }
 
 /*
+ * off / size if off is a multiple of size, else a number above any
+ * object index: exact division by a multiply with the inverse of size's
+ * odd part, then a rotation by its trailing zero bits, which brings any
+ * remainder into the high bits (Granlund and Montgomery's divisibility
+ * test).  One multiply, where a division and its check take two.
+ */
+static inline size_t object_exact_index(const struct za_kmem_cache *s, size_t off)
+{
+	uint64_t q = (uint64_t)off * s->inv_odd;
+	return (size_t)(q >> s->size_tz | q << ((64 - s->size_tz) & 63));
+}
+
+/*
  * The one definition of "an object start of a slab": off, the distance
  * from the slab's first object (slab_base()), is a multiple of the object
  * size below its `objects` objects.  *idx is the object's index, also when
@@ -188,8 +203,13 @@ static inline unsigned int slab_index(const struct za_kmem_cache *s, const struc
 static inline bool slab_object_at(const struct za_kmem_cache *s, size_t off, unsigned int objects,
 				  size_t *idx)
 {
+	size_t q = object_exact_index(s, off);
+	if (likely(q < objects)) {
+		*idx = q;
+		return true;
+	}
 	*idx = object_div(s, off);
-	return *idx < objects && *idx * s->size == off;
+	return false;
 }
 
 /* Is p NULL or an object start of this slab of `objects` objects? */

@@ -1416,6 +1416,11 @@ static void calculate_sizes(struct za_kmem_cache *s)
 	size += s->red_left_pad;
 	s->size = (unsigned int)ALIGN_UP(size, s->align);
 	s->recip = (uint64_t)(((unsigned __int128)1 << 64) / s->size) + 1;
+	s->size_tz = (unsigned int)__builtin_ctz(s->size);
+	uint64_t odd = s->size >> s->size_tz, inv = odd;
+	for (int i = 0; i < 5; i++)     /* Newton: each step doubles the correct low bits */
+		inv *= 2 - odd * inv;
+	s->inv_odd = inv;
 }
 
 /* slab_freelist_random: a permutation of the object indices. */

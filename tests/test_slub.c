@@ -108,6 +108,13 @@ static void check_in_own_slab(za_mm_t *mm, za_cache_t *c, za_cache_t *foreign, v
 	CHECK_EQ(za_cache_free(foreign, obj), -1);
 	CHECK_EQ(cap->count, reports + 1);
 	CHECK_STR_HAS(cap->last, "an object of another cache");
+	/* Every offset inside the stride is refused by its own cache too. */
+	for (size_t k = 1; k < info.size; k += k < 16 ? 1 : info.size / 7 + 1) {
+		CHECK_EQ(za_cache_free(c, (char *)obj + k), -1);
+		CHECK_EQ(cap->count, reports + 2);
+		CHECK_STR_HAS(cap->last, "not the start of an object");
+		reports++;
+	}
 }
 
 static void test_alignment_and_placement(void)
