@@ -388,8 +388,7 @@ static bool matches(const struct alloc_info *b, size_t n, size_t align)
 		return want.kind != A_SMALL && n == b->requested;
 	if (want.kind != b->kind)
 		return false;
-	return b->kind == A_SMALL ? want.cls == b->cls
-				  : want.pages == b->pages && n == b->requested;
+	return b->kind == A_SMALL ? want.cls == b->cls : n == b->requested;
 }
 
 /* Everything but the fast path.  expect_size/align: a sized free's claim
@@ -524,6 +523,33 @@ void za_free_aligned_sized(void *p, size_t align, size_t n)
 /* ------------------------------------------------------------------------
  * realloc and sizes
  * ------------------------------------------------------------------------ */
+/*
+ * A page block realloc grows (moved, or in place) gets a quarter more pages
+ * than asked for, which are not touched until the program writes there:
+ * a buffer growing a little at a time then moves or resizes a logarithmic
+ * number of times, not once per page, and leaves fewer holes behind.  A
+ * block keeps its pages while they are within that room of the request
+ * (sized frees check the request, which the block records exactly).
+ */
+static unsigned long realloc_room(unsigned long pages)
+{
+	if (pages <= 1UL << PCP_MAX_ORDER)
+		return pages;                   /* a power of two, from the per-CPU lists */
+	unsigned long room = pages + pages / 4;
+	return room < zm.large_max_pages ? room : zm.large_max_pages;
+}
+
+/* Resizes block p of `pages` pages in place to `to` pages, for a request of n. */
+static bool resize_block(void *p, unsigned long pages, unsigned long to, size_t n)
+{
+	if (za_resize_pages_exact(zm.mm, p, pages << PAGE_SHIFT, to << PAGE_SHIFT))
+		return false;
+	set_block_word(virt_to_page(zm.mm, p), to, n, false);
+	if (to < pages)
+		purge_worker_kick();
+	return true;
+}
+
 void *za_realloc(void *p, size_t n)
 {
 	struct za_page *slab;
@@ -559,8 +585,9 @@ void *za_realloc(void *p, size_t n)
 	/* A page block that keeps its pages only records the new size: the
 	 * common step of a buffer growing a little at a time. */
 	struct za_page *head = n > SMALL_MAX ? live_block_head(p) : NULL;
-	if (head && block_pages(n) == block_word_pages(block_word(head))) {
-		set_block_word(head, block_pages(n), n, false);
+	unsigned long have = head ? block_word_pages(block_word(head)) : 0;
+	if (head && block_pages(n) <= have && have <= realloc_room(block_pages(n))) {
+		set_block_word(head, have, n, false);
 		return p;
 	}
 	/*
@@ -573,18 +600,20 @@ void *za_realloc(void *p, size_t n)
 	struct alloc_info b, want;
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
+	unsigned long room = realloc_room(want.pages);
+	void *q = NULL;
 	if (want.kind == b.kind) {
-		if (b.kind == A_LARGE &&
-		    !za_resize_pages_exact(zm.mm, p, b.pages << PAGE_SHIFT, want.pages << PAGE_SHIFT)) {
-			set_block_word(virt_to_page(zm.mm, p), want.pages, n, false);
-			if (want.pages < b.pages)
-				purge_worker_kick();
+		if (b.kind == A_LARGE && want.pages > b.pages && resize_block(p, b.pages, room, n))
 			return p;
-		}
+		if (b.kind == A_LARGE && resize_block(p, b.pages, want.pages, n))
+			return p;
 		if (b.kind == A_MAPPED)
 			return vmalloc_realloc(p, n);
+		if (b.kind == A_LARGE && want.pages > b.pages)
+			q = block_alloc(room, MALLOC_ALIGN, n);
 	}
-	void *q = za_malloc(n);
+	if (!q)
+		q = za_malloc(n);
 	if (q) {
 		memcpy(q, p, n < b.size ? n : b.size);
 		free_alloc(p, &b);
