@@ -235,12 +235,12 @@ za_cache_t *malloc_class_cache(unsigned int c)
 		if (cache) {
 			cache->owner_tag = c;
 			/* The sheaves and barns are this cache's per-CPU layer:
-			 * no per-CPU partial slabs under them, and a slab that
-			 * empties goes back to the page allocator at once, where
-			 * any class (or a page block) reuses its touched pages,
-			 * instead of each class keeping some. */
+			 * no per-CPU partial slabs under them, which would hold
+			 * each class's emptied slabs per CPU.  The node's few
+			 * empty slabs (min_partial) stay: shared by every CPU,
+			 * they serve a class whose objects are freed on one CPU
+			 * and allocated on another. */
 			cache->cpu_partial_slabs = 0;
-			cache->min_partial = 0;
 		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}
