@@ -68,6 +68,16 @@ struct za_page *malloc_block_head(const void *p)
 	return NULL;
 }
 
+/* The descriptor of the malloc page block p starts (live, or kept freed
+ * by a thread), or NULL. */
+static inline struct za_page *block_head_at(const void *p)
+{
+	if (!view_has(&malloc_arena, p) || ((uintptr_t)p & (PAGE_SIZE - 1)))
+		return NULL;
+	struct za_page *head = view_page(&malloc_arena, p);
+	return (page_flags(head) & PG_alloc) && block_word(head) ? head : NULL;
+}
+
 /* The first piece of the malloc block whose piece `head` is, walking back
  * piece by piece (a run has a few dozen at most); NULL if there is none. */
 static struct za_page *block_start(struct za_page *head)
@@ -101,8 +111,7 @@ static void lookup(const void *p, struct alloc_info *b)
 {
 	*b = (struct alloc_info){ .kind = A_BAD, .why = "not allocated by zonealloc" };
 	if (view_has(&malloc_arena, p)) {
-		struct za_page *page = view_page(&malloc_arena, p);
-		struct za_page *slab = virt_to_slab(zm.mm, p);
+		struct za_page *slab = virt_to_slab(zm.mm, p), *head;
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
 			unsigned int c = s->owner_tag;
@@ -121,9 +130,8 @@ static void lookup(const void *p, struct alloc_info *b)
 				*b = (struct alloc_info){ .kind = A_SMALL, .cls = c, .size = s->object_size,
 						     .freed = *(const uint64_t *)p == free_signature(p) };
 			}
-		} else if ((page_flags(page) & PG_alloc) && block_word(page) &&
-			   !((uintptr_t)p & (PAGE_SIZE - 1))) {
-			unsigned long w = block_word(page), pages = block_word_pages(w);
+		} else if ((head = block_head_at(p))) {
+			unsigned long w = block_word(head), pages = block_word_pages(w);
 			*b = (struct alloc_info){ .kind = A_LARGE, .pages = pages,
 					     .size = pages << PAGE_SHIFT,
 					     .requested = block_word_requested(w), .freed = w & 1 };
@@ -455,11 +463,8 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
  * word alone answers (realloc within the block's pages, usable_size). */
 static inline struct za_page *live_block_head(const void *p)
 {
-	if (!view_has(&malloc_arena, p) || ((uintptr_t)p & (PAGE_SIZE - 1)))
-		return NULL;
-	struct za_page *head = view_page(&malloc_arena, p);
-	unsigned long w = block_word(head);
-	return (page_flags(head) & PG_alloc) && w && !(w & 1) ? head : NULL;
+	struct za_page *head = block_head_at(p);
+	return head && !(block_word(head) & 1) ? head : NULL;
 }
 
 /*
@@ -585,31 +590,32 @@ void *za_realloc(void *p, size_t n)
 	/* A page block that keeps its pages only records the new size: the
 	 * common step of a buffer growing a little at a time. */
 	struct za_page *head = n > SMALL_MAX ? live_block_head(p) : NULL;
-	unsigned long have = head ? block_word_pages(block_word(head)) : 0;
-	if (head && block_pages(n) <= have && have <= realloc_room(block_pages(n))) {
-		set_block_word(head, have, n, false);
-		return p;
+	if (head) {
+		unsigned long have = block_word_pages(block_word(head)), need = block_pages(n);
+		if (need <= have && have <= realloc_room(need)) {
+			set_block_word(head, have, n, false);
+			return p;
+		}
 	}
 	/*
-	 * The block stays only if it is what malloc(n) would give -- the same
-	 * class (answered above), a page block resized in place (grown into the
-	 * free blocks above it, or its upper halves given up), a mapping
-	 * remapped -- so that free_sized(p, n) holds, as C23 asks.  Otherwise:
-	 * copy.
+	 * Otherwise the block stays if it can be what malloc(n) would give
+	 * -- a page block resized in place (grown into the free blocks above
+	 * it, with room, or its upper part given up), a mapping remapped --
+	 * and records n, so that free_sized(p, n) holds, as C23 asks.
+	 * Otherwise: copy.
 	 */
 	struct alloc_info b, want;
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
-	unsigned long room = realloc_room(want.pages);
+	if (want.kind == A_MAPPED && b.kind == A_MAPPED)
+		return vmalloc_realloc(p, n);
 	void *q = NULL;
-	if (want.kind == b.kind) {
-		if (b.kind == A_LARGE && want.pages > b.pages && resize_block(p, b.pages, room, n))
+	if (want.kind == A_LARGE && b.kind == A_LARGE) {
+		unsigned long room = realloc_room(want.pages);
+		bool grow = want.pages > b.pages;
+		if ((grow && resize_block(p, b.pages, room, n)) || resize_block(p, b.pages, want.pages, n))
 			return p;
-		if (b.kind == A_LARGE && resize_block(p, b.pages, want.pages, n))
-			return p;
-		if (b.kind == A_MAPPED)
-			return vmalloc_realloc(p, n);
-		if (b.kind == A_LARGE && want.pages > b.pages)
+		if (grow)
 			q = block_alloc(room, MALLOC_ALIGN, n);
 	}
 	if (!q)

@@ -5,7 +5,9 @@
  * Each CPU (or mm_cid) has, per class, a stack of free objects linked
  * through their second word (the first carries the freed signature that
  * free's checks read).  malloc pops and free pushes in one restartable
- * section each (malloc.c), counting the hit in the stack's tally; a thread
+ * section each (cpu_cache_alloc, cpu_cache_free: out of line, so that
+ * the sheaves' own hit paths stay short), counting the hit in the stack's
+ * tally; a thread
  * holds nothing of its own, so a program with many more threads than CPUs
  * keeps at most a CPU's worth of objects per CPU instead of a thread's
  * worth per thread.

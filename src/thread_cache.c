@@ -47,21 +47,16 @@ static struct thread_cache *thread_cache_create(void)
 	return tc;
 }
 
-static void release_blocks(struct thread_cache *tc);
-
-/* The purge worker found this thread idle: now that it calls again, its
- * objects go back to the slab caches and its blocks to the page
- * allocator, so that what an idle thread held is purged like the rest.
- * The pointer is restored first: a worker turning it again meanwhile
- * costs one more flush, never a lost object. */
+/* The purge worker found this thread idle: now that it calls again, it
+ * flushes as malloc_trim does, so that what an idle thread held is purged
+ * like the rest.  The pointer is restored first: a worker turning it
+ * again meanwhile costs one more flush, never a lost object. */
 static struct thread_cache *thread_cache_wake(void)
 {
-	struct thread_cache *tc = own_tcache;
-	store_relaxed(&tcache, tc);
-	sheaves_empty(tc);
-	release_blocks(tc);
+	store_relaxed(&tcache, own_tcache);
+	sheaves_flush_thread();
 	counter_add_atomic(&zm.idle_flushes, 1);
-	return tc;
+	return own_tcache;
 }
 
 /* The thread's cache, created on its first allocation; NULL for a thread
@@ -253,12 +248,11 @@ void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *
 bool sheaves_after_fork_child(void)
 {
 	struct thread_cache *self = own_tcache;
-	bool listed = self != NULL;
-	if (listed)
-		store_relaxed(&tcache, self);   /* turned idle as the parent forked */
 	bool others = zm.threads && (zm.threads != self || self->next);
-	zm.threads = listed ? self : NULL;
-	if (listed)
+	zm.threads = self;
+	if (self) {
 		self->next = self->prev = NULL;
+		store_relaxed(&tcache, self);   /* turned idle as the parent forked */
+	}
 	return others;
 }
