@@ -114,11 +114,11 @@ static void lookup(const void *p, struct alloc_info *b)
 		struct za_page *slab = virt_to_slab(zm.mm, p), *head;
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
-			unsigned int c = s->owner_tag;
+			unsigned int c = slab_page_tag(slab);
 			unsigned int objects = slab_objects(slab);
 			size_t idx, off = (size_t)((uintptr_t)p - (uintptr_t)slab_base(s, slab));
 			bool start = slab_object_at(s, off, objects, &idx);
-			if (load_relaxed(&zm.classes[c].cache) != s) {
+			if (c >= NR_CLASSES) {
 				b->why = "not allocated by malloc (an internal object)";
 			} else if (idx >= objects) {
 				b->why = "not allocated by malloc (past a slab's last object)";
@@ -438,22 +438,23 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 {
 	if (unlikely(!view_has(&malloc_arena, p)))
 		return NR_CLASSES;
-	struct za_page *page = view_page(&malloc_arena, p);
-	if (unlikely(!(page_flags(page) & (PG_slab | PG_tail))))
-		return NR_CLASSES;
-	/* Every page of a slab names its cache and the slab's order, and a slab
+	/* Every page of a slab names its cache, the cache's tag -- only the
+	 * malloc's class caches have one -- and the slab's order, and a slab
 	 * is a block of memory aligned to its size (a section's memory is
-	 * aligned to the section's): its start and its head descriptor are
-	 * arithmetic, not loads. */
+	 * aligned to the section's): the class, the slab's start and its head
+	 * descriptor come from this one descriptor.  The class decides which
+	 * sheaf free writes; the checks, which need the cache, run beside. */
+	struct za_page *page = view_page(&malloc_arena, p);
+	unsigned int c = slab_page_tag(page);
+	if (unlikely(c >= NR_CLASSES))
+		return NR_CLASSES;
 	struct za_kmem_cache *s = page->slab_cache;
 	size_t in_slab = (uintptr_t)p & ((PAGE_SIZE << page_order(page)) - 1);
 	struct za_page *slab = page - (in_slab >> PAGE_SHIFT);
 	size_t idx;
-	unsigned int c = s->owner_tag;
 	if (unlikely(!slab_object_at(s, in_slab - s->red_left_pad,
 				     slab_objects(slab), &idx) ||
-		     *(const uint64_t *)p == sig ||
-		     load_relaxed(&zm.classes[c].cache) != s))
+		     *(const uint64_t *)p == sig))
 		return NR_CLASSES;
 	*slabp = slab;
 	return c;

@@ -129,6 +129,7 @@ struct za_page {
 	_Atomic uint8_t order;  /* order of the block this page heads */
 	_Atomic uint8_t mt;     /* migratetype it was allocated or freed with */
 	uint8_t zone;           /* global zone id (node * nr_zones + index) */
+	_Atomic uint8_t slab_tag;       /* slabs: their cache's owner tag + 1 (slab.h), else 0 */
 	union {
 		struct za_list lru;     /* buddy free list, per-CPU list, slab partial list */
 		struct {                /* a slab on a CPU's partial list (slub.c) */

@@ -23,6 +23,8 @@
 
 #include "mm_layers.h"
 
+#include <limits.h>
+
 #define SLAB_NONE        0xFFFFu
 #define MAX_OBJS_PER_SLAB 32767u
 
@@ -146,7 +148,7 @@ struct za_kmem_cache {
 	unsigned int min_partial;
 	unsigned int align;
 	unsigned int flags;             /* ZA_SLAB_* */
-	unsigned int owner_tag;         /* for the cache's creator: malloc's class; 0 by default */
+	unsigned int owner_tag;         /* for the cache's creator (malloc's class), < 255; or SLAB_NO_TAG */
 	void (*ctor)(void *);
 	uint16_t *random_seq;           /* slab_freelist_random: a permutation */
 
@@ -156,6 +158,19 @@ struct za_kmem_cache {
 	size_t meta_size;               /* what za_os_alloc gave, for destroy */
 	za_counter_t stat[NR_SLAB_EVENTS];   /* the atomic ones */
 };
+
+/*
+ * A cache's owner tag is copied into the descriptor of every page of its
+ * slabs: the one a free reads first, so that the creator learns its tag
+ * (the malloc, an object's class) without a dependent load of the cache.
+ * Kept + 1, so that the 0 of every other descriptor reads SLAB_NO_TAG.
+ */
+#define SLAB_NO_TAG UINT_MAX
+
+static inline unsigned int slab_page_tag(const struct za_page *page)
+{
+	return (unsigned int)load_relaxed(&page->slab_tag) - 1;
+}
 
 /* Object address <-> index within a slab. */
 static inline char *slab_base(const struct za_kmem_cache *s, const struct za_page *slab)

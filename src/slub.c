@@ -406,10 +406,12 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		set_page_private(&slab[i], (unsigned long)slab);
 		slab[i].slab_cache = s;
+		store_relaxed(&slab[i].slab_tag, (uint8_t)(s->owner_tag + 1));
 		set_page_order(&slab[i], order);
 		set_page_flags(&slab[i], PG_tail);
 	}
 	slab->slab_cache = s;
+	store_relaxed(&slab->slab_tag, (uint8_t)(s->owner_tag + 1));
 	set_page_private(slab, 0);
 
 	/* Link the objects; they are constructed once, here, for their whole
@@ -466,7 +468,9 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 		set_page_order(&slab[i], 0);
 		set_page_private(&slab[i], 0);
 		slab[i].slab_cache = NULL;
+		store_relaxed(&slab[i].slab_tag, 0);
 	}
+	store_relaxed(&slab->slab_tag, 0);
 	set_page_flags(slab, PG_alloc);
 	za_free_pages(s->mm, za_page_to_virt(s->mm, slab), order);
 	cache_stat(s, SL_FREE_SLAB);
@@ -1478,6 +1482,7 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->object_size = (unsigned int)size;
 	s->flags = flags;
+	s->owner_tag = SLAB_NO_TAG;
 	s->ctor = ctor;
 	s->debug = ((flags >> ZA_SLAB_DEBUG_SHIFT) & SLAB_DEBUG_FLAGS) | slub_debug_flags_for(mm, name);
 	s->align = (unsigned int)calculate_alignment(flags, align ? align : sizeof(void *), size);
