@@ -164,12 +164,14 @@ struct za_kmem_cache {
  * slabs: the one a free reads first, so that the creator learns its tag
  * (the malloc, an object's class) without a dependent load of the cache.
  * Kept + 1, so that the 0 of every other descriptor reads SLAB_NO_TAG.
+ * Written last when a slab is made and cleared first when it goes
+ * (slub.c), with acquire here: a page that shows a tag is a whole slab's.
  */
 #define SLAB_NO_TAG UINT_MAX
 
 static inline unsigned int slab_page_tag(const struct za_page *page)
 {
-	return (unsigned int)load_relaxed(&page->slab_tag) - 1;
+	return (unsigned int)atomic_load_explicit(&page->slab_tag, memory_order_acquire) - 1;
 }
 
 /* Object address <-> index within a slab. */

@@ -406,12 +406,10 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		set_page_private(&slab[i], (unsigned long)slab);
 		slab[i].slab_cache = s;
-		store_relaxed(&slab[i].slab_tag, (uint8_t)(s->owner_tag + 1));
 		set_page_order(&slab[i], order);
 		set_page_flags(&slab[i], PG_tail);
 	}
 	slab->slab_cache = s;
-	store_relaxed(&slab->slab_tag, (uint8_t)(s->owner_tag + 1));
 	set_page_private(slab, 0);
 
 	/* Link the objects; they are constructed once, here, for their whole
@@ -441,6 +439,11 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 			      (uint64_t)slab_index(s, slab, first) | (uint64_t)objects << 32,
 			      memory_order_relaxed);
 	set_page_flags(slab, PG_alloc | PG_slab);
+	/* Last, released: a lockless reader that finds the tag finds the
+	 * slab whole (slab_page_tag). */
+	for (unsigned long i = 0; i < 1UL << order; i++)
+		atomic_store_explicit(&slab[i].slab_tag, (uint8_t)(s->owner_tag + 1),
+				      memory_order_release);
 
 	struct kmem_cache_node *kn = slab_node(s, slab);
 	atomic_fetch_add(&mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
@@ -463,14 +466,14 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	atomic_fetch_sub(&n->nr_slabs, 1);
 	atomic_fetch_sub(&n->nr_pages, 1L << order);
 	atomic_fetch_sub(&n->total_objects, (long)slab_objects(slab));
+	for (unsigned long i = 0; i < 1UL << order; i++)         /* first: see allocate_slab */
+		store_relaxed(&slab[i].slab_tag, 0);
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		set_page_flags(&slab[i], 0);
 		set_page_order(&slab[i], 0);
 		set_page_private(&slab[i], 0);
 		slab[i].slab_cache = NULL;
-		store_relaxed(&slab[i].slab_tag, 0);
 	}
-	store_relaxed(&slab->slab_tag, 0);
 	set_page_flags(slab, PG_alloc);
 	za_free_pages(s->mm, za_page_to_virt(s->mm, slab), order);
 	cache_stat(s, SL_FREE_SLAB);
