@@ -233,6 +233,7 @@ za_cache_t *malloc_class_cache(unsigned int c)
 						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : ZA_SLAB_FREEPTR_EARLY;
 		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
 		if (cache) {
+			_Static_assert(NR_CLASSES < 255, "a class is a slab page's tag (slab.h)");
 			cache->owner_tag = c;
 			/* The sheaves and barns are this cache's per-CPU layer:
 			 * no per-CPU partial slabs under them, which would hold

@@ -7,10 +7,9 @@
  * free's checks read).  malloc pops and free pushes in one restartable
  * section each (cpu_cache_alloc, cpu_cache_free: out of line, so that
  * the sheaves' own hit paths stay short), counting the hit in the stack's
- * tally; a thread
- * holds nothing of its own, so a program with many more threads than CPUs
- * keeps at most a CPU's worth of objects per CPU instead of a thread's
- * worth per thread.
+ * tally; a thread holds nothing of its own, so a program with many more
+ * threads than CPUs keeps at most a CPU's worth of objects per CPU
+ * instead of a thread's worth per thread.
  *
  * A section that fails -- the stack empty or full, or its hit counts due
  * for a fold -- sends the thread here, where it takes the stack whole in
@@ -176,7 +175,8 @@ void *cpu_cache_alloc(unsigned int c)
 {
 	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
 	void *p;
-	if (unlikely(rseq_pop_retry(zm.mm, &pc, &object_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &p) != RSEQ_OK) &&
+	if (unlikely(rseq_pop_retry(zm.mm, &pc, &object_link, RSEQ_POP_ONE - 1, RSEQ_FOLD,
+				    &p) != RSEQ_OK) &&
 	    !(p = cpu_cache_alloc_slow(c))) {
 		errno = ENOMEM;
 		return NULL;

@@ -141,8 +141,8 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 	fprintf(out, "  %s: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
 		"(%.1f%%), %llu misses\n",
 		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves",
-		(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am, (unsigned long long)fh, pct(fh, fh + fm),
-		(unsigned long long)fm);
+		(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am,
+		(unsigned long long)fh, pct(fh, fh + fm), (unsigned long long)fm);
 	if (!zm.cpu_cache)
 		fprintf(out, "  idle threads: %llu gave their sheaves and blocks back at their next call\n",
 			(unsigned long long)load_relaxed(&zm.idle_flushes));

@@ -13,13 +13,12 @@
 
 #define EMPTY_SHEAVES { [0 ... NR_CLASSES - 1] = &empty_sheaf }
 #define EMPTY_MAIN { [0 ... ZERO_SLOT] = &empty_sheaf }
-struct thread_cache boot_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
-				    .remote = EMPTY_SHEAVES };
-struct thread_cache exited_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
-				      .remote = EMPTY_SHEAVES, .exited = true };
+#define STATIC_TCACHE(...) { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES, \
+			    .remote = EMPTY_SHEAVES, __VA_ARGS__ }
+struct thread_cache boot_tcache = STATIC_TCACHE();
+struct thread_cache exited_tcache = STATIC_TCACHE(.exited = true);
 /* Where the purge worker turns an idle thread's pointer (thread_caches_note_idle). */
-static struct thread_cache idle_tcache = { .main = EMPTY_MAIN, .spare = EMPTY_SHEAVES,
-					   .remote = EMPTY_SHEAVES };
+static struct thread_cache idle_tcache = STATIC_TCACHE();
 __thread struct thread_cache *_Atomic tcache __attribute__((tls_model("initial-exec"))) = &boot_tcache;
 /* The thread's own cache, whatever tcache leads to meanwhile. */
 static __thread struct thread_cache *own_tcache __attribute__((tls_model("initial-exec")));
@@ -135,15 +134,15 @@ static za_gfp_t block_gfp(unsigned long pages)
 }
 
 /* A page block of this many pages (block_pages()) aligned to align, for
- * a request of `requested` bytes: the
- * newest this thread freed, else a new one from the page allocator (a
- * power of two of pages comes aligned to its size; a freed block may not
- * be, when realloc made it that size in place). */
+ * a request of `requested` bytes: the newest this thread freed, else a
+ * new one from the page allocator (a power of two of pages comes aligned
+ * to its size; a freed block may not be, when realloc made it that size
+ * in place).  Like block_free, it is a call that wakes an idle thread. */
 void *block_alloc(unsigned long pages, size_t align, size_t requested)
 {
-	struct thread_cache *tc = load_relaxed(&tcache);
+	struct thread_cache *tc = this_thread_cache();
 	void *p = NULL;
-	for (unsigned int i = tc->nr_blocks; i-- > 0 && !p;)
+	for (unsigned int i = tc ? tc->nr_blocks : 0; i-- > 0 && !p;)
 		if (tc->block_pages[i] == pages && !((uintptr_t)tc->blocks[i] & (align - 1)))
 			p = take_slot(tc, i);
 	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))

@@ -517,12 +517,15 @@ static void test_large_reuse_and_decay(void)
 /*
  * A thread that stops calling gives its cache back at its next call: the
  * purge worker (a round every purge_delay_ms/2, 50 ms here) finds its
- * counters still for two rounds, and the thread's next malloc empties its
- * sheaves into the slab caches, whose emptied slabs go back to the page
- * allocator.  Without that, the call is a hit and no slab moves.
+ * counters still for two rounds, and the thread's next malloc -- of a
+ * small size or of a page block -- empties its sheaves into the slab
+ * caches, whose emptied slabs go back to the page allocator.  Without
+ * that, the call is a hit or a new block and no slab moves.  The calls'
+ * blocks are kept until the end: a free would wake the thread itself.
  */
-enum { IDLE_OBJECTS = 2048, IDLE_SIZE = 200 };
+enum { IDLE_OBJECTS = 2048, IDLE_SIZE = 200, IDLE_CALLS = 50 };
 static _Atomic int idle_calls, idle_done;
+static size_t idle_call_size;
 
 static void *idle_thread(void *arg)
 {
@@ -537,6 +540,7 @@ static void *idle_thread(void *arg)
 		za_free(objs[i]);
 	}
 	atomic_store(&idle_done, 1);
+	void *held[IDLE_CALLS + 1] = { 0 };
 	for (int seen = 0; seen >= 0;) {
 		int want = atomic_load(&idle_calls);
 		if (want < 0)
@@ -545,23 +549,28 @@ static void *idle_thread(void *arg)
 			usleep(1000);
 			continue;
 		}
-		za_free(za_malloc(16));         /* another class: its refill moves little */
+		CHECK((held[want] = za_malloc(idle_call_size)));   /* another class or a block */
 		seen = want;
 		atomic_store(&idle_done, want + 1);
 	}
+	for (int i = 0; i <= IDLE_CALLS; i++)
+		za_free(held[i]);
 	return NULL;
 }
 
-static void test_idle_thread_gives_back(void)
+static void test_idle_thread_gives_back(size_t call_size)
 {
 	if (strstr(za_mm_config_string(mm), "malloc_cache=cpu"))
 		return;                         /* no per-thread sheaves */
 	pthread_t t;
+	idle_call_size = call_size;
+	atomic_store(&idle_calls, 0);
+	atomic_store(&idle_done, 0);
 	CHECK(pthread_create(&t, NULL, idle_thread, NULL) == 0);
 	while (atomic_load(&idle_done) == 0)
 		usleep(1000);
 	bool gave_back = false;
-	for (int call = 1; call <= 50 && !gave_back; call++) {
+	for (int call = 1; call <= IDLE_CALLS && !gave_back; call++) {
 		za_free(za_malloc(1 << 20));    /* memory back: the worker runs */
 		usleep(250000);                 /* five rounds */
 		long long before = za_stat(mm, "nr_slab_pages");
@@ -605,7 +614,8 @@ int main(void)
 	test_threads();
 	test_remote_first();
 	test_fork();
-	test_idle_thread_gives_back();
+	test_idle_thread_gives_back(16);
+	test_idle_thread_gives_back(64 << 10);
 	test_trim_and_purge();
 	test_large_reuse_and_decay();
 	printf("test_malloc: ok\n");
