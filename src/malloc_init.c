@@ -219,6 +219,9 @@ za_mm_t *za_malloc_system(void)
 /* ------------------------------------------------------------------------
  * Classes and their caches
  * ------------------------------------------------------------------------ */
+/* Empty slabs a class keeps on its node (min_partial), in bytes. */
+#define MIN_PARTIAL_BYTES (64u << 10)
+
 za_cache_t *malloc_class_cache(unsigned int c)
 {
 	struct malloc_class *mc = &zm.classes[c];
@@ -240,8 +243,15 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			 * each class's emptied slabs per CPU.  The node's few
 			 * empty slabs (min_partial) stay: shared by every CPU,
 			 * they serve a class whose objects are freed on one CPU
-			 * and allocated on another. */
+			 * and allocated on another.  No more of them than
+			 * MIN_PARTIAL_BYTES, where the kernel's count grows
+			 * with the object size: what a class of big objects
+			 * empties beyond that goes to the page allocator,
+			 * where every class can reuse it. */
 			cache->cpu_partial_slabs = 0;
+			unsigned int slabs = MIN_PARTIAL_BYTES >> (PAGE_SHIFT + cache->order);
+			if (cache->min_partial > slabs)
+				cache->min_partial = slabs ? slabs : 1;
 		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}

@@ -385,7 +385,10 @@ static za_gfp_t slab_gfp(const struct za_kmem_cache *s, za_gfp_t gfp)
 	return keep | (s->flags & ZA_SLAB_RECLAIM_ACCOUNT ? ZA_GFP_RECLAIMABLE : 0);
 }
 
-static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int node)
+/* A new slab of s; its first `take` objects (in the order its free list
+ * would have them) go to objs, allocated, and only the rest are linked. */
+static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int node,
+				     unsigned int take, void **objs)
 {
 	struct za_mm *mm = s->mm;
 	unsigned int order = s->order, objects = s->objects;
@@ -415,9 +418,12 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	/* Link the objects; they are constructed once, here, for their whole
 	 * life in the slab, as the kernel does.  A shuffled slab walks the
 	 * cache's permutation from a random point, skipping indices beyond a
-	 * fallback slab's objects. */
+	 * fallback slab's objects.  Those taken are never linked: a taker
+	 * that fills a sheaf from a new slab writes into no object it hands
+	 * out (each may be a page of its own, its first touch the owner's). */
 	unsigned int n = s->random_seq ? s->objects : objects;
 	unsigned int start = s->random_seq ? (unsigned int)(za_cycles() % n) : 0;
+	unsigned int taken = 0;
 	void *first = NULL, *prev = NULL;
 	for (unsigned int i = 0; i < n; i++) {
 		unsigned int idx = s->random_seq ? s->random_seq[(start + i) % n] : i;
@@ -428,15 +434,21 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 			debug_init_object(s, obj);
 		if (s->ctor)
 			s->ctor(obj);
+		if (taken < take) {
+			objs[taken++] = obj;
+			continue;
+		}
 		if (prev)
 			set_freepointer(s, prev, obj);
 		else
 			first = obj;
 		prev = obj;
 	}
-	set_freepointer(s, prev, NULL);
+	if (prev)
+		set_freepointer(s, prev, NULL);
+	unsigned int head = first ? slab_index(s, slab, first) : SLAB_NONE;
 	atomic_store_explicit(&slab->slab_state,
-			      (uint64_t)slab_index(s, slab, first) | (uint64_t)objects << 32,
+			      (uint64_t)head | (uint64_t)taken << 16 | (uint64_t)objects << 32,
 			      memory_order_relaxed);
 	set_page_flags(slab, PG_alloc | PG_slab);
 	/* Last, released: a lockless reader that finds the tag finds the
@@ -609,22 +621,31 @@ static struct za_page *get_partial(struct za_kmem_cache *s, struct kmem_cache_cp
 	return got;
 }
 
-/*
- * A new slab, allocated with the CPU's lock let go: the allocation may
- * reclaim, and reclaim takes locks (reclaim's own, the cache list) that
- * fork and za_verify hold while they wait for the CPU locks -- the kernel
- * too lets go of its CPU slab for new_slab.  Back under the lock, another
- * thread of this CPU may have refilled the CPU slab meanwhile: then the
- * new slab goes on its node's partial list and the CPU keeps its own.
- */
-static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
-					 za_gfp_t gfp, int node)
+/* The CPU's lock is let go while a new slab is allocated: the allocation
+ * may reclaim, and reclaim takes locks (reclaim's own, the cache list)
+ * that fork and za_verify hold while they wait for the CPU locks -- the
+ * kernel too lets go of its CPU slab for new_slab.  Back under the lock,
+ * another thread of this CPU may have refilled the CPU slab meanwhile. */
+static void cpu_let_go(struct kmem_cache_cpu *c)
 {
 	c->rseq_pinned++;
 	za_tryunlock(&c->lock);
-	struct za_page *slab = allocate_slab(s, gfp, node);
+}
+
+static void cpu_take_back(struct kmem_cache_cpu *c)
+{
 	za_trylock_wait(&c->lock);
 	c->rseq_pinned--;
+}
+
+/* A new slab for the CPU, or, if the CPU's slab was refilled meanwhile,
+ * for its node's partial list (and NULL): the CPU keeps its own. */
+static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
+					 za_gfp_t gfp, int node)
+{
+	cpu_let_go(c);
+	struct za_page *slab = allocate_slab(s, gfp, node, 0, NULL);
+	cpu_take_back(c);
 	if (slab && c->freelist) {
 		struct kmem_cache_node *n = slab_node(s, slab);
 		lock_node(n);
@@ -635,10 +656,47 @@ static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_ca
 	return slab;
 }
 
-/* The CPU freelist is empty.  Under the CPU's lock (let go while a new
- * slab is allocated). */
-static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, za_gfp_t gfp,
-			    int node)
+/*
+ * A bulk allocation that finds no free object in the slabs of this CPU and
+ * its node takes up to `want` objects straight from a new slab, without
+ * linking them (allocate_slab), as the kernel's alloc_from_new_slab does;
+ * the slab goes to no CPU: onto its node's partial list with the objects
+ * left, or, full, onto no list.  Returns how many it took, 0 without memory.
+ */
+static unsigned int bulk_from_new_slab(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
+				       za_gfp_t gfp, int node, unsigned int want, void **objs)
+{
+	cpu_let_go(c);
+	struct za_page *slab = allocate_slab(s, gfp, node, want, objs);
+	unsigned int got = slab ? st_inuse(slab_state(slab)) : 0;
+	if (slab && got < slab_objects(slab)) {
+		struct kmem_cache_node *n = slab_node(s, slab);
+		lock_node(n);
+		add_partial(n, slab, false);
+		unlock_node(n);
+	}
+	cpu_take_back(c);
+	return got;
+}
+
+/* The frozen slab becomes the CPU slab; obj, its first free object, is
+ * returned and the rest become the CPU freelist. */
+static void *install_cpu_slab(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
+			      struct za_page *slab, void *obj)
+{
+	VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)) || slab->slab_cache != s, slab);
+	c->slab = slab;
+	c->base = slab_base(s, slab);
+	c->objects = slab_objects(slab);
+	c->span = (size_t)c->objects * s->size;
+	c->freelist = next_free(s, slab, obj);
+	return obj;
+}
+
+/* The CPU freelist is empty: refill it from what other CPUs freed into the
+ * CPU slab, else from a partial slab of the CPU or its node.  NULL if none
+ * has a free object.  Under the CPU's lock. */
+static void *refill_cpu_freelist(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int node)
 {
 	struct za_page *slab = c->slab;
 	void *obj;
@@ -648,7 +706,8 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 	if (slab) {
 		if ((obj = get_freelist(s, slab))) {
 			cpu_stat(c, SL_ALLOC_REFILL);
-			goto load;
+			c->freelist = next_free(s, slab, obj);
+			return obj;
 		}
 		c->slab = NULL;         /* full: now on no list */
 	}
@@ -656,18 +715,24 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 		c->partial = slab->cpu_partial.next;
 		if ((obj = freeze_slab(s, slab))) {
 			cpu_stat(c, SL_CPU_PARTIAL_ALLOC);
-			goto install;
+			return install_cpu_slab(s, c, slab, obj);
 		}
 	}
-	if ((slab = get_partial(s, c, node))) {
-		obj = freeze_slab(s, slab);
-		goto install;
-	}
-	slab = new_slab_unlocked(s, c, gfp, node);
-	if (c->freelist) {              /* refilled meanwhile */
-		obj = c->freelist;
-		slab = c->slab;
-		goto load;
+	if ((slab = get_partial(s, c, node)))
+		return install_cpu_slab(s, c, slab, freeze_slab(s, slab));
+	return NULL;
+}
+
+/* No slab of the CPU or its node has a free object: a new CPU slab.
+ * Under the CPU's lock, let go meanwhile. */
+static void *new_cpu_slab(struct za_kmem_cache *s, struct kmem_cache_cpu *c, za_gfp_t gfp,
+			  int node)
+{
+	struct za_page *slab = new_slab_unlocked(s, c, gfp, node);
+	void *obj = c->freelist;
+	if (obj) {                      /* refilled meanwhile */
+		c->freelist = next_free(s, c->slab, obj);
+		return obj;
 	}
 	if (!slab)
 		return NULL;
@@ -675,16 +740,16 @@ static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, z
 		cpu_stat(c, SL_DEACTIVATE);
 		deactivate_slab(s, c->slab, NULL);
 	}
-	obj = freeze_slab(s, slab);
-install:
-	VM_BUG_ON_PAGE(s->mm, !st_frozen(slab_state(slab)) || slab->slab_cache != s, slab);
-	c->slab = slab;
-	c->base = slab_base(s, slab);
-	c->objects = slab_objects(slab);
-	c->span = (size_t)c->objects * s->size;
-load:
-	c->freelist = next_free(s, slab, obj);
-	return obj;
+	return install_cpu_slab(s, c, slab, freeze_slab(s, slab));
+}
+
+/* The CPU freelist is empty.  Under the CPU's lock (let go while a new
+ * slab is allocated). */
+static void *alloc_slowpath(struct za_kmem_cache *s, struct kmem_cache_cpu *c, za_gfp_t gfp,
+			    int node)
+{
+	void *obj = refill_cpu_freelist(s, c, node);
+	return obj ? obj : new_cpu_slab(s, c, gfp, node);
 }
 
 /* ------------------------------------------------------------------------
@@ -735,7 +800,7 @@ static void *alloc_single(struct za_kmem_cache *s, za_gfp_t gfp, int node)
 	if (obj)
 		return obj;
 
-	struct za_page *slab = allocate_slab(s, gfp, node);
+	struct za_page *slab = allocate_slab(s, gfp, node, 0, NULL);
 	if (!slab)
 		return NULL;
 	obj = pop_object(s, slab, &emptied);
@@ -1047,8 +1112,17 @@ static size_t cpu_alloc_bulk(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 		if (likely(obj)) {
 			c->freelist = cpu_next_free(s, c, obj);
 			fast++;
-		} else if (!(obj = alloc_slowpath(s, c, gfp, node))) {
-			break;
+		} else if (!(obj = refill_cpu_freelist(s, c, node))) {
+			if (n - i > 1) {
+				unsigned int got = bulk_from_new_slab(s, c, gfp, node,
+								      (unsigned int)(n - i), objs + i);
+				if (!got)
+					break;
+				i += got;
+				continue;
+			}
+			if (!(obj = new_cpu_slab(s, c, gfp, node)))
+				break;
 		}
 		VM_BUG_ON(s->mm, !is_object_of(s, obj));
 		objs[i++] = obj;

@@ -489,6 +489,47 @@ static void test_bulk(void)
 	free(objs);
 }
 
+/*
+ * A bulk allocation that no slab can serve takes its objects from new
+ * slabs without linking them: each is handed out once, constructed once
+ * with the rest of its slab, and the last slab's remaining objects wait on
+ * the node's partial list, where the next allocation finds them.
+ */
+static void test_bulk_from_new_slabs(const char *config)
+{
+	za_mm_t *mm = test_mm(config);
+	atomic_store(&ctor_calls, 0);
+	za_cache_t *c = za_cache_create(mm, "bulk-new", 48, 0, 0, ctor);
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	unsigned int n = 2 * info.objects + info.objects / 2;
+	CHECK(n < 256);                 /* each object gets its own byte below */
+	void *objs[256];
+	CHECK_EQ(za_cache_alloc_bulk(c, 0, n, objs), n);
+	CHECK_EQ(za_cache_stat(c, "alloc_slab"), 3);
+	CHECK_EQ(atomic_load(&ctor_calls), 3 * (long)info.objects);
+	for (unsigned int i = 0; i < n; i++) {
+		for (int k = 0; k < 48; k++)
+			CHECK_EQ(((unsigned char *)objs[i])[k], 0x5c);
+		memset(objs[i], (int)i, 48);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		for (int k = 0; k < 48; k++)
+			CHECK_EQ(((unsigned char *)objs[i])[k], i);     /* no overlap */
+	CHECK(za_verify(mm) == 0);
+	CHECK((objs[n] = za_cache_alloc(c, 0)));
+	CHECK_EQ(za_cache_stat(c, "alloc_slab"), 3);            /* the partial slab's */
+	CHECK_EQ(za_cache_stat(c, "node_partial_alloc"), 1);
+	CHECK_EQ(((unsigned char *)objs[n])[0], 0x5c);
+	za_cache_free_bulk(c, n + 1, objs);
+	CHECK_EQ(za_cache_stat(c, "bad_free"), 0);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_cache_destroy(c), 0);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /* Memory runs out inside a slab allocation, under the CPU slab's lock:
  * reclaim's slab shrinker must not wait for that lock.  ENOMEM, no hang. */
 static void test_exhaustion(void)
@@ -598,6 +639,8 @@ int main(void)
 	test_kmalloc();
 	test_kmalloc_rejects_other_pages();
 	test_bulk();
+	test_bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	test_bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0,slab_freelist_random=1");
 	test_exhaustion();
 	test_verify_finds_corrupt_freelist();
 	test_new_slab_lets_cpu_go();
