@@ -260,7 +260,12 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 	}
 }
 
-void *za_malloc(size_t n)
+/* The fast paths start on a cache line of their own, so that their speed
+ * does not move with the size of whatever code the linker put before them
+ * (pairs took 12% longer when a change elsewhere shifted them 48 bytes). */
+#define FAST_PATH __attribute__((aligned(64)))
+
+FAST_PATH void *za_malloc(size_t n)
 {
 	if (likely(n <= SMALL_MAX)) {
 		unsigned int c = size_class(n);
@@ -498,7 +503,7 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 	return FREE_DONE;
 }
 
-void za_free(void *p)
+FAST_PATH void za_free(void *p)
 {
 	unsigned int r = free_fast(p, SIZE_MAX);
 	if (unlikely(r < NR_CLASSES))
