@@ -114,7 +114,7 @@ static void lookup(const void *p, struct alloc_info *b)
 		struct za_page *slab = virt_to_slab(zm.mm, p), *head;
 		if (slab) {
 			struct za_kmem_cache *s = slab->slab_cache;
-			unsigned int c = slab_page_tag(slab);
+			unsigned int c = slab_page_tag(zm.mm, slab);
 			unsigned int objects = slab_objects(slab);
 			size_t idx, off = (size_t)((uintptr_t)p - (uintptr_t)slab_base(s, slab));
 			bool start = slab_object_at(s, off, objects, &idx);
@@ -432,36 +432,34 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 }
 
 /*
- * The class of p if it is a live object of a malloc slab -- the slab's own
- * descriptor says so, the offset is a multiple of the object size within
+ * The class of p if it is a live object of a malloc slab -- its page's
+ * slab info says so, the offset is a multiple of the object size within
  * the slab's objects, and p does not carry the freed signature (sig) --
- * else NR_CLASSES (p needs the full checks).  *slabp is its slab.
+ * else NR_CLASSES (p needs the full checks).  *infop is the page's word.
  */
 static inline __attribute__((always_inline)) unsigned int small_class_of(const void *p,
 									  uint64_t sig,
-									  struct za_page **slabp)
+									  uint32_t *infop)
 {
 	if (unlikely(!view_has(&malloc_arena, p)))
 		return NR_CLASSES;
-	/* Every page of a slab names its cache, the cache's tag -- only the
-	 * malloc's class caches have one -- and the slab's order, and a slab
-	 * is a block of memory aligned to its size (a section's memory is
-	 * aligned to the section's): the class, the slab's start and its head
-	 * descriptor come from this one descriptor.  The class decides which
-	 * sheaf free writes; the checks, which need the cache, run beside. */
-	struct za_page *page = view_page(&malloc_arena, p);
-	unsigned int c = slab_page_tag(page);
+	/* Every page of a slab has its cache's tag -- only the malloc's class
+	 * caches have one -- and the slab's order in its info word, and a
+	 * slab is a block of memory aligned to its size (a section's memory
+	 * is aligned to the section's): the class, the cache and the slab's
+	 * start come from this one word, which shares its cache line with
+	 * fifteen other pages' (the descriptor would be a line of its own). */
+	uint32_t info = atomic_load_explicit(view_slab_info(&malloc_arena, p), memory_order_acquire);
+	unsigned int c = slab_info_tag(info), order = slab_info_order(info);
 	if (unlikely(c >= NR_CLASSES))
 		return NR_CLASSES;
-	struct za_kmem_cache *s = page->slab_cache;
-	size_t in_slab = (uintptr_t)p & ((PAGE_SIZE << page_order(page)) - 1);
-	struct za_page *slab = page - (in_slab >> PAGE_SHIFT);
-	size_t idx;
-	if (unlikely(!slab_object_at(s, in_slab - s->red_left_pad,
-				     slab_objects(slab), &idx) ||
+	const struct malloc_class *mc = &zm.classes[c];
+	size_t in_slab = (uintptr_t)p & ((PAGE_SIZE << order) - 1);
+	unsigned int objects = order == mc->order ? mc->objects : mc->min_objects;
+	if (unlikely(exact_index(mc->inv_odd, mc->size_tz, in_slab - mc->red_left_pad) >= objects ||
 		     *(const uint64_t *)p == sig))
 		return NR_CLASSES;
-	*slabp = slab;
+	*infop = info;
 	return c;
 }
 
@@ -484,9 +482,9 @@ enum { FREE_CHECK = NR_CLASSES, FREE_DONE };
 
 static inline __attribute__((always_inline)) unsigned int free_fast(void *p, size_t expect_class)
 {
-	struct za_page *slab;
+	uint32_t info;
 	uint64_t sig = free_signature(p);
-	unsigned int c = small_class_of(p, sig, &slab);
+	unsigned int c = small_class_of(p, sig, &info);
 	if (unlikely(c == NR_CLASSES || (expect_class != SIZE_MAX && expect_class != c)))
 		return FREE_CHECK;
 	*(uint64_t *)p = sig;
@@ -495,7 +493,7 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 		return FREE_DONE;
 	}
 	struct thread_cache *tc = load_relaxed(&tcache);
-	struct sheaf *sh = slab_owner(slab) == (uintptr_t)tc ? tc->main[c] : tc->remote[c];
+	struct sheaf *sh = slab_info_owner(info) == tc->id ? tc->main[c] : tc->remote[c];
 	if (unlikely(sh->size >= sh->capacity))
 		return c;
 	sh->objects[sh->size++] = p;
@@ -563,7 +561,7 @@ static bool resize_block(void *p, unsigned long pages, unsigned long to, size_t 
 
 void *za_realloc(void *p, size_t n)
 {
-	struct za_page *slab;
+	uint32_t info;
 	if (!p)
 		return za_malloc(n);
 	if (!n) {
@@ -572,7 +570,7 @@ void *za_realloc(void *p, size_t n)
 	}
 	/* Growing or shrinking within the class: the common case, answered by
 	 * free's checks alone. */
-	if (n <= SMALL_MAX && small_class_of(p, free_signature(p), &slab) == size_class(n))
+	if (n <= SMALL_MAX && small_class_of(p, free_signature(p), &info) == size_class(n))
 		return p;
 	if (in_boot_heap(p)) {
 		void *q = za_malloc(n);
@@ -646,13 +644,14 @@ void *za_reallocarray(void *p, size_t count, size_t size)
 size_t za_malloc_usable_size(void *p)
 {
 	struct alloc_info b;
-	struct za_page *slab, *head;
+	struct za_page *head;
+	uint32_t info;
 	if (!p)
 		return 0;
 	/* Interpreters ask on every allocation and free (Ruby's accounting):
 	 * free's checks answer for a live object, a block's word for a block. */
 	if (likely(!zm.debug)) {
-		unsigned int c = small_class_of(p, free_signature(p), &slab);
+		unsigned int c = small_class_of(p, free_signature(p), &info);
 		if (c < NR_CLASSES)
 			return class_size(c);
 		if ((head = live_block_head(p)))

@@ -252,6 +252,12 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			unsigned int slabs = MIN_PARTIAL_BYTES >> (PAGE_SHIFT + cache->order);
 			if (cache->min_partial > slabs)
 				cache->min_partial = slabs ? slabs : 1;
+			mc->inv_odd = cache->inv_odd;
+			mc->size_tz = cache->size_tz;
+			mc->red_left_pad = cache->red_left_pad;
+			mc->order = cache->order;
+			mc->objects = cache->objects;
+			mc->min_objects = cache->min_objects;
 		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}

@@ -19,6 +19,7 @@
 
 #include "mmzone.h"
 #include "rseq.h"
+#include "slab.h"
 
 #include <pthread.h>
 
@@ -85,6 +86,11 @@ struct sheaf {
  */
 struct thread_cache {
 	za_counter_t alloc_hits, free_hits;     /* served by the main sheaf */
+	/* What the slabs it fills sheaves from record as their owner (slab.h's
+	 * slab info), 1..65535, beside what free writes: ids come round again
+	 * after that many threads, and two threads with one id only share
+	 * where some objects go (main or remote sheaf), never an object. */
+	uint16_t id;
 	struct sheaf *main[NR_CLASSES + 1];     /* + ZERO_SLOT, never filled */
 	struct sheaf *spare[NR_CLASSES];
 	/* Objects of slabs another thread filled its sheaves from: not reused
@@ -126,7 +132,13 @@ struct malloc_class {
 	unsigned int size;
 	unsigned int capacity;          /* of its sheaves */
 	za_cache_t *_Atomic cache;      /* created on first use */
-};
+	/* The cache's slab geometry, copied before the cache is published:
+	 * free finds an object's index from its page's slab info and these,
+	 * one load from the class where the cache would be two. */
+	uint64_t inv_odd;
+	unsigned int size_tz, red_left_pad;
+	unsigned int order, objects, min_objects;
+} __attribute__((aligned(64)));        /* a class is a shift from the first */
 
 /* thread_cache.c */
 /* Read by its thread alone, but turned by the purge worker: atomic,
@@ -305,11 +317,12 @@ void purge_worker_kick(void);
 void purge_worker_after_fork(bool parent_multithreaded);
 void purge_worker_pause(struct za_mm *mm, bool pause);     /* za_verify (mm_layers.c) */
 
-/* The thread cache that last filled a sheaf from this slab (the head's
- * private word is the cache creator's: slab.h). */
-static inline uintptr_t slab_owner(const struct za_page *slab)
+/* The id of the thread that last filled a sheaf from p's slab (slab.h's
+ * slab info): p's objects belong in that thread's main sheaf, in any
+ * other's remote one. */
+static inline unsigned int object_owner(const void *p)
 {
-	return page_private(slab);
+	return slab_info_owner(load_relaxed(view_slab_info(&malloc_arena, p)));
 }
 
 /*

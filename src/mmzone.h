@@ -129,7 +129,6 @@ struct za_page {
 	_Atomic uint8_t order;  /* order of the block this page heads */
 	_Atomic uint8_t mt;     /* migratetype it was allocated or freed with */
 	uint8_t zone;           /* global zone id (node * nr_zones + index) */
-	_Atomic uint8_t slab_tag;       /* slabs: their cache's owner tag + 1 (slab.h), else 0 */
 	union {
 		struct za_list lru;     /* buddy free list, per-CPU list, slab partial list */
 		struct {                /* a slab on a CPU's partial list (slub.c) */
@@ -320,6 +319,8 @@ struct sparse_view {
 	_Atomic unsigned long map_bits; /* 0: no address is the arena's; set last */
 	uintptr_t mask;                 /* ~(section size - 1) */
 	uintptr_t memmap_size;          /* bytes of descriptors below a section's memory */
+	uintptr_t info_size;            /* bytes of slab info words below the descriptors */
+	uintptr_t info_below;           /* from the info words to the memory: the two sizes */
 	unsigned int shift;             /* log2 of the section size */
 };
 
@@ -453,7 +454,8 @@ static inline struct za_page *section_memmap(const struct za_mm *mm, uintptr_t m
 
 static inline const struct mem_section_header *section_header(const struct za_mm *mm, uintptr_t mem)
 {
-	return (const struct mem_section_header *)(mem - section_memmap_size(mm) - PAGE_SIZE);
+	return (const struct mem_section_header *)(mem - section_memmap_size(mm) -
+						    mm->view.info_size - PAGE_SIZE);
 }
 
 /* The memory of the section whose descriptors hold p: the next section
@@ -478,6 +480,15 @@ static inline bool section_present(const struct za_mm *mm, unsigned long nr)
 static inline void *page_to_virt(const struct za_mm *mm, const struct za_page *p)
 {
 	return (char *)page_section_mem(mm, p) + (page_section_index(mm, p) << PAGE_SHIFT);
+}
+
+/* A page's slab info word (slab.h), in the array below its section's
+ * descriptors: sixteen pages' words to a cache line, against one
+ * descriptor, for the free path that reads one per object. */
+static inline _Atomic uint32_t *page_slab_info(const struct za_mm *mm, const struct za_page *p)
+{
+	uintptr_t mem = page_section_mem(mm, p);
+	return (_Atomic uint32_t *)(mem - mm->view.info_below) + page_section_index(mm, p);
 }
 
 static inline unsigned long page_to_pfn(const struct za_mm *mm, const struct za_page *p)
@@ -514,6 +525,8 @@ static inline void view_copy(struct sparse_view *dst, const struct sparse_view *
 	dst->map = src->map;
 	dst->mask = src->mask;
 	dst->memmap_size = src->memmap_size;
+	dst->info_size = src->info_size;
+	dst->info_below = src->info_below;
 	dst->shift = src->shift;
 	atomic_store_explicit(&dst->map_bits, load_relaxed(&src->map_bits), memory_order_release);
 }
@@ -523,6 +536,13 @@ static inline struct za_page *view_page(const struct sparse_view *v, const void 
 {
 	uintptr_t mem = (uintptr_t)addr & v->mask;
 	return (struct za_page *)(mem - v->memmap_size) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
+}
+
+/* The slab info word of addr's page (page_slab_info), which view_has(). */
+static inline _Atomic uint32_t *view_slab_info(const struct sparse_view *v, const void *addr)
+{
+	uintptr_t mem = (uintptr_t)addr & v->mask;
+	return (_Atomic uint32_t *)(mem - v->info_below) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
 }
 
 static inline bool addr_in_arena(const struct za_mm *mm, const void *addr)

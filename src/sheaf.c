@@ -58,15 +58,15 @@ static void sheaf_delete(struct sheaf *s)
 }
 
 /* The slabs of a fresh fill are this thread's.  Runs of objects come from
- * one slab, and the descriptor is written only if the owner changes: other
- * CPUs read it on every free. */
+ * one slab, and the info words are written only if the owner changes:
+ * other CPUs read them on every free. */
 static void own_slabs(struct sheaf *s, struct thread_cache *tc)
 {
 	struct za_page *last = NULL;
 	for (unsigned int i = 0; i < s->size; i++) {
 		struct za_page *slab = virt_to_slab(zm.mm, s->objects[i]);
-		if (slab != last && slab_owner(slab) != (uintptr_t)tc)
-			set_page_private(slab, (uintptr_t)tc);
+		if (slab != last && object_owner(s->objects[i]) != tc->id)
+			slab_set_owner(zm.mm, slab, tc->id);
 		last = slab;
 	}
 }
@@ -321,7 +321,7 @@ void sheaf_free_slow(unsigned int c, void *obj)
 	struct thread_cache *tc = this_thread_cache();
 	bool kick = false;
 	if (tc) {
-		bool remote = slab_owner(virt_to_slab(zm.mm, obj)) != (uintptr_t)tc;
+		bool remote = object_owner(obj) != tc->id;
 		struct sheaf **sp = remote ? &tc->remote[c] : &tc->main[c];
 		if (*sp == &empty_sheaf) {              /* the first of its kind */
 			counter_add(&tc->free_misses, 1);

@@ -160,18 +160,56 @@ struct za_kmem_cache {
 };
 
 /*
- * A cache's owner tag is copied into the descriptor of every page of its
- * slabs: the one a free reads first, so that the creator learns its tag
- * (the malloc, an object's class) without a dependent load of the cache.
- * Kept + 1, so that the 0 of every other descriptor reads SLAB_NO_TAG.
- * Written last when a slab is made and cleared first when it goes
- * (slub.c), with acquire here: a page that shows a tag is a whole slab's.
+ * Every page of a slab has an info word (mmzone.h's page_slab_info), kept
+ * apart from its descriptor in a denser array because a lockless free
+ * reads it for every object: the cache's owner tag + 1 (bits 0..7; 0 for
+ * a cache without one, and on every page outside a slab), the slab's order
+ * (8..15), and the id of its owner (16..31; 0 for none): for the malloc,
+ * the thread that last filled a sheaf from it.  The creator learns its tag
+ * (the malloc, an object's class) and where the slab starts from this
+ * word alone.  Written last when a slab is made and cleared first when it
+ * goes (slub.c), with acquire here: a word that shows a tag is a whole
+ * slab's.  The owner changes while the slab lives, tag and order never.
  */
 #define SLAB_NO_TAG UINT_MAX
 
-static inline unsigned int slab_page_tag(const struct za_page *page)
+static inline uint32_t slab_info_make(unsigned int tag, unsigned int order, unsigned int owner)
 {
-	return (unsigned int)atomic_load_explicit(&page->slab_tag, memory_order_acquire) - 1;
+	return ((tag + 1) & 0xFF) | order << 8 | owner << 16;
+}
+
+static inline unsigned int slab_info_tag(uint32_t info)
+{
+	return (info & 0xFF) - 1u;
+}
+
+static inline unsigned int slab_info_order(uint32_t info)
+{
+	return (info >> 8) & 0xFF;
+}
+
+static inline unsigned int slab_info_owner(uint32_t info)
+{
+	return info >> 16;
+}
+
+static inline uint32_t slab_info(const struct za_mm *mm, const struct za_page *page)
+{
+	return atomic_load_explicit(page_slab_info(mm, page), memory_order_acquire);
+}
+
+static inline unsigned int slab_page_tag(const struct za_mm *mm, const struct za_page *page)
+{
+	return slab_info_tag(slab_info(mm, page));
+}
+
+/* The pages of a live slab get a new owner; their tag and order stay. */
+static inline void slab_set_owner(const struct za_mm *mm, const struct za_page *slab,
+				  unsigned int owner)
+{
+	_Atomic uint32_t *info = page_slab_info(mm, slab);
+	for (unsigned long i = 0; i < 1UL << page_order(slab); i++)
+		store_relaxed(&info[i], (load_relaxed(&info[i]) & 0xFFFF) | owner << 16);
 }
 
 /* Object address <-> index within a slab. */
@@ -205,10 +243,15 @@ static inline unsigned int slab_index(const struct za_kmem_cache *s, const struc
  * remainder into the high bits (Granlund and Montgomery's divisibility
  * test).  One multiply, where a division and its check take two.
  */
+static inline size_t exact_index(uint64_t inv_odd, unsigned int size_tz, size_t off)
+{
+	uint64_t q = (uint64_t)off * inv_odd;
+	return (size_t)(q >> size_tz | q << ((64 - size_tz) & 63));
+}
+
 static inline size_t object_exact_index(const struct za_kmem_cache *s, size_t off)
 {
-	uint64_t q = (uint64_t)off * s->inv_odd;
-	return (size_t)(q >> s->size_tz | q << ((64 - s->size_tz) & 63));
+	return exact_index(s->inv_odd, s->size_tz, off);
 }
 
 /*

@@ -452,9 +452,10 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 			      memory_order_relaxed);
 	set_page_flags(slab, PG_alloc | PG_slab);
 	/* Last, released: a lockless reader that finds the tag finds the
-	 * slab whole (slab_page_tag). */
+	 * slab whole (slab.h's slab info). */
+	_Atomic uint32_t *info = page_slab_info(mm, slab);
 	for (unsigned long i = 0; i < 1UL << order; i++)
-		atomic_store_explicit(&slab[i].slab_tag, (uint8_t)(s->owner_tag + 1),
+		atomic_store_explicit(&info[i], slab_info_make(s->owner_tag, order, 0),
 				      memory_order_release);
 
 	struct kmem_cache_node *kn = slab_node(s, slab);
@@ -478,8 +479,9 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	atomic_fetch_sub(&n->nr_slabs, 1);
 	atomic_fetch_sub(&n->nr_pages, 1L << order);
 	atomic_fetch_sub(&n->total_objects, (long)slab_objects(slab));
+	_Atomic uint32_t *info = page_slab_info(s->mm, slab);
 	for (unsigned long i = 0; i < 1UL << order; i++)         /* first: see allocate_slab */
-		store_relaxed(&slab[i].slab_tag, 0);
+		store_relaxed(&info[i], 0);
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		set_page_flags(&slab[i], 0);
 		set_page_order(&slab[i], 0);

@@ -134,19 +134,23 @@ static int verify_zone_slabs(struct za_mm *mm, struct za_zone *z, struct cache_t
 		unsigned int order = f ? page_order(slab) : 0;
 		pfn += 1UL << order;
 		if (!(f & PG_slab)) {
-			VERIFY(slab_page_tag(slab) == SLAB_NO_TAG,
-			       "zone %s: pfn %lu, no slab, carries a cache's tag", z->name,
-			       pfn - (1UL << order));
+			for (unsigned long i = 0; i < 1UL << order; i++)
+				VERIFY(!slab_info(mm, &slab[i]),
+				       "zone %s: pfn %lu, no slab, has slab info %#x", z->name,
+				       pfn - (1UL << order) + i, slab_info(mm, &slab[i]));
 			continue;
 		}
 		int idx;
 		struct za_kmem_cache *s = cache_of(mm, slab->slab_cache, &idx);
 		VERIFY(s, "zone %s: slab pfn %lu of no cache of the system", z->name,
 		       pfn - (1UL << order));
-		for (unsigned long i = 0; i < 1UL << order; i++)
-			VERIFY(slab_page_tag(&slab[i]) == s->owner_tag,
-			       "cache %s: page %lu of slab pfn %lu carries tag %u, not the cache's %u",
-			       s->name, i, pfn - (1UL << order), slab_page_tag(&slab[i]), s->owner_tag);
+		for (unsigned long i = 0; i < 1UL << order; i++) {
+			uint32_t info = slab_info(mm, &slab[i]);
+			VERIFY(slab_info_tag(info) == s->owner_tag && slab_info_order(info) == order,
+			       "cache %s: page %lu of slab pfn %lu has tag %u and order %u, not the "
+			       "cache's %u and the slab's %u", s->name, i, pfn - (1UL << order),
+			       slab_info_tag(info), slab_info_order(info), s->owner_tag, order);
+		}
 		if (verify_slab(s, slab))
 			return -1;
 		struct cache_tally *t = &tallies[idx * mm->nr_nodes + z->node];

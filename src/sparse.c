@@ -10,7 +10,8 @@
  * bytes, at least one max-order block, so a block never crosses one.  A
  * present section is one mapping, wherever the OS puts it:
  *
- *	[header page][descriptors of its pages][its memory, section-aligned]
+ *	[header page][slab info words][descriptors of its pages][its memory,
+ *							section-aligned]
  *
  * so that an address in its memory and the address of its descriptor are
  * arithmetic from each other (mmzone.h).  Two things are looked up: the
@@ -20,7 +21,8 @@
  * until the system is destroyed.
  *
  * The descriptors come zeroed from the OS and an all-zero descriptor means
- * "inside a block": adding a section writes its header page only.
+ * "inside a block", as a zero slab info word means "no slab" (slab.h):
+ * adding a section writes its header page only.
  */
 #include "mmzone.h"
 
@@ -42,7 +44,7 @@ static const int section_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 /* What a section's mapping holds below its memory. */
 static uintptr_t section_below(const struct za_mm *mm)
 {
-	return PAGE_SIZE + section_memmap_size(mm);
+	return PAGE_SIZE + mm->view.info_below;
 }
 
 int sparse_init(struct za_mm *mm)
@@ -52,6 +54,8 @@ int sparse_init(struct za_mm *mm)
 	v->shift = (unsigned int)__builtin_ctzll(mm->cfg.section_size);
 	v->mask = ~(uintptr_t)(mm->cfg.section_size - 1);
 	v->memmap_size = (mm->cfg.section_size >> PAGE_SHIFT) * sizeof(struct za_page);
+	v->info_size = ALIGN_UP((mm->cfg.section_size >> PAGE_SHIFT) * sizeof(uint32_t), PAGE_SIZE);
+	v->info_below = v->info_size + v->memmap_size;
 	store_relaxed(&v->map_bits, 1UL << (USER_VA_BITS - v->shift));
 	v->map = meta_alloc(mm, (load_relaxed(&v->map_bits) + bits - 1) / bits * sizeof(long));
 	mm->nr_sections = (mm->nr_pages + (1UL << pfn_section_shift(mm)) - 1) >> pfn_section_shift(mm);
