@@ -446,9 +446,10 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	/* Every page of a slab has its cache's tag -- only the malloc's class
 	 * caches have one -- and the slab's order in its info word, and a
 	 * slab is a block of memory aligned to its size (a section's memory
-	 * is aligned to the section's): the class, the cache and the slab's
-	 * start come from this one word, which shares its cache line with
-	 * fifteen other pages' (the descriptor would be a line of its own). */
+	 * is aligned to the section's): the class and the slab's start come
+	 * from this one word, which shares its cache line with fifteen other
+	 * pages' (the descriptor would be a line of its own), and the object
+	 * checks from the class's copy of its cache's geometry. */
 	uint32_t info = atomic_load_explicit(view_slab_info(&malloc_arena, p), memory_order_acquire);
 	unsigned int c = slab_info_tag(info), order = slab_info_order(info);
 	if (unlikely(c >= NR_CLASSES))

@@ -219,7 +219,8 @@ za_mm_t *za_malloc_system(void)
 /* ------------------------------------------------------------------------
  * Classes and their caches
  * ------------------------------------------------------------------------ */
-/* Empty slabs a class keeps on its node (min_partial), in bytes. */
+/* What a class's min_partial may keep on its node's partial list, in
+ * bytes (at least one slab). */
 #define MIN_PARTIAL_BYTES (64u << 10)
 
 za_cache_t *malloc_class_cache(unsigned int c)

@@ -147,8 +147,10 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 		fprintf(out, "  idle threads: %llu gave their sheaves and blocks back at their next call\n",
 			(unsigned long long)load_relaxed(&zm.idle_flushes));
 	long long fast = za_stat(mm, "slab_alloc_fastpath"), slow = za_stat(mm, "slab_alloc_slowpath");
-	fprintf(out, "  per-CPU slabs: %lld objects from the CPU freelist (%.1f%%), %lld refills\n",
-		fast, pct((uint64_t)fast, (uint64_t)(fast + slow)), slow);
+	long long fresh = za_stat(mm, "slab_alloc_from_new_slab");
+	fprintf(out, "  per-CPU slabs: %lld objects from the CPU freelist (%.1f%%), %lld refills, "
+		"%lld objects straight from new slabs\n",
+		fast, pct((uint64_t)fast, (uint64_t)(fast + slow)), slow, fresh);
 	fprintf(out, "  per-CPU page lists:");
 	for (int o = 0; o <= PCP_MAX_ORDER; o++) {
 		char a[32], h[32];

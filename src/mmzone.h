@@ -138,8 +138,8 @@ struct za_page {
 	};
 	/* Free for the owner of an allocated block: page_private() and
 	 * set_page_private(), relaxed, since lockless readers (virt_to_slab
-	 * of a tail page, a free asking a slab's owner) may read it while the
-	 * owner writes it. */
+	 * of a tail page, a malloc free asking a page block's word) may read
+	 * it while the owner writes it. */
 	_Atomic unsigned long private;
 	union {
 		struct {        /* slabs (PG_slab): the cache, and the slab's free list
@@ -409,8 +409,9 @@ struct za_mm {
 /* ------------------------------------------------------------------------
  * Conversions
  *
- * A present section is one mapping: a header page, the descriptors of its
- * pages, then its memory, aligned to the section size.  So from an address
+ * A present section is one mapping: a header page, its pages' slab info
+ * words (slab.h), the descriptors of its pages, then its memory, aligned to
+ * the section size.  So from an address
  * in a section's memory, and from one of its descriptors, the other is
  * arithmetic; only pfns need a load (of the section table or the header).
  * Blocks never cross sections (a section holds whole max-order blocks).

@@ -14,8 +14,7 @@
  *   bits 48..63  a tag bumped by every change
  *
  * Only the CPU that froze a slab allocates from it; anyone may push frees
- * onto its list.  The head descriptor's private word belongs to the
- * cache's creator (0 in a new slab).  Objects per slab are limited to 32767 (as in the kernel),
+ * onto its list.  Objects per slab are limited to 32767 (as in the kernel),
  * so an index fits.
  */
 #ifndef ZA_SLAB_H
@@ -73,6 +72,7 @@ enum slab_event {
 	SL_CPU_PARTIAL_FREE,
 	SL_CPU_PARTIAL_DRAIN,
 	SL_ALLOC_REFILL,
+	SL_ALLOC_FROM_NEW_SLAB,         /* objects a bulk took straight from new slabs */
 	SL_DEACTIVATE,
 	NR_SLAB_CPU_EVENTS,
 	/* per node, under list_lock */
@@ -209,7 +209,8 @@ static inline void slab_set_owner(const struct za_mm *mm, const struct za_page *
 {
 	_Atomic uint32_t *info = page_slab_info(mm, slab);
 	for (unsigned long i = 0; i < 1UL << page_order(slab); i++)
-		store_relaxed(&info[i], (load_relaxed(&info[i]) & 0xFFFF) | owner << 16);
+		atomic_store_explicit(&info[i], (load_relaxed(&info[i]) & 0xFFFF) | owner << 16,
+				      memory_order_release);     /* continues allocate_slab's */
 }
 
 /* Object address <-> index within a slab. */

@@ -13,6 +13,10 @@
  *   the freeing CPU's partial list -> node partial list (when that list
  *   overflows) -> empty: freed to the page allocator beyond min_partial.
  *
+ * A bulk allocation that finds no partial slab takes its objects from new
+ * slabs without linking them; a new slab it leaves objects in goes onto
+ * the node partial list, one it takes whole onto no list (full).
+ *
  * percpu=rseq: the two fast paths are restartable sections on the CPU's
  * stack (below) and take no lock; everything else still runs under the
  * CPU's trylock, with the stack taken off for the time (cpu_take).
@@ -47,6 +51,7 @@ static const char *const slab_event_names[NR_SLAB_EVENTS] = {
 	[SL_CPU_PARTIAL_FREE] = "slab_cpu_partial_free",
 	[SL_CPU_PARTIAL_DRAIN] = "slab_cpu_partial_drain",
 	[SL_ALLOC_REFILL] = "slab_alloc_refill",
+	[SL_ALLOC_FROM_NEW_SLAB] = "slab_alloc_from_new_slab",
 	[SL_DEACTIVATE] = "slab_deactivate",
 	[SL_NODE_PARTIAL_ALLOC] = "slab_node_partial_alloc",
 	[SL_NODE_PARTIAL_FREE] = "slab_node_partial_free",
@@ -1116,10 +1121,14 @@ static size_t cpu_alloc_bulk(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 			fast++;
 		} else if (!(obj = refill_cpu_freelist(s, c, node))) {
 			if (n - i > 1) {
+				size_t want = n - i < s->objects ? n - i : s->objects;
 				unsigned int got = bulk_from_new_slab(s, c, gfp, node,
-								      (unsigned int)(n - i), objs + i);
+								      (unsigned int)want, objs + i);
 				if (!got)
 					break;
+				for (unsigned int k = 0; k < got; k++)
+					VM_BUG_ON(s->mm, !is_object_of(s, objs[i + k]));
+				counter_add(&c->stat[SL_ALLOC_FROM_NEW_SLAB], got);
 				i += got;
 				continue;
 			}

@@ -507,6 +507,8 @@ static void test_bulk_from_new_slabs(const char *config)
 	void *objs[256];
 	CHECK_EQ(za_cache_alloc_bulk(c, 0, n, objs), n);
 	CHECK_EQ(za_cache_stat(c, "alloc_slab"), 3);
+	CHECK_EQ(za_cache_stat(c, "alloc_from_new_slab"), n);
+	CHECK_EQ(za_cache_stat(c, "alloc_fastpath"), 0);
 	CHECK_EQ(atomic_load(&ctor_calls), 3 * (long)info.objects);
 	for (unsigned int i = 0; i < n; i++) {
 		for (int k = 0; k < 48; k++)
