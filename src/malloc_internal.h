@@ -211,6 +211,7 @@ struct za_malloc {
 	/* thread exits fold their counters here (atomically: rare) */
 	za_counter_t exited_alloc_hits, exited_alloc_misses, exited_free_hits, exited_free_misses;
 	za_counter_t idle_flushes;      /* idle threads' caches given back */
+	_Atomic uint32_t thread_ids;    /* thread caches made: the next id (thread_cache.c) */
 };
 
 extern struct za_malloc zm;

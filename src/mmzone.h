@@ -410,11 +410,11 @@ struct za_mm {
  * Conversions
  *
  * A present section is one mapping: a header page, its pages' slab info
- * words (slab.h), the descriptors of its pages, then its memory, aligned to
- * the section size.  So from an address
- * in a section's memory, and from one of its descriptors, the other is
- * arithmetic; only pfns need a load (of the section table or the header).
- * Blocks never cross sections (a section holds whole max-order blocks).
+ * words (slab.h), the descriptors of its pages, then its memory, aligned
+ * to the section size.  So from an address in a section's memory, and
+ * from one of its descriptors, the other is arithmetic; only pfns need a
+ * load (of the section table or the header).  Blocks never cross sections
+ * (a section holds whole max-order blocks).
  * ------------------------------------------------------------------------ */
 /* The default section size (section_size=auto; mm_init.c makes it smaller
  * for small systems, larger for a larger max-order block): the unit in

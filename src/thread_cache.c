@@ -31,9 +31,9 @@ static struct thread_cache *thread_cache_create(void)
 	struct thread_cache *tc = za_cache_alloc(zm.thread_cache_cache, 0);
 	if (!tc)
 		return NULL;
-	static _Atomic uint32_t ids;
 	*tc = boot_tcache;
-	tc->id = (uint16_t)(atomic_fetch_add_explicit(&ids, 1, memory_order_relaxed) % 0xFFFF + 1);
+	tc->id = (uint16_t)(atomic_fetch_add_explicit(&zm.thread_ids, 1, memory_order_relaxed) %
+			    0xFFFF + 1);
 	za_lock(&zm.threads_lock);
 	tc->next = zm.threads;
 	if (tc->next)
