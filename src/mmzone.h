@@ -319,8 +319,7 @@ struct sparse_view {
 	_Atomic unsigned long map_bits; /* 0: no address is the arena's; set last */
 	uintptr_t mask;                 /* ~(section size - 1) */
 	uintptr_t memmap_size;          /* bytes of descriptors below a section's memory */
-	uintptr_t info_size;            /* bytes of slab info words below the descriptors */
-	uintptr_t info_below;           /* from the info words to the memory: the two sizes */
+	uintptr_t info_below;           /* from a section's slab info words to its memory */
 	unsigned int shift;             /* log2 of the section size */
 };
 
@@ -455,8 +454,7 @@ static inline struct za_page *section_memmap(const struct za_mm *mm, uintptr_t m
 
 static inline const struct mem_section_header *section_header(const struct za_mm *mm, uintptr_t mem)
 {
-	return (const struct mem_section_header *)(mem - section_memmap_size(mm) -
-						    mm->view.info_size - PAGE_SIZE);
+	return (const struct mem_section_header *)(mem - mm->view.info_below - PAGE_SIZE);
 }
 
 /* The memory of the section whose descriptors hold p: the next section
@@ -526,7 +524,6 @@ static inline void view_copy(struct sparse_view *dst, const struct sparse_view *
 	dst->map = src->map;
 	dst->mask = src->mask;
 	dst->memmap_size = src->memmap_size;
-	dst->info_size = src->info_size;
 	dst->info_below = src->info_below;
 	dst->shift = src->shift;
 	atomic_store_explicit(&dst->map_bits, load_relaxed(&src->map_bits), memory_order_release);

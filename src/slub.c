@@ -372,6 +372,16 @@ static void add_partial(struct kmem_cache_node *n, struct za_page *slab, bool ta
 	set_page_flags(slab, page_flags(slab) | PG_slab_partial);
 }
 
+/* add_partial under its node's lock, for a slab with a free object that
+ * is on no list. */
+static void add_partial_locked(struct za_kmem_cache *s, struct za_page *slab, bool tail)
+{
+	struct kmem_cache_node *n = slab_node(s, slab);
+	lock_node(n);
+	add_partial(n, slab, tail);
+	unlock_node(n);
+}
+
 static void remove_partial(struct kmem_cache_node *n, struct za_page *slab)
 {
 	za_lock_assert_held(slab->slab_cache->mm, &n->list_lock);
@@ -530,9 +540,7 @@ static void deactivate_slab(struct za_kmem_cache *s, struct za_page *slab, void 
 	if (!st_inuse(new) && load_relaxed(&n->nr_partial) >= s->min_partial) {
 		discard_slab(s, slab);
 	} else if (st_head(new) != SLAB_NONE) {
-		lock_node(n);
-		add_partial(n, slab, true);
-		unlock_node(n);
+		add_partial_locked(s, slab, true);
 	}
 }
 
@@ -654,10 +662,7 @@ static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_ca
 	struct za_page *slab = allocate_slab(s, gfp, node, 0, NULL);
 	cpu_take_back(c);
 	if (slab && c->freelist) {
-		struct kmem_cache_node *n = slab_node(s, slab);
-		lock_node(n);
-		add_partial(n, slab, true);
-		unlock_node(n);
+		add_partial_locked(s, slab, true);
 		slab = NULL;
 	}
 	return slab;
@@ -676,12 +681,8 @@ static unsigned int bulk_from_new_slab(struct za_kmem_cache *s, struct kmem_cach
 	cpu_let_go(c);
 	struct za_page *slab = allocate_slab(s, gfp, node, want, objs);
 	unsigned int got = slab ? st_inuse(slab_state(slab)) : 0;
-	if (slab && got < slab_objects(slab)) {
-		struct kmem_cache_node *n = slab_node(s, slab);
-		lock_node(n);
-		add_partial(n, slab, false);
-		unlock_node(n);
-	}
+	if (slab && got < slab_objects(slab))
+		add_partial_locked(s, slab, false);
 	cpu_take_back(c);
 	return got;
 }
@@ -811,12 +812,8 @@ static void *alloc_single(struct za_kmem_cache *s, za_gfp_t gfp, int node)
 	if (!slab)
 		return NULL;
 	obj = pop_object(s, slab, &emptied);
-	if (!emptied) {
-		struct kmem_cache_node *sn = slab_node(s, slab);
-		lock_node(sn);
-		add_partial(sn, slab, false);
-		unlock_node(sn);
-	}
+	if (!emptied)
+		add_partial_locked(s, slab, false);
 	return obj;
 }
 

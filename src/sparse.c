@@ -54,8 +54,8 @@ int sparse_init(struct za_mm *mm)
 	v->shift = (unsigned int)__builtin_ctzll(mm->cfg.section_size);
 	v->mask = ~(uintptr_t)(mm->cfg.section_size - 1);
 	v->memmap_size = (mm->cfg.section_size >> PAGE_SHIFT) * sizeof(struct za_page);
-	v->info_size = ALIGN_UP((mm->cfg.section_size >> PAGE_SHIFT) * sizeof(uint32_t), PAGE_SIZE);
-	v->info_below = v->info_size + v->memmap_size;
+	v->info_below = ALIGN_UP((mm->cfg.section_size >> PAGE_SHIFT) * sizeof(uint32_t), PAGE_SIZE) +
+			v->memmap_size;
 	store_relaxed(&v->map_bits, 1UL << (USER_VA_BITS - v->shift));
 	v->map = meta_alloc(mm, (load_relaxed(&v->map_bits) + bits - 1) / bits * sizeof(long));
 	mm->nr_sections = (mm->nr_pages + (1UL << pfn_section_shift(mm)) - 1) >> pfn_section_shift(mm);
