@@ -97,19 +97,6 @@ static int resolve_layout(struct za_config *cfg)
 	return 0;
 }
 
-/* Metadata comes from the OS in a few arrays, remembered for destroy. */
-void *meta_alloc(struct za_mm *mm, size_t size)
-{
-	VM_BUG_ON(mm, mm->nr_meta >= NR_META_ARRAYS);
-	void *p = mm->nr_meta < NR_META_ARRAYS ? za_os_alloc(size) : NULL;
-	if (p) {
-		mm->meta[mm->nr_meta].ptr = p;
-		mm->meta[mm->nr_meta].size = size;
-		mm->nr_meta++;
-	}
-	return p;
-}
-
 static void init_zone(struct za_mm *mm, struct za_zone *z, int node, int idx,
 		      unsigned long start_pfn, unsigned long nr_pages, struct za_pcp *pcp)
 {
@@ -127,10 +114,32 @@ static void init_zone(struct za_mm *mm, struct za_zone *z, int node, int idx,
 	list_init(&z->lru[LRU_INACTIVE]);
 	list_init(&z->lru[LRU_ACTIVE]);
 	mm->zone_by_id[z->id] = z;
-	unsigned long end = start_pfn + nr_pages;
-	for (unsigned long pfn = start_pfn; pfn < end; pfn += 1UL << mm->max_order)
-		mm->block_zone[pfn >> mm->max_order] = (uint8_t)z->id;
 	store_relaxed(&z->first_deferred_pfn, start_pfn);
+}
+
+/*
+ * A section comes online (sparse.c, under the hotplug lock): its pageblocks
+ * start movable, as at boot, and its max-order blocks learn their zone (the
+ * kernel's memmap_init_range).  Only present sections' entries are ever
+ * read, so a system sized to a large machine writes -- makes resident --
+ * the entries of the memory it uses, not of all it might.
+ */
+void memmap_init_section(struct za_mm *mm, unsigned long nr)
+{
+	unsigned long start = nr << pfn_section_shift(mm);
+	unsigned long end = start + (1UL << pfn_section_shift(mm));
+	if (end > mm->nr_pages)
+		end = mm->nr_pages;
+	unsigned long pageblock = 1UL << mm->pageblock_order;
+	memset((void *)&mm->pageblock_mt[start >> mm->pageblock_order], MT_MOVABLE,
+	       (end - start + pageblock - 1) >> mm->pageblock_order);
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		const struct za_zone *z = mm->zone_by_id[id];
+		unsigned long from = z->start_pfn > start ? z->start_pfn : start;
+		unsigned long to = z->start_pfn + z->nr_pages < end ? z->start_pfn + z->nr_pages : end;
+		for (unsigned long pfn = from; pfn < to; pfn += 1UL << mm->max_order)
+			mm->block_zone[pfn >> mm->max_order] = (uint8_t)z->id;
+	}
 }
 
 /* deferred_init=0: every block of every zone in the buddy lists now. */
@@ -253,20 +262,20 @@ static int init_layout(struct za_mm *mm)
 		return -1;
 	int nr_zones = mm->nr_nodes * mm->nr_zones;
 	size_t pageblocks = (mm->nr_pages >> mm->pageblock_order) + 1;
-	mm->pageblock_mt = meta_alloc(mm, pageblocks);
-	mm->block_zone = meta_alloc(mm, (mm->nr_pages >> mm->max_order) + 1);
-	mm->nodes = meta_alloc(mm, sizeof(struct za_node) * (size_t)mm->nr_nodes);
-	mm->zone_by_id = meta_alloc(mm, sizeof(struct za_zone *) * (size_t)nr_zones);
-	mm->cpu_node = meta_alloc(mm, sizeof(int) * (size_t)mm->nr_cpus);
-	struct za_zone **lists = meta_alloc(mm, sizeof(struct za_zone *) * 2 *
-						(size_t)mm->nr_nodes * (size_t)(nr_zones + 1));
-	mm->zonelists = meta_alloc(mm, sizeof(struct za_zone **) * 2 * (size_t)mm->nr_nodes);
-	struct za_pcp *pcp = meta_alloc(mm, sizeof(struct za_pcp) * (size_t)nr_zones *
-					      (size_t)mm->nr_cpus);
+	mm->pageblock_mt = memblock_alloc(mm, pageblocks, 1);
+	mm->block_zone = memblock_alloc(mm, (mm->nr_pages >> mm->max_order) + 1, 1);
+	mm->nodes = memblock_alloc_array(mm, mm->nr_nodes, struct za_node);
+	mm->zone_by_id = memblock_alloc_array(mm, nr_zones, struct za_zone *);
+	mm->cpu_node = memblock_alloc_array(mm, mm->nr_cpus, int);
+	struct za_zone **lists = memblock_alloc_array(mm, 2 * (size_t)mm->nr_nodes *
+							    (size_t)(nr_zones + 1), struct za_zone *);
+	mm->zonelists = memblock_alloc_array(mm, 2 * mm->nr_nodes, struct za_zone **);
+	struct za_pcp *pcp = memblock_alloc_array(mm, (size_t)nr_zones * (size_t)mm->nr_cpus,
+						       struct za_pcp);
 	mm->nr_quick = (int)cfg->nr_quick;
 	mm->quicklists_on = cfg->quicklists;
 	mm->quicklists = quicklists_alloc(mm);
-	mm->cpu_stat = meta_alloc(mm, sizeof(struct za_events) * (size_t)mm->nr_cpus);
+	mm->cpu_stat = memblock_alloc_array(mm, mm->nr_cpus, struct za_events);
 	if (!mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
 	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp ||
 	    !mm->quicklists || !mm->cpu_stat) {
@@ -274,8 +283,6 @@ static int init_layout(struct za_mm *mm)
 		return -1;
 	}
 
-	/* Every pageblock starts movable, as at boot. */
-	memset((void *)mm->pageblock_mt, MT_MOVABLE, pageblocks);
 	unsigned long pfn = 0;
 	for (int n = 0; n < mm->nr_nodes; n++) {
 		mm->nodes[n].id = n;
@@ -301,9 +308,7 @@ static int init_layout(struct za_mm *mm)
 static void free_mm(struct za_mm *mm)
 {
 	sparse_release(mm);
-	for (int i = mm->nr_meta - 1; i >= 0; i--)
-		za_os_free(mm->meta[i].ptr, mm->meta[i].size);
-	za_os_free(mm, sizeof(*mm));
+	memblock_free_all(mm);
 }
 
 static int parse_config(struct za_config *cfg, const char *config)
@@ -335,7 +340,7 @@ za_mm_t *za_mm_create(const char *config)
 	struct za_config cfg;
 	if (parse_config(&cfg, config))
 		return NULL;
-	struct za_mm *mm = za_os_alloc(sizeof(*mm));
+	struct za_mm *mm = memblock_create_mm();
 	if (!mm) {
 		za_set_last_error("za_mm_create: out of memory for the system's metadata");
 		errno = ENOMEM;
@@ -351,7 +356,7 @@ za_mm_t *za_mm_create(const char *config)
 		return NULL;
 	}
 	size_t len = za_config_format(&mm->cfg, NULL, 0) + 1;
-	if (!(mm->config_string = meta_alloc(mm, len))) {
+	if (!(mm->config_string = memblock_alloc(mm, len, 1))) {
 		free_mm(mm);
 		errno = ENOMEM;
 		return NULL;

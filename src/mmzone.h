@@ -301,9 +301,6 @@ struct za_node {
 /* ------------------------------------------------------------------------
  * The memory system
  * ------------------------------------------------------------------------ */
-/* Metadata arrays from the OS (meta_alloc): creation takes twelve, the
- * sparse view two more. */
-#define NR_META_ARRAYS 16
 /* kmalloc's size classes, kmalloc-8 .. kmalloc-8k (kmalloc.c). */
 #define NR_KMALLOC_CACHES 13
 
@@ -368,8 +365,10 @@ struct za_mm {
 	za_lock_t hotplug_lock;         /* sections are added one at a time */
 	char *last_section;             /* the latest one's memory: where to put the next */
 	_Atomic unsigned long nr_present_sections;
-	struct { void *ptr; size_t size; } meta[NR_META_ARRAYS];   /* meta_alloc's */
-	int nr_meta;
+	struct memblock {               /* memblock.c: the chunks metadata comes from */
+		za_lock_t lock;
+		struct memblock_chunk *chunks;  /* the head is the one being filled */
+	} memblock;
 	za_error_fn error_fn;
 	void *error_ctx;
 	_Atomic unsigned long purge_epoch;      /* page_reporting.c: za_purge's clock */
@@ -378,6 +377,7 @@ struct za_mm {
 	/* SLUB */
 	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
 	za_lock_t caches_lock;
+	struct za_kmem_cache *free_caches;      /* destroyed caches' descriptors, under caches_lock */
 	struct za_kmem_cache *_Atomic kmalloc_caches[NR_KMALLOC_CACHES];   /* made on first use */
 
 	/* reclaim (vmscan.c) */
@@ -718,8 +718,18 @@ const char *migratetype_name(int mt);
 /* page_alloc.c */
 void setup_zone_watermarks(struct za_mm *mm);
 
-/* mm_init.c: metadata from the OS, freed at destroy. */
-void *meta_alloc(struct za_mm *mm, size_t size);
+/* memblock.c: metadata, zeroed, packed into chunks from the OS and freed
+ * together at destroy.  The system's descriptor comes first, in the first
+ * chunk; align is a power of two up to PAGE_SIZE. */
+struct za_mm *memblock_create_mm(void);
+void *memblock_alloc(struct za_mm *mm, size_t size, size_t align);
+void memblock_free_all(struct za_mm *mm);
+/* An array of n elements of type T. */
+#define memblock_alloc_array(mm, n, T) \
+	((T *)memblock_alloc((mm), (size_t)(n) * sizeof(T), _Alignof(T)))
+
+/* mm_init.c: a section's pageblock types and block zones, as it comes online. */
+void memmap_init_section(struct za_mm *mm, unsigned long nr);
 
 /* mm_init.c: every lock of the allocation paths, for fork. */
 void mm_lock_all(struct za_mm *mm);

@@ -48,7 +48,7 @@ struct quicklist *quicklists_alloc(struct za_mm *mm)
 {
 	mm->ql_shift = order_base_2(sizeof(struct quicklist) * (size_t)mm->nr_quick);
 	mm->ql_rseq = mm->percpu_rseq && mm->nr_nodes == 1;
-	return meta_alloc(mm, (size_t)mm->nr_cpus << mm->ql_shift);
+	return memblock_alloc(mm, (size_t)mm->nr_cpus << mm->ql_shift, _Alignof(struct quicklist));
 }
 
 static const struct rseq_link ql_link = { .off = 0 };

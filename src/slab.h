@@ -153,9 +153,8 @@ struct za_kmem_cache {
 	uint16_t *random_seq;           /* slab_freelist_random: a permutation */
 
 	char name[32];
-	struct za_kmem_cache *next;     /* mm's list of caches */
+	struct za_kmem_cache *next;     /* mm's list of caches (or of free descriptors) */
 	struct kmem_cache_node *node;   /* [mm->nr_nodes] */
-	size_t meta_size;               /* what za_os_alloc gave, for destroy */
 	za_counter_t stat[NR_SLAB_EVENTS];   /* the atomic ones */
 };
 

@@ -1338,6 +1338,44 @@ static void unlink_cache(struct za_kmem_cache *s)
 	za_unlock(&mm->caches_lock);
 }
 
+/* A cache's descriptor is followed by its CPU structures, then its node
+ * structures: one size for all of a system's caches. */
+#define CPU_SLAB_ALIGN _Alignof(struct kmem_cache_cpu)
+
+static size_t cache_desc_size(const struct za_mm *mm)
+{
+	return ALIGN_UP(sizeof(struct za_kmem_cache), CPU_SLAB_ALIGN) +
+	       sizeof(struct kmem_cache_cpu) * (size_t)mm->nr_cpus +
+	       sizeof(struct kmem_cache_node) * (size_t)mm->nr_nodes;
+}
+
+/* A destroyed cache's descriptor, cleared, else a new one from memblock:
+ * descriptors share pages, a program's dozens of caches a few of them. */
+static struct za_kmem_cache *cache_desc_alloc(struct za_mm *mm)
+{
+	za_lock(&mm->caches_lock);
+	struct za_kmem_cache *s = mm->free_caches;
+	if (s)
+		mm->free_caches = s->next;
+	za_unlock(&mm->caches_lock);
+	if (s)
+		memset(s, 0, cache_desc_size(mm));
+	else
+		s = memblock_alloc(mm, cache_desc_size(mm), CPU_SLAB_ALIGN);
+	return s;
+}
+
+static void cache_desc_free(struct za_kmem_cache *s)
+{
+	struct za_mm *mm = s->mm;
+	if (s->random_seq)
+		za_os_free(s->random_seq, sizeof(*s->random_seq) * s->objects);
+	za_lock(&mm->caches_lock);
+	s->next = mm->free_caches;
+	mm->free_caches = s;
+	za_unlock(&mm->caches_lock);
+}
+
 long za_cache_destroy(za_cache_t *s)
 {
 	if (!s)
@@ -1351,7 +1389,7 @@ long za_cache_destroy(za_cache_t *s)
 		return in_use;
 	}
 	unlink_cache(s);
-	za_os_free(s, s->meta_size);
+	cache_desc_free(s);
 	return 0;
 }
 
@@ -1374,7 +1412,7 @@ void slub_destroy_all(struct za_mm *mm)
 		struct za_kmem_cache *s = mm->caches;
 		za_cache_shrink(s);
 		mm->caches = s->next;
-		za_os_free(s, s->meta_size);
+		cache_desc_free(s);
 	}
 }
 
@@ -1512,9 +1550,13 @@ static void calculate_sizes(struct za_kmem_cache *s)
 	s->inv_odd = inv;
 }
 
-/* slab_freelist_random: a permutation of the object indices. */
-static void init_random_seq(struct za_kmem_cache *s, uint16_t *seq)
+/* slab_freelist_random: a permutation of the object indices; false
+ * without memory for it. */
+static bool init_random_seq(struct za_kmem_cache *s)
 {
+	uint16_t *seq = za_os_alloc(sizeof(*seq) * s->objects);
+	if (!seq)
+		return false;
 	for (unsigned int i = 0; i < s->objects; i++)
 		seq[i] = (uint16_t)i;
 	uint64_t r = get_random_u64() | 1;
@@ -1526,6 +1568,7 @@ static void init_random_seq(struct za_kmem_cache *s, uint16_t *seq)
 		seq[j] = t;
 	}
 	s->random_seq = seq;
+	return true;
 }
 
 static za_cache_t *create_error(const char *name, const char *why)
@@ -1551,18 +1594,11 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	if (flags & ~ZA_SLAB_VALID_FLAGS)
 		return create_error(name, "unknown flags");
 
-	/* za_os_alloc gives pages: the CPU structures' alignment holds */
-	const size_t cpu_align = _Alignof(struct kmem_cache_cpu);
-	size_t meta = ALIGN_UP(sizeof(struct za_kmem_cache), cpu_align) +
-		      sizeof(struct kmem_cache_cpu) * (size_t)mm->nr_cpus +
-		      sizeof(struct kmem_cache_node) * (size_t)mm->nr_nodes +
-		      sizeof(uint16_t) * MAX_OBJS_PER_SLAB;
-	struct za_kmem_cache *s = za_os_alloc(meta);
+	struct za_kmem_cache *s = cache_desc_alloc(mm);
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->meta_size = meta;
 	s->mm = mm;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->object_size = (unsigned int)size;
@@ -1571,7 +1607,7 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->ctor = ctor;
 	s->debug = ((flags >> ZA_SLAB_DEBUG_SHIFT) & SLAB_DEBUG_FLAGS) | slub_debug_flags_for(mm, name);
 	s->align = (unsigned int)calculate_alignment(flags, align ? align : sizeof(void *), size);
-	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s + ALIGN_UP(sizeof(*s), cpu_align));
+	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s + ALIGN_UP(sizeof(*s), CPU_SLAB_ALIGN));
 	s->node = (struct kmem_cache_node *)(s->cpu_slab + mm->nr_cpus);
 	for (int n = 0; n < mm->nr_nodes; n++)
 		list_init(&s->node[n].partial);
@@ -1579,7 +1615,7 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 
 	int order = calculate_order(mm, s->size);
 	if (order < 0 || order_objects((unsigned int)order, s->size) < 1) {
-		za_os_free(s, meta);
+		cache_desc_free(s);
 		return create_error(name, "objects too large for any slab order");
 	}
 	s->order = (unsigned int)order;
@@ -1590,9 +1626,12 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->min_partial = calculate_min_partial(s->size);
 	if (mm->cfg.slab_freelist_hardened)
 		s->random = (uintptr_t)get_random_u64() | 1;
+	if (mm->cfg.slab_freelist_random && !init_random_seq(s)) {
+		cache_desc_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	cache_link_init(s);
-	if (mm->cfg.slab_freelist_random)
-		init_random_seq(s, (uint16_t *)(s->node + mm->nr_nodes));
 
 	za_lock(&mm->caches_lock);
 	s->next = mm->caches;

@@ -57,9 +57,10 @@ int sparse_init(struct za_mm *mm)
 	v->info_below = ALIGN_UP((mm->cfg.section_size >> PAGE_SHIFT) * sizeof(uint32_t), PAGE_SIZE) +
 			v->memmap_size;
 	store_relaxed(&v->map_bits, 1UL << (USER_VA_BITS - v->shift));
-	v->map = meta_alloc(mm, (load_relaxed(&v->map_bits) + bits - 1) / bits * sizeof(long));
+	v->map = memblock_alloc(mm, (load_relaxed(&v->map_bits) + bits - 1) / bits * sizeof(long),
+				 _Alignof(unsigned long));
 	mm->nr_sections = (mm->nr_pages + (1UL << pfn_section_shift(mm)) - 1) >> pfn_section_shift(mm);
-	mm->section_mem = meta_alloc(mm, mm->nr_sections * sizeof(*mm->section_mem));
+	mm->section_mem = memblock_alloc_array(mm, mm->nr_sections, char *_Atomic);
 	return mm->section_mem && v->map ? 0 : -1;
 }
 
@@ -132,6 +133,7 @@ static void online_section(struct za_mm *mm, unsigned long nr, char *mem)
 		madvise(mem, section_size(mm), MADV_HUGEPAGE);
 	if (mm->cfg.populate)
 		populate(mem, section_size(mm));
+	memmap_init_section(mm, nr);
 	atomic_store_explicit(&mm->section_mem[nr], mem, memory_order_release);
 	atomic_fetch_or_explicit(&mm->view.map[bit / bits], 1UL << (bit % bits),
 				 memory_order_release);

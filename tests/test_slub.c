@@ -632,6 +632,48 @@ static void test_verify_finds_corrupt_freelist(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* Cache descriptors share their pages (memblock) and a destroyed cache's
+ * is the next one's: creating and destroying caches does not grow the
+ * system's metadata.  Many caches overflow a metadata chunk; each still
+ * works, with random freelists too (their permutation is allocated apart). */
+static void test_cache_descriptors_reused(const char *config)
+{
+	enum { N = 120 };
+	za_mm_t *mm = test_mm(config);
+	za_cache_t *first[N], *again[N];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "desc-%d", i);
+		CHECK((first[i] = za_cache_create(mm, name, 16 + 8 * (size_t)i, 0, 0, NULL)));
+		for (int j = 0; j < i; j++)
+			CHECK(first[j] != first[i]);
+		void *obj = za_cache_alloc(first[i], 0);
+		CHECK(obj);
+		memset(obj, 0xa5, 16 + 8 * (size_t)i);
+		CHECK_EQ(za_cache_free(first[i], obj), 0);
+	}
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_cache_destroy(first[i]), 0);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "again-%d", i);
+		CHECK((again[i] = za_cache_create(mm, name, 4000 - 8 * (size_t)i, 64, 0, NULL)));
+		bool reused = false;
+		for (int j = 0; j < N; j++)
+			reused |= again[i] == first[j];
+		CHECK(reused);
+		void *obj = za_cache_alloc(again[i], 0);
+		CHECK(obj && (uintptr_t)obj % 64 == 0);
+		CHECK_EQ(za_cache_free(again[i], obj), 0);
+		struct za_cache_info info;
+		za_cache_info(again[i], &info);
+		CHECK(!strcmp(info.name, name) && info.object_size == 4000 - 8 * (unsigned int)i);
+	}
+	CHECK(za_verify(mm) == 0);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_cache_destroy(again[i]), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_order_calculation();
@@ -643,6 +685,8 @@ int main(void)
 	test_bulk();
 	test_bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0");
 	test_bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0,slab_freelist_random=1");
+	test_cache_descriptors_reused("memory=16M,zones=Normal,cpus=2,kswapd=0");
+	test_cache_descriptors_reused("memory=16M,zones=Normal,cpus=64,kswapd=0,slab_freelist_random=1");
 	test_exhaustion();
 	test_verify_finds_corrupt_freelist();
 	test_new_slab_lets_cpu_go();
