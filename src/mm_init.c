@@ -439,10 +439,12 @@ void mm_lock_all(struct za_mm *mm)
 		za_lock(&mm->zone_by_id[id]->lru_lock);
 	}
 	za_lock(&mm->hotplug_lock);     /* a leaf: its holder maps a section, nothing else */
+	za_lock(&mm->memblock.lock);    /* a leaf: its holder maps a chunk, nothing else */
 }
 
 void mm_unlock_all(struct za_mm *mm, bool in_child)
 {
+	za_unlock(&mm->memblock.lock);
 	za_unlock(&mm->hotplug_lock);
 	for (int id = mm->nr_nodes * mm->nr_zones - 1; id >= 0; id--) {
 		za_unlock(&mm->zone_by_id[id]->lru_lock);
