@@ -4,11 +4,10 @@
  * mapped from the OS and given back together when the system goes, as the
  * kernel's boot allocator hands out memory for the kernel's lifetime.
  *
- * Packing is for the malloc's sake: a dozen small arrays on a mapping each
- * cost a resident page apiece, and a program that called malloc once paid
- * some twenty pages for them.  A chunk is MAP_NORESERVE: what is never
- * handed out is never touched, so a chunk's unused tail costs address
- * space, not memory.
+ * Packing is for the malloc's sake: small arrays on a mapping each cost a
+ * resident page apiece, and a program that called malloc once made 22 such
+ * mappings.  A chunk is MAP_NORESERVE: what is never handed out is never
+ * touched, so a chunk's unused tail costs address space, not memory.
  */
 #include "mmzone.h"
 
