@@ -435,20 +435,31 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	 * cache's permutation from a random point, skipping indices beyond a
 	 * fallback slab's objects.  Those taken are never linked: a taker
 	 * that fills a sheaf from a new slab writes into no object it hands
-	 * out (each may be a page of its own, its first touch the owner's). */
-	unsigned int n = s->random_seq ? s->objects : objects;
-	unsigned int start = s->random_seq ? (unsigned int)(za_cycles() % n) : 0;
-	unsigned int taken = 0;
+	 * out (each may be a page of its own, its first touch the owner's).
+	 * The cache's fields are read once: a store to objs could alias them. */
+	const uint16_t *seq = s->random_seq;
+	void (*ctor)(void *) = s->ctor;
+	bool debug = s->debug;
+	char *base = slab_base(s, slab);
+	size_t size = s->size;
+	unsigned int n = seq ? s->objects : objects;
+	unsigned int start = seq ? (unsigned int)(za_cycles() % n) : 0;
+	unsigned int taken = 0, i = 0;
 	void *first = NULL, *prev = NULL;
-	for (unsigned int i = 0; i < n; i++) {
-		unsigned int idx = s->random_seq ? s->random_seq[(start + i) % n] : i;
+	/* A slab in address order with nothing to construct hands out its
+	 * first objects without the loop's per-object tests. */
+	if (!seq && !debug && !ctor)
+		for (; taken < take && taken < objects; taken++, i++)
+			objs[taken] = base + (size_t)taken * size;
+	for (; i < n; i++) {
+		unsigned int idx = seq ? seq[(start + i) % n] : i;
 		if (idx >= objects)
 			continue;
-		void *obj = slab_object(s, slab, idx);
-		if (s->debug)
+		void *obj = base + idx * size;
+		if (debug)
 			debug_init_object(s, obj);
-		if (s->ctor)
-			s->ctor(obj);
+		if (ctor)
+			ctor(obj);
 		if (taken < take) {
 			objs[taken++] = obj;
 			continue;
@@ -469,8 +480,8 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	/* Last, released: a lockless reader that finds the tag finds the
 	 * slab whole (slab.h's slab info). */
 	_Atomic uint32_t *info = page_slab_info(mm, slab);
-	for (unsigned long i = 0; i < 1UL << order; i++)
-		atomic_store_explicit(&info[i], slab_info_make(s->owner_tag, order, 0),
+	for (unsigned long page = 0; page < 1UL << order; page++)
+		atomic_store_explicit(&info[page], slab_info_make(s->owner_tag, order, 0),
 				      memory_order_release);
 
 	struct kmem_cache_node *kn = slab_node(s, slab);
@@ -1210,11 +1221,14 @@ void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 			za_cache_free(s, head);         /* checks, reports */
 			continue;
 		}
-		/* An object start of this slab's memory needs no other check. */
+		/* An object start of this slab's memory needs no other check.
+		 * The slab's start and count hold while it has objects out. */
 		void *tail = head;
-		unsigned int cnt = 1;
+		unsigned int cnt = 1, objects = slab_objects(slab);
+		const char *base = slab_base(s, slab);
+		size_t idx;
 		for (; i < n && objs[i] && objs[i] != tail &&
-		       object_in_slab(s, slab, objs[i], slab_objects(slab)); i++, cnt++) {
+		       slab_object_at(s, (size_t)((char *)objs[i] - base), objects, &idx); i++, cnt++) {
 			set_freepointer(s, tail, objs[i]);
 			tail = objs[i];
 		}
