@@ -267,15 +267,21 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 
 FAST_PATH void *za_malloc(size_t n)
 {
-	if (likely(n <= SMALL_MAX)) {
-		unsigned int c = size_class(n);
-		struct thread_cache *tc = load_relaxed(&tcache);
-		struct sheaf *s = tc->main[c];
-		if (likely(s->size))
-			return sheaf_pop(tc, s);
-		if (zm.cpu_cache && c != ZERO_SLOT)
-			return cpu_cache_alloc(c);
-	}
+	/* size_class() with its common case tested first: one compare less
+	 * for requests up to 1 KiB. */
+	size_t c;       /* wide: no zero extension before it indexes */
+	if (likely(n <= 1024))
+		c = class_by_step[(n + 15) >> 4];
+	else if (n <= SMALL_MAX)
+		c = size_class_computed(n);
+	else
+		return malloc_slow(n, MALLOC_ALIGN);
+	struct thread_cache *tc = load_relaxed(&tcache);
+	struct sheaf *s = tc->main[c];
+	if (likely(s->size))
+		return sheaf_pop(tc, s);
+	if (zm.cpu_cache && c != ZERO_SLOT)
+		return cpu_cache_alloc(c);
 	/* A miss goes the whole way: the system may not exist yet. */
 	return malloc_slow(n, MALLOC_ALIGN);
 }

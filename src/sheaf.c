@@ -58,16 +58,21 @@ static void sheaf_delete(struct sheaf *s)
 }
 
 /* The slabs of a fresh fill are this thread's.  Runs of objects come from
- * one slab, and the info words are written only if the owner changes:
- * other CPUs read them on every free. */
+ * one slab -- a block aligned to its size, which its info word gives --
+ * so that only a run's first object is looked up, and the info words are
+ * written only if the owner changes: other CPUs read them on every free. */
 static void own_slabs(struct sheaf *s, struct thread_cache *tc)
 {
-	struct za_page *last = NULL;
+	uintptr_t slab_mask = 0, last = 1;      /* no slab yet */
 	for (unsigned int i = 0; i < s->size; i++) {
-		struct za_page *slab = virt_to_slab(zm.mm, s->objects[i]);
-		if (slab != last && object_owner(s->objects[i]) != tc->id)
-			slab_set_owner(zm.mm, slab, tc->id);
-		last = slab;
+		uintptr_t p = (uintptr_t)s->objects[i];
+		if ((p & slab_mask) == last)
+			continue;
+		uint32_t info = load_relaxed(view_slab_info(&malloc_arena, s->objects[i]));
+		slab_mask = ~((PAGE_SIZE << slab_info_order(info)) - 1);
+		last = p & slab_mask;
+		if (slab_info_owner(info) != tc->id)
+			slab_set_owner(zm.mm, virt_to_slab(zm.mm, s->objects[i]), tc->id);
 	}
 }
 
