@@ -848,6 +848,7 @@ static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *h
 	bool on_partial = false, was_frozen;
 	unsigned int prior, inuse;
 	uint64_t old = slab_state(slab), new;
+	unsigned int head_idx = slab_index(s, slab, head);
 	cache_stat(s, SL_FREE_SLOWPATH);
 	do {
 		if (n) {
@@ -858,7 +859,7 @@ static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *h
 		was_frozen = st_frozen(old);
 		inuse = st_inuse(old) - cnt;
 		set_freepointer(s, tail, slab_object(s, slab, prior));
-		new = st_make(old, slab_index(s, slab, head), inuse, was_frozen);
+		new = st_make(old, head_idx, inuse, was_frozen);
 		if ((!inuse || prior == SLAB_NONE) && !was_frozen &&
 		    (!has_cpu_partial(s) || prior != SLAB_NONE)) {
 			n = slab_node(s, slab);
