@@ -267,15 +267,11 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 
 FAST_PATH void *za_malloc(size_t n)
 {
-	/* size_class() with its common case tested first: one compare less
-	 * for requests up to 1 KiB. */
-	size_t c;       /* wide: no zero extension before it indexes */
-	if (likely(n <= 1024))
-		c = class_by_step[(n + 15) >> 4];
-	else if (n <= SMALL_MAX)
-		c = size_class_computed(n);
-	else
+	/* Requests up to 1 KiB, the common case, pass one compare, which
+	 * size_class() then knows the answer of. */
+	if (unlikely(n > 1024) && n > SMALL_MAX)
 		return malloc_slow(n, MALLOC_ALIGN);
+	unsigned int c = size_class(n);
 	struct thread_cache *tc = load_relaxed(&tcache);
 	struct sheaf *s = tc->main[c];
 	if (likely(s->size))

@@ -272,12 +272,20 @@ static inline bool slab_object_at(const struct za_kmem_cache *s, size_t off, uns
 	return false;
 }
 
+/* Is p an object start of the slab whose first object is at base, of
+ * `objects` objects?  (For a run of objects of one slab: base once.) */
+static inline bool object_at(const struct za_kmem_cache *s, const char *base, unsigned int objects,
+			     const void *p)
+{
+	size_t idx;
+	return slab_object_at(s, (size_t)((const char *)p - base), objects, &idx);
+}
+
 /* Is p NULL or an object start of this slab of `objects` objects? */
 static inline bool object_in_slab(const struct za_kmem_cache *s, const struct za_page *slab,
 				  const void *p, unsigned int objects)
 {
-	size_t idx, off = (size_t)((uintptr_t)p - (uintptr_t)slab_base(s, slab));
-	return !p || slab_object_at(s, off, objects, &idx);
+	return !p || object_at(s, slab_base(s, slab), objects, p);
 }
 
 /* The slab holding addr (inside the arena), or NULL if it is not a slab. */

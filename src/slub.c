@@ -444,13 +444,14 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	size_t size = s->size;
 	unsigned int n = seq ? s->objects : objects;
 	unsigned int start = seq ? (unsigned int)(za_cycles() % n) : 0;
-	unsigned int taken = 0, i = 0;
+	unsigned int i = 0;
 	void *first = NULL, *prev = NULL;
 	/* A slab in address order with nothing to construct hands out its
 	 * first objects without the loop's per-object tests. */
 	if (!seq && !debug && !ctor)
-		for (; taken < take && taken < objects; taken++, i++)
-			objs[taken] = base + (size_t)taken * size;
+		for (; i < take && i < objects; i++)
+			objs[i] = base + (size_t)i * size;
+	unsigned int taken = i;
 	for (; i < n; i++) {
 		unsigned int idx = seq ? seq[(start + i) % n] : i;
 		if (idx >= objects)
@@ -1209,27 +1210,40 @@ static void free_chain(struct za_kmem_cache *s, struct za_page *slab, void *head
  * linked into a detached chain and freed with one update.  Each object is
  * checked as za_cache_free checks it; debug caches free one by one.
  */
+/* The slab of a bulk free's first object, and the slab's start and count,
+ * which hold while it has objects out; NULL if head is not an object start
+ * of this cache's slabs (or the cache debugs): za_cache_free checks it. */
+static struct za_page *chain_slab(struct za_kmem_cache *s, const void *head, const char **base,
+				  unsigned int *objects)
+{
+	struct za_page *slab;
+	if (s->debug || !addr_in_arena(s->mm, head) || !(slab = virt_to_slab(s->mm, head)) ||
+	    slab->slab_cache != s)
+		return NULL;
+	*base = slab_base(s, slab);
+	*objects = slab_objects(slab);
+	return object_at(s, *base, *objects, head) ? slab : NULL;
+}
+
 void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 {
 	size_t i = 0;
 	while (i < n) {
 		void *head = objs[i++];
-		struct za_page *slab;
+		const char *base;
+		unsigned int objects;
 		if (!head)
 			continue;
-		if (s->debug || !addr_in_arena(s->mm, head) || !(slab = virt_to_slab(s->mm, head)) ||
-		    slab->slab_cache != s || !object_in_slab(s, slab, head, slab_objects(slab))) {
+		struct za_page *slab = chain_slab(s, head, &base, &objects);
+		if (!slab) {
 			za_cache_free(s, head);         /* checks, reports */
 			continue;
 		}
-		/* An object start of this slab's memory needs no other check.
-		 * The slab's start and count hold while it has objects out. */
+		/* An object start of this slab's memory needs no other check. */
 		void *tail = head;
-		unsigned int cnt = 1, objects = slab_objects(slab);
-		const char *base = slab_base(s, slab);
-		size_t idx;
-		for (; i < n && objs[i] && objs[i] != tail &&
-		       slab_object_at(s, (size_t)((char *)objs[i] - base), objects, &idx); i++, cnt++) {
+		unsigned int cnt = 1;
+		for (; i < n && objs[i] && objs[i] != tail && object_at(s, base, objects, objs[i]);
+		     i++, cnt++) {
 			set_freepointer(s, tail, objs[i]);
 			tail = objs[i];
 		}
