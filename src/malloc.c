@@ -443,7 +443,8 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 									  uint64_t sig,
 									  uint32_t *infop)
 {
-	if (unlikely(!view_has(&malloc_arena, p)))
+	_Atomic uint32_t *word;
+	if (unlikely(!view_near_slab_info(&malloc_arena, p, &word)))
 		return NR_CLASSES;
 	/* Every page of a slab has its cache's tag -- only the malloc's class
 	 * caches have one -- and the slab's order in its info word, and a
@@ -452,14 +453,16 @@ static inline __attribute__((always_inline)) unsigned int small_class_of(const v
 	 * from this one word, which shares its cache line with fifteen other
 	 * pages' (the descriptor would be a line of its own), and the object
 	 * checks from the class's copy of its cache's geometry. */
-	uint32_t info = atomic_load_explicit(view_slab_info(&malloc_arena, p), memory_order_acquire);
+	uint32_t info = atomic_load_explicit(word, memory_order_acquire);
 	unsigned int c = slab_info_tag(info), order = slab_info_order(info);
 	if (unlikely(c >= NR_CLASSES))
 		return NR_CLASSES;
 	const struct malloc_class *mc = &zm.classes[c];
-	size_t in_slab = (uintptr_t)p & ((PAGE_SIZE << order) - 1);
-	unsigned int objects = order == mc->order ? mc->objects : mc->min_objects;
-	if (unlikely(exact_index(mc->inv_odd, mc->size_tz, in_slab - mc->red_left_pad) >= objects ||
+	/* A slab of the cache's fallback order, made when the page allocator
+	 * had no block of the preferred one at hand, is rare: its objects
+	 * take the full checks. */
+	if (unlikely(order != mc->order ||
+		     exact_index(mc->inv_odd, mc->size_tz, (uintptr_t)p & mc->slab_mask) >= mc->objects ||
 		     *(const uint64_t *)p == sig))
 		return NR_CLASSES;
 	*infop = info;

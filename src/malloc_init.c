@@ -253,12 +253,16 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			unsigned int slabs = MIN_PARTIAL_BYTES >> (PAGE_SHIFT + cache->order);
 			if (cache->min_partial > slabs)
 				cache->min_partial = slabs ? slabs : 1;
+			/* Debug mode's objects are red-zoned and its blocks
+			 * start past a header: the class says it has none, so
+			 * that free's fast path takes no pointer for an object
+			 * start there (debug_free checks them). */
 			mc->inv_odd = cache->inv_odd;
 			mc->size_tz = cache->size_tz;
-			mc->red_left_pad = cache->red_left_pad;
 			mc->order = cache->order;
-			mc->objects = cache->objects;
-			mc->min_objects = cache->min_objects;
+			mc->slab_mask = (PAGE_SIZE << cache->order) - 1;
+			mc->objects = zm.debug ? 0 : cache->objects;
+			VM_BUG_ON(zm.mm, !zm.debug && cache->red_left_pad);
 		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}

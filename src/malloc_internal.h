@@ -136,8 +136,9 @@ struct malloc_class {
 	 * free finds an object's index from its page's slab info and these,
 	 * one load from the class where the cache would be two. */
 	uint64_t inv_odd;
-	unsigned int size_tz, red_left_pad;
-	unsigned int order, objects, min_objects;
+	uintptr_t slab_mask;            /* a slab's size - 1, at the preferred order */
+	unsigned int size_tz;
+	unsigned int order, objects;    /* objects 0: debug mode */
 } __attribute__((aligned(64)));        /* a class is a shift from the first */
 
 /* thread_cache.c */

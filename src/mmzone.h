@@ -318,7 +318,20 @@ struct sparse_view {
 	uintptr_t memmap_size;          /* bytes of descriptors below a section's memory */
 	uintptr_t info_below;           /* from a section's slab info words to its memory */
 	unsigned int shift;             /* log2 of the section size */
+	/* The near table: for the NEAR_PIECES section-sized pieces of address
+	 * space from near_base, around where the OS places sections (sparse.c),
+	 * each present section's slab info words less its first page number,
+	 * so that an address's word is one load and one index away
+	 * (view_near_slab_info); 0 elsewhere.  The map stays the whole truth:
+	 * a section beyond the table is only in it.  near_n is NEAR_PIECES,
+	 * or 0 when the system could not place the table; set last. */
+	_Atomic uintptr_t *near;
+	_Atomic uintptr_t near_base;
+	_Atomic unsigned long near_n;
 };
+
+#define NEAR_PIECES     4096UL
+#define NEAR_ABOVE      (NEAR_PIECES / 4)   /* of where the first section lands; the rest below */
 
 struct za_mm {
 	/* Hot, read-only after creation.  The sparse memory model (sparse.c):
@@ -526,6 +539,10 @@ static inline void view_copy(struct sparse_view *dst, const struct sparse_view *
 	dst->memmap_size = src->memmap_size;
 	dst->info_below = src->info_below;
 	dst->shift = src->shift;
+	dst->near = src->near;
+	store_relaxed(&dst->near_base, load_relaxed(&src->near_base));
+	atomic_store_explicit(&dst->near_n, atomic_load_explicit(&src->near_n, memory_order_acquire),
+			      memory_order_release);
 	atomic_store_explicit(&dst->map_bits, load_relaxed(&src->map_bits), memory_order_release);
 }
 
@@ -541,6 +558,25 @@ static inline _Atomic uint32_t *view_slab_info(const struct sparse_view *v, cons
 {
 	uintptr_t mem = (uintptr_t)addr & v->mask;
 	return (_Atomic uint32_t *)(mem - v->info_below) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
+}
+
+/*
+ * Is addr in the memory of a present section the near table holds?  Then
+ * *word is its page's slab info word (else view_has() may still say yes).
+ * Where view_has() and view_slab_info() take a bit test and the arithmetic
+ * from the section's start, this is a bound and a load: what free's fast
+ * path asks of every pointer.
+ */
+static inline bool view_near_slab_info(const struct sparse_view *v, const void *addr,
+				       _Atomic uint32_t **word)
+{
+	unsigned long n = atomic_load_explicit(&v->near_n, memory_order_acquire);  /* base first */
+	uintptr_t piece = ((uintptr_t)addr >> v->shift) - load_relaxed(&v->near_base);
+	if (piece >= n)
+		return false;
+	uintptr_t words = atomic_load_explicit(&v->near[piece], memory_order_acquire);
+	*word = (_Atomic uint32_t *)(words + ((uintptr_t)addr >> PAGE_SHIFT) * sizeof(uint32_t));
+	return words != 0;
 }
 
 static inline bool addr_in_arena(const struct za_mm *mm, const void *addr)

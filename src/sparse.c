@@ -47,6 +47,34 @@ static uintptr_t section_below(const struct za_mm *mm)
 	return PAGE_SIZE + mm->view.info_below;
 }
 
+/* Places the near table where the sections will be: the OS hands out
+ * address space top down, so the first lands where a mapping of its size
+ * would land now, and the next ones below it (map_section).  Without the
+ * address space even for that, the table stays empty. */
+static void near_place(struct za_mm *mm)
+{
+	struct sparse_view *v = &mm->view;
+	size_t len = section_below(mm) + 2 * section_size(mm);
+	void *probe = mmap(NULL, len, PROT_NONE, section_flags, -1, 0);
+	if (probe == MAP_FAILED)
+		return;
+	munmap(probe, len);
+	uintptr_t piece = (uintptr_t)probe >> v->shift, below = NEAR_PIECES - NEAR_ABOVE;
+	store_relaxed(&v->near_base, piece > below ? piece - below : 0);
+	atomic_store_explicit(&v->near_n, NEAR_PIECES, memory_order_release);
+}
+
+/* Enters the section at mem in the near table, if the table reaches it. */
+static void near_add(struct sparse_view *v, char *mem)
+{
+	uintptr_t piece = ((uintptr_t)mem >> v->shift) - load_relaxed(&v->near_base);
+	if (piece >= load_relaxed(&v->near_n))
+		return;
+	uintptr_t words = (uintptr_t)mem - v->info_below - ((uintptr_t)mem >> PAGE_SHIFT) * sizeof(uint32_t);
+	VM_BUG_ON(NULL, !words);
+	atomic_store_explicit(&v->near[piece], words, memory_order_release);
+}
+
 int sparse_init(struct za_mm *mm)
 {
 	const unsigned long bits = 8 * sizeof(unsigned long);
@@ -61,7 +89,11 @@ int sparse_init(struct za_mm *mm)
 				 _Alignof(unsigned long));
 	mm->nr_sections = (mm->nr_pages + (1UL << pfn_section_shift(mm)) - 1) >> pfn_section_shift(mm);
 	mm->section_mem = memblock_alloc_array(mm, mm->nr_sections, char *_Atomic);
-	return mm->section_mem && v->map ? 0 : -1;
+	v->near = memblock_alloc_array(mm, NEAR_PIECES, _Atomic uintptr_t);
+	if (!mm->section_mem || !v->map || !v->near)
+		return -1;
+	near_place(mm);
+	return 0;
 }
 
 /* A mapping of len bytes at exactly addr, or NULL. */
@@ -122,7 +154,7 @@ static void populate(char *mem, size_t len)
 }
 
 /* Publishes a mapped section: its header, the hugepages= and populate=
- * keys, then the table and the map. */
+ * keys, then the tables and the map. */
 static void online_section(struct za_mm *mm, unsigned long nr, char *mem)
 {
 	const unsigned long bits = 8 * sizeof(unsigned long);
@@ -135,6 +167,7 @@ static void online_section(struct za_mm *mm, unsigned long nr, char *mem)
 		populate(mem, section_size(mm));
 	memmap_init_section(mm, nr);
 	atomic_store_explicit(&mm->section_mem[nr], mem, memory_order_release);
+	near_add(&mm->view, mem);
 	atomic_fetch_or_explicit(&mm->view.map[bit / bits], 1UL << (bit % bits),
 				 memory_order_release);
 	mm->last_section = mem;

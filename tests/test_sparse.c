@@ -1,9 +1,12 @@
 /*
  * The sparse memory model: sections of address space taken from the OS as
  * zones grow into them, conversions across sections, growth of a
- * fragmented zone, address-space limits and the section_size key.
+ * fragmented zone, address-space limits, the section_size key, and the
+ * near table that free's fast path reads.  Links the library's objects:
+ * the near table is internal (mmzone.h, malloc_internal.h).
  */
 #include "test.h"
+#include "malloc_internal.h"
 
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -225,6 +228,70 @@ static void test_section_size_key(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* Does the near table say what the section map says of addr, and give
+ * the same slab info word? */
+static bool near_agrees(const struct sparse_view *v, const char *addr)
+{
+	_Atomic uint32_t *word;
+	bool near = view_near_slab_info(v, addr, &word);
+	return near == view_has(v, addr) && (!near || word == view_slab_info(v, addr));
+}
+
+/* The near table answers for every page of every section and for the
+ * addresses around them as the map does; a section it does not reach is
+ * still the arena's, through the map. */
+static void test_near_table(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	const struct sparse_view *v = &mm->view;
+	CHECK_EQ(load_relaxed(&v->near_n), NEAR_PIECES);
+	for (unsigned long pfn = 0; pfn < 4 * SECTION_PAGES; pfn++) {
+		char *page = za_page_to_virt(mm, za_pfn_to_page(mm, pfn));
+		_Atomic uint32_t *word;
+		CHECK(view_near_slab_info(v, page + pfn % 4096, &word));
+		CHECK(word == view_slab_info(v, page));
+		CHECK(near_agrees(v, page - 1) && near_agrees(v, page + 4096));
+	}
+	int local;
+	CHECK(near_agrees(v, (char *)&local) && near_agrees(v, NULL));
+	CHECK(near_agrees(v, (char *)UINTPTR_MAX) && near_agrees(v, (char *)(UINTPTR_MAX >> 17)));
+
+	struct sparse_view moved;
+	view_copy(&moved, v);
+	store_relaxed(&moved.near_base, load_relaxed(&moved.near_base) + NEAR_PIECES);
+	char *first = za_page_to_virt(mm, za_pfn_to_page(mm, 0));
+	_Atomic uint32_t *word;
+	CHECK(!view_near_slab_info(&moved, first, &word) && view_has(&moved, first));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* The malloc with no section in its near table: every free takes the
+ * full checks, which find every object, and contents are kept. */
+static void test_malloc_beyond_near_table(void)
+{
+	za_free(za_malloc(16));                 /* the malloc's system exists */
+	atomic_store(&malloc_arena.near_n, 0);
+	enum { N = 3000 };
+	static unsigned char *p[N];
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			size_t n = 1 + (size_t)(i * 37 % 20000);
+			CHECK((p[i] = za_malloc(n)));
+			memset(p[i], i & 0xff, n);
+		}
+		for (int i = 0; i < N; i += 2) {
+			size_t n = 1 + (size_t)(i * 37 % 20000);
+			CHECK_EQ(p[i][n - 1], i & 0xff);
+			CHECK(za_malloc_usable_size(p[i]) >= n);
+			za_free(p[i]);
+		}
+		for (int i = 1; i < N; i += 2)
+			za_free(p[i]);
+	}
+	CHECK(za_verify(za_malloc_system()) == 0);
+	atomic_store(&malloc_arena.near_n, NEAR_PIECES);
+}
+
 int main(void)
 {
 	test_sections_on_demand();
@@ -232,6 +299,8 @@ int main(void)
 	test_address_space_limit();
 	test_partial_last_section();
 	test_section_size_key();
+	test_near_table();
+	test_malloc_beyond_near_table();
 	printf("test_sparse: ok\n");
 	return 0;
 }
