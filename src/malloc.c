@@ -377,9 +377,12 @@ void *za_pvalloc(size_t n)
 static void free_alloc(void *p, const struct alloc_info *b)
 {
 	switch (b->kind) {
-	case A_SMALL:
+	case A_SMALL:           /* where the fast path would have put it */
 		*(uint64_t *)p = free_signature(p);
-		sheaf_free_slow(b->cls, p);
+		if (zm.cpu_cache)
+			cpu_cache_free(b->cls, p);
+		else
+			sheaf_free_slow(b->cls, p);
 		break;
 	case A_LARGE:
 		block_free(p, b->pages);
