@@ -48,17 +48,17 @@ static uintptr_t section_below(const struct za_mm *mm)
 }
 
 /* Places the near table where the sections will be: the OS hands out
- * address space top down, so the first lands where a mapping of its size
- * would land now, and the next ones below it (map_section).  Without the
- * address space even for that, the table stays empty. */
+ * address space top down, below what it handed out before, so the first
+ * section lands a little below where a page mapped now lands, and the next
+ * ones below it (map_section).  Without even a page of address space, the
+ * table stays empty. */
 static void near_place(struct za_mm *mm)
 {
 	struct sparse_view *v = &mm->view;
-	size_t len = section_below(mm) + 2 * section_size(mm);
-	void *probe = mmap(NULL, len, PROT_NONE, section_flags, -1, 0);
+	void *probe = mmap(NULL, PAGE_SIZE, PROT_NONE, section_flags, -1, 0);
 	if (probe == MAP_FAILED)
 		return;
-	munmap(probe, len);
+	munmap(probe, PAGE_SIZE);
 	uintptr_t piece = (uintptr_t)probe >> v->shift, below = NEAR_PIECES - NEAR_ABOVE;
 	store_relaxed(&v->near_base, piece > below ? piece - below : 0);
 	atomic_store_explicit(&v->near_n, NEAR_PIECES, memory_order_release);
