@@ -256,13 +256,14 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			/* Debug mode's objects are red-zoned and its blocks
 			 * start past a header: the class says it has none, so
 			 * that free's fast path takes no pointer for an object
-			 * start there (debug_free checks them). */
+			 * start there (debug_free checks them).  So does any
+			 * class whose objects do not start at a multiple of
+			 * their size, which the fast path's check assumes. */
 			mc->inv_odd = cache->inv_odd;
 			mc->size_tz = cache->size_tz;
 			mc->order = cache->order;
 			mc->slab_mask = (PAGE_SIZE << cache->order) - 1;
-			mc->objects = zm.debug ? 0 : cache->objects;
-			VM_BUG_ON(zm.mm, !zm.debug && cache->red_left_pad);
+			mc->objects = zm.debug || cache->red_left_pad ? 0 : cache->objects;
 		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}

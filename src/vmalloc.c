@@ -215,7 +215,7 @@ static unsigned int cache_evict(size_t keep, struct free_range *out)
 	while (vm.nr_cached && (vm.cached_bytes > keep || vm.nr_cached == CACHE_RANGES)) {
 		unsigned int old = 0;
 		for (unsigned int i = 1; i < vm.nr_cached; i++)
-			if (vm.cached[i].size < vm.cached[old].size)
+			if (vm.cached[i].seq < vm.cached[old].seq)
 				old = i;
 		out[n++] = vm.cached[old];
 		cache_take(old);

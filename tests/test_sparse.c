@@ -254,6 +254,13 @@ static void test_near_table(void)
 	}
 	int local;
 	CHECK(near_agrees(v, (char *)&local) && near_agrees(v, NULL));
+	/* The last section's memory beyond `memory`: no pfns, no slab. */
+	za_mm_t *part = test_mm("memory=20M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	char *beyond = (char *)za_page_to_virt(part, za_pfn_to_page(part, 5119)) + 8 * 4096;
+	_Atomic uint32_t *w;
+	CHECK(view_near_slab_info(&part->view, beyond, &w) && *w == 0);
+	CHECK(near_agrees(&part->view, beyond));
+	CHECK_EQ(za_mm_destroy(part), 0);
 	CHECK(near_agrees(v, (char *)UINTPTR_MAX) && near_agrees(v, (char *)(UINTPTR_MAX >> 17)));
 
 	struct sparse_view moved;
@@ -269,7 +276,12 @@ static void test_near_table(void)
  * full checks, which find every object, and contents are kept. */
 static void test_malloc_beyond_near_table(void)
 {
-	za_free(za_malloc(16));                 /* the malloc's system exists */
+	void *small = za_malloc(16);            /* the malloc's system exists */
+	_Atomic uint32_t *word;
+	CHECK(view_near_slab_info(&malloc_arena, small, &word));        /* its fast path's */
+	CHECK(word == view_slab_info(&malloc_arena, small));
+	za_free(small);
+	unsigned long near_n = atomic_load(&malloc_arena.near_n);
 	atomic_store(&malloc_arena.near_n, 0);
 	enum { N = 3000 };
 	static unsigned char *p[N];
@@ -289,7 +301,7 @@ static void test_malloc_beyond_near_table(void)
 			za_free(p[i]);
 	}
 	CHECK(za_verify(za_malloc_system()) == 0);
-	atomic_store(&malloc_arena.near_n, NEAR_PIECES);
+	atomic_store(&malloc_arena.near_n, near_n);
 }
 
 int main(void)
