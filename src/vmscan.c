@@ -587,6 +587,12 @@ bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone)
 	}
 	if (!sleeping || !atomic_exchange(&k->sleeping, false))
 		return true;            /* running, or another waker woke it */
+	/* kswapd gives up before it sleeps: if it did since the check
+	 * above, this waker found it asleep for good and leaves it so. */
+	if (kswapd_hopeless(k)) {
+		atomic_store(&k->sleeping, true);
+		return false;
+	}
 	atomic_fetch_add(&k->wake_seq, 1);
 	za_futex_wake(&k->wake_seq, 1);
 	ev_add_atomic(&mm->stat, EV_KSWAPD_WAKEUP, 1);
