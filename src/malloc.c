@@ -433,6 +433,8 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 	}
 	if ((uintptr_t)p & (expect_align - 1))
 		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
+	if (b.kind == A_SMALL)
+		counter_add_atomic(&zm.checked_small_frees, 1);
 	free_alloc(p, &b);
 }
 

@@ -212,6 +212,10 @@ struct za_malloc {
 	/* thread exits fold their counters here (atomically: rare) */
 	za_counter_t exited_alloc_hits, exited_alloc_misses, exited_free_hits, exited_free_misses;
 	za_counter_t idle_flushes;      /* idle threads' caches given back */
+	/* Small objects free's fast path left to the full checks: aligned
+	 * sized frees, objects of a fallback-order slab or of a section
+	 * beyond the near table (atomically: rare, or a slow path anyway) */
+	za_counter_t checked_small_frees;
 	_Atomic uint32_t thread_ids;    /* thread caches made: the next id (thread_cache.c) */
 };
 

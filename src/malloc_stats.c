@@ -139,10 +139,11 @@ static void print_cache_hits(za_mm_t *mm, FILE *out)
 	uint64_t ah, am, fh, fm;
 	sheaves_fold_stats(&ah, &am, &fh, &fm);
 	fprintf(out, "  %s: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
-		"(%.1f%%), %llu misses\n",
+		"(%.1f%%), %llu misses; %llu small frees took the full checks\n",
 		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves",
 		(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am,
-		(unsigned long long)fh, pct(fh, fh + fm), (unsigned long long)fm);
+		(unsigned long long)fh, pct(fh, fh + fm), (unsigned long long)fm,
+		(unsigned long long)load_relaxed(&zm.checked_small_frees));
 	if (!zm.cpu_cache)
 		fprintf(out, "  idle threads: %llu gave their sheaves and blocks back at their next call\n",
 			(unsigned long long)load_relaxed(&zm.idle_flushes));

@@ -282,6 +282,7 @@ static void test_malloc_beyond_near_table(void)
 	CHECK(word == view_slab_info(&malloc_arena, small));
 	za_free(small);
 	unsigned long near_n = atomic_load(&malloc_arena.near_n);
+	uint64_t checked = atomic_load(&zm.checked_small_frees);
 	atomic_store(&malloc_arena.near_n, 0);
 	enum { N = 3000 };
 	static unsigned char *p[N];
@@ -301,6 +302,11 @@ static void test_malloc_beyond_near_table(void)
 			za_free(p[i]);
 	}
 	CHECK(za_verify(za_malloc_system()) == 0);
+	/* every free of a small object was counted as checked */
+	size_t smalls = 0;
+	for (int i = 0; i < N; i++)
+		smalls += (1 + (size_t)(i * 37 % 20000)) <= SMALL_MAX;
+	CHECK_EQ(atomic_load(&zm.checked_small_frees) - checked, 3 * smalls);
 	atomic_store(&malloc_arena.near_n, near_n);
 }
 
