@@ -560,6 +560,12 @@ static inline _Atomic uint32_t *view_slab_info(const struct sparse_view *v, cons
 	return (_Atomic uint32_t *)(mem - v->info_below) + (((uintptr_t)addr - mem) >> PAGE_SHIFT);
 }
 
+/* addr's index in the near table, if below near_n. */
+static inline uintptr_t near_piece(const struct sparse_view *v, const void *addr)
+{
+	return ((uintptr_t)addr >> v->shift) - load_relaxed(&v->near_base);
+}
+
 /*
  * Is addr in the memory of a present section the near table holds?  Then
  * *word is its page's slab info word (else view_has() may still say yes).
@@ -571,7 +577,7 @@ static inline bool view_near_slab_info(const struct sparse_view *v, const void *
 				       _Atomic uint32_t **word)
 {
 	unsigned long n = atomic_load_explicit(&v->near_n, memory_order_acquire);  /* base first */
-	uintptr_t piece = ((uintptr_t)addr >> v->shift) - load_relaxed(&v->near_base);
+	uintptr_t piece = near_piece(v, addr);
 	if (piece >= n)
 		return false;
 	uintptr_t words = atomic_load_explicit(&v->near[piece], memory_order_acquire);

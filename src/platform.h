@@ -33,17 +33,25 @@
  */
 typedef _Atomic uint64_t za_counter_t;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define ZA_SANITIZED 1
+/* Sanitizer builds: gcc says so by macro, clang by __has_feature. */
+#if defined(__SANITIZE_THREAD__)
+#define ZA_TSAN 1
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define ZA_SANITIZED 1
+#if __has_feature(thread_sanitizer)
+#define ZA_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ZA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZA_ASAN 1
 #endif
 #endif
 
 static inline void counter_add(za_counter_t *c, uint64_t n)
 {
-#if defined(__x86_64__) && !defined(ZA_SANITIZED)
+#if defined(__x86_64__) && !defined(ZA_TSAN) && !defined(ZA_ASAN)
 	__asm__("addq %1, %0" : "+m"(*c) : "er"(n));
 #else
 	store_relaxed(c, load_relaxed(c) + n);

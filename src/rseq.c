@@ -33,14 +33,6 @@ extern const unsigned int __rseq_size __attribute__((weak));
 #define AT_RSEQ_FEATURE_SIZE 27
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 long rseq_cs_tls;
 
 /* The rseq area's fields, by offset: the ABI's (linux/rseq.h). */
@@ -157,7 +149,7 @@ static const char *rseq_area(const struct za_config *cfg, long *off, bool *own)
 /* Why the sections cannot run here, or NULL. */
 static const char *rseq_sections(long area)
 {
-#if defined(UNDER_TSAN)
+#if defined(ZA_TSAN)
 	(void)area;
 	return "TSan cannot follow restartable sequences";
 #elif defined(RSEQ_ARCH_NONE)

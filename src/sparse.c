@@ -67,10 +67,10 @@ static void near_place(struct za_mm *mm)
 /* Enters the section at mem in the near table, if the table reaches it. */
 static void near_add(struct sparse_view *v, char *mem)
 {
-	uintptr_t piece = ((uintptr_t)mem >> v->shift) - load_relaxed(&v->near_base);
+	uintptr_t piece = near_piece(v, mem);
 	if (piece >= load_relaxed(&v->near_n))
 		return;
-	uintptr_t words = (uintptr_t)mem - v->info_below - ((uintptr_t)mem >> PAGE_SHIFT) * sizeof(uint32_t);
+	uintptr_t words = (uintptr_t)view_slab_info(v, mem) - ((uintptr_t)mem >> PAGE_SHIFT) * sizeof(uint32_t);
 	VM_BUG_ON(NULL, !words);
 	atomic_store_explicit(&v->near[piece], words, memory_order_release);
 }

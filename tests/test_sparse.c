@@ -160,17 +160,9 @@ static void limited_child(void)
 	exit(0);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ADDRESS_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ADDRESS_SANITIZER 1
-#endif
-#endif
-
 static void test_address_space_limit(void)
 {
-#ifdef ADDRESS_SANITIZER
+#ifdef ZA_ASAN
 	printf("test_sparse: address-space limit skipped (ASan's shadow needs terabytes)\n");
 	return;
 #endif
