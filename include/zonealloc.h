@@ -94,6 +94,12 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        watermark or kswapd reclaims it; refills double
  *                        while misses follow each other, and a freeing
  *                        streak drains more at once
+ *   pcp_high_min=0, pcp_high_max=0
+ *                        with pcp_high_auto=1, caps on each CPU's
+ *                        high_min and high_max in bytes (each at least 4
+ *                        batches); 0: no cap.  The malloc's system, a
+ *                        process heap in a machine-sized zone, uses 2M
+ *                        and 16M
  *   pcp_batch_scale_max=5
  *                        the kernel's CONFIG_PCP_BATCH_SCALE_MAX (0..6):
  *                        refills and freeing streaks grow to batch << this

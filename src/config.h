@@ -37,6 +37,8 @@ struct za_config {
 	int64_t bulkfree_list_first;    /* 5.18: the freed block's list drains first, whole */
 	int64_t percpu_pagelist_high_fraction;   /* 0: the seeds' high, or auto-tuned */
 	int64_t pcp_high_auto;          /* 6.7: high tuned between high_min and high_max */
+	uint64_t pcp_high_min;          /* bytes a CPU; caps high_min (0: no cap) */
+	uint64_t pcp_high_max;          /* bytes a CPU; caps high_max (0: no cap) */
 	int64_t pcp_batch_scale_max;    /* the kernel's CONFIG_PCP_BATCH_SCALE_MAX */
 	int64_t pcp_free_high;          /* 1: 5.18's free_high, 2: 6.7's */
 	uint64_t llc_per_cpu;           /* ZA_AUTO: the machine's last-level cache / its sharers */

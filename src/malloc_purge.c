@@ -6,7 +6,9 @@
  * One thread, started the first time memory goes back to the page
  * allocator (a large free, a barn overflow), wakes every purge_delay_ms/2.
  * Each round it purges the free blocks that have been free for at least
- * purge_delay_ms (za_purge with three epochs: two whole rounds).  When a
+ * purge_delay_ms (za_purge with three epochs: two whole rounds), after
+ * the kernel's vmstat tick has lowered each CPU's tuned page-list high
+ * by an eighth and sent what lies above it to the buddy lists.  When a
  * round saw no page allocated or freed (nor a mapping), the process is
  * idle: the caches above the buddy lists -- barns, slabs, per-CPU page
  * lists -- are emptied into them first, so that what they hold is purged
@@ -71,6 +73,7 @@ static void *purge_worker(void *arg)
 			slab_shrink_reclaim(mm);
 			za_drain_all_pages(mm);
 		}
+		za_vmstat_tick(mm);
 		long purged = za_purge(mm, 3);
 		vmalloc_decay(idle);
 		thread_caches_note_idle();

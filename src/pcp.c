@@ -115,15 +115,40 @@ static int high_share(const struct za_zone *z, unsigned long pages, int batch)
  * batch of the largest cached order (11), so that one refill rarely forces
  * a drain on the next free.
  */
+/*
+ * pcp_high_min and pcp_high_max (bytes a CPU) cap the tuned range.  The
+ * kernel sizes it for a machine's zone; a process heap's zone (the
+ * malloc's) spans the machine's memory but holds only what one process
+ * uses, and its lists must not keep a machine's share of it.  Each bound
+ * stays at least 4 batches, as the kernel's, and high_min at most high_max.
+ */
+static void cap_high_range(const struct za_mm *mm, int batch, int *high_min, int *high_max)
+{
+	int *bound[] = { high_min, high_max };
+	const uint64_t cap[] = { mm->cfg.pcp_high_min, mm->cfg.pcp_high_max };
+	for (int i = 0; i < 2; i++) {
+		uint64_t pages = cap[i] >> PAGE_SHIFT;
+		if (pages < 4ULL * (uint64_t)batch)
+			pages = 4ULL * (uint64_t)batch;
+		if (cap[i] && (uint64_t)*bound[i] > pages)
+			*bound[i] = (int)pages;
+	}
+	if (*high_min > *high_max)
+		*high_min = *high_max;
+}
+
 static void zone_high_range(const struct za_zone *z, int batch, int *high_min, int *high_max)
 {
 	const struct za_mm *mm = z->mm;
 	long fraction = (long)mm->cfg.percpu_pagelist_high_fraction;
 	if (fraction) {
 		*high_min = *high_max = high_share(z, z->nr_pages / (unsigned long)fraction, batch);
-	} else if (mm->pcp_high_auto || mm->pcp_high_order == 2) {
+	} else if (mm->pcp_high_auto) {
 		*high_min = high_share(z, z->wmark[WMARK_LOW], batch);
-		*high_max = mm->pcp_high_auto ? high_share(z, z->nr_pages / 8, batch) : *high_min;
+		*high_max = high_share(z, z->nr_pages / 8, batch);
+		cap_high_range(mm, batch, high_min, high_max);
+	} else if (mm->pcp_high_order == 2) {
+		*high_min = *high_max = high_share(z, z->wmark[WMARK_LOW], batch);
 	} else {
 		*high_min = *high_max = mm->pcp_high_order ? batch * MT_TYPES + (batch << PCP_MAX_ORDER)
 							   : 6 * batch;

@@ -443,6 +443,51 @@ static long resident_of(void **blocks, int n)
 	return r;
 }
 
+/* Over every CPU's page list set in the zoneinfo report: the sum of one
+ * field ("high:", "high_min:", ...). */
+static long pageset_sum(const char *field)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(f && za_report(mm, "zoneinfo", f) == 0);
+	fclose(f);
+	long sum = 0;
+	for (const char *p = text; (p = strstr(p, field)); p += strlen(field))
+		sum += strtol(p + strlen(field), NULL, 10);
+	free(text);
+	return sum;
+}
+
+/*
+ * The page lists are tuned (pcp_high_auto), each CPU's high between 2 and
+ * 16 MiB (512 and 4096 pages): freeing a burst of order-3 blocks raises
+ * it, and the purge worker's rounds, the vmstat ticks, lower it again.
+ */
+static void test_page_lists_tuned(void)
+{
+	if (!strstr(za_mm_config_string(mm), "pcp_high_max=16M"))
+		return;                         /* the caller's ZA_CONFIG changed it */
+	int cpus = za_nr_cpus(mm);
+	CHECK_EQ(pageset_sum("high_min: "), 512L * cpus);
+	CHECK_EQ(pageset_sum("high_max: "), 4096L * cpus);
+	enum { N = 1500 };
+	static void *v[N];
+	for (int i = 0; i < N; i++)
+		CHECK((v[i] = za_malloc(20000)));
+	for (int i = 0; i < N; i++)
+		za_free(v[i]);
+	long raised = pageset_sum("high: ");
+	CHECK(raised > 512L * cpus && raised <= 4096L * cpus);
+	long high = raised;
+	for (int ms = 0; ms < 10000 && high >= raised; ms += 10) {
+		usleep(10000);
+		high = pageset_sum("high: ");
+	}
+	CHECK(high < raised);
+	CHECK(pageset_sum("count: ") <= high);
+}
+
 static void test_trim_and_purge(void)
 {
 	enum { N = 512 };
@@ -616,6 +661,7 @@ int main(void)
 	test_fork();
 	test_idle_thread_gives_back(16);
 	test_idle_thread_gives_back(64 << 10);
+	test_page_lists_tuned();
 	test_trim_and_purge();
 	test_large_reuse_and_decay();
 	printf("test_malloc: ok\n");

@@ -557,6 +557,83 @@ static void test_high_fraction_pins(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * pcp_high_min and pcp_high_max cap the tuned range (the malloc's
+ * system: a process heap in a machine-sized zone).  2M and 8M are 512 and
+ * 2048 pages.  Refills raise high as in test_auto_growth -- 575, 701, 953,
+ * 1457 -- until the fifth meets the cap (1457 + 1008 > 2048); the sixth
+ * leaves it there and takes what it leaves room for, 2048 - 63 = 1985
+ * pages (3938 in all).  Ticks then decay high by an eighth to the capped
+ * floor, draining what the count has above it.
+ */
+static int decayed_to(int high, int floor)
+{
+	int h = high - (high >> 3);
+	return h > floor ? h : floor;
+}
+
+static void test_high_caps(void)
+{
+	za_mm_t *mm = make("cpus=1,pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=8M");
+	struct pageset ps = pageset(mm, "Normal", 0);
+	CHECK(ps.high == 512 && ps.high_min == 512 && ps.high_max == 2048);
+	enum { N = 3000 };
+	void **v = hold(N);
+	static const int highs[] = { 575, 701, 953, 1457, 2048, 2048 };
+	long long refills = 0;
+	for (int i = 0; i < N; i++) {
+		CHECK((v[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+		if (za_stat(mm, "pcp_refill") != refills) {
+			refills = za_stat(mm, "pcp_refill");
+			CHECK(refills <= 6);
+			CHECK_EQ(pageset(mm, "Normal", 0).high, highs[refills - 1]);
+		}
+	}
+	CHECK_EQ(refills, 6);
+	CHECK_EQ(za_stat(mm, "pcp_refill_pages"), 3938);
+	CHECK_EQ(pageset(mm, "Normal", 0).count, 938);
+	for (int high = 2048, ticks = 0; high > 512; ticks++) {
+		CHECK(ticks < 12);
+		high = decayed_to(high, 512);
+		za_vmstat_tick(mm);
+		ps = pageset(mm, "Normal", 0);
+		CHECK_EQ(ps.high, high);
+		CHECK_EQ(ps.count, high < 938 ? high : 938);
+	}
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(za_free_pages(mm, v[i], 0), 0);
+		ps = pageset(mm, "Normal", 0);
+		CHECK(ps.high <= 2048 && ps.count <= ps.high);
+	}
+	free(v);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+
+	/* Caps above the kernel's range leave it; below 4 batches they
+	 * stop there; a floor above the ceiling comes down to it. */
+	static const struct { const char *caps; int high_min, high_max; } cases[] = {
+		{ "pcp_high_min=1G,pcp_high_max=1G", HIGH_MIN, HIGH_MAX },
+		{ "pcp_high_min=4K,pcp_high_max=64K", 4 * BATCH, 4 * BATCH },
+		{ "pcp_high_min=8M,pcp_high_max=2M", 512, 512 },
+		{ "pcp_high_max=16M", HIGH_MIN, 4096 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char config[128];
+		snprintf(config, sizeof(config), "cpus=1,pcp_high_auto=1,%s", cases[i].caps);
+		mm = make(config);
+		ps = pageset(mm, "Normal", 0);
+		CHECK_EQ(ps.high_min, cases[i].high_min);
+		CHECK_EQ(ps.high_max, cases[i].high_max);
+		CHECK_EQ(ps.high, cases[i].high_min);
+		CHECK_EQ(za_mm_destroy(mm), 0);
+	}
+	/* Without tuning they cap nothing: the seeds' fixed high. */
+	mm = make("cpus=1,pcp_high_max=64K");
+	ps = pageset(mm, "Normal", 0);
+	CHECK(ps.high == ps.high_max && ps.high > 4 * BATCH);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /* ------------------------------------------------------------------------
  * free_high
  * ------------------------------------------------------------------------ */
@@ -930,6 +1007,7 @@ int main(void)
 	test_alloc_factor();
 	test_auto_decay_and_burst();
 	test_high_fraction_pins();
+	test_high_caps();
 	test_free_high();
 	test_list_first();
 	test_thp_lists();
