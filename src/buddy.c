@@ -714,6 +714,34 @@ static void carve_run(struct za_zone *z, struct za_page *block, unsigned int ord
 	add_free_pages(z, (1L << order) - (long)n);
 }
 
+/*
+ * The free pages around the free block of order o at pfn, as far as
+ * `reach` pages beyond either end: [*lo, *hi).  Only blocks of type mt
+ * join, and only within the block's section (one piece of address space)
+ * and the zone's managed part -- what buddy_take_range takes.
+ */
+static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, int mt,
+			unsigned long reach, unsigned long *lo, unsigned long *hi)
+{
+	struct za_mm *mm = z->mm;
+	unsigned int shift = pfn_section_shift(mm);
+	unsigned long floor = pfn >> shift << shift, ceil = floor + (1UL << shift);
+	unsigned long end = pfn + (1UL << o), s = pfn, e = end;
+	struct za_page *b;
+	if (floor < z->start_pfn)
+		floor = z->start_pfn;
+	if (ceil > zone_init_end_pfn(z))
+		ceil = zone_init_end_pfn(z);
+	while (s > floor && pfn - s < reach && (b = free_block_holding(mm, s - 1)) &&
+	       page_mt(b) == mt && page_to_pfn(mm, b) >= floor)
+		s = page_to_pfn(mm, b);
+	while (e < ceil && e - end < reach && (b = free_block_holding(mm, e)) && page_mt(b) == mt &&
+	       page_to_pfn(mm, b) + (1UL << page_order(b)) <= ceil)
+		e = page_to_pfn(mm, b) + (1UL << page_order(b));
+	*lo = s;
+	*hi = e;
+}
+
 /* The smallest block of order >= `order` on mt's lists whose memory was
  * used since the OS gave it (resident, likely cached), looking at the
  * lists' heads, where such blocks are kept. */
@@ -725,6 +753,65 @@ static struct za_page *hot_block(struct za_zone *z, unsigned int order, int mt, 
 			return page;
 	}
 	return NULL;
+}
+
+/* Pages of the free range [pfn, end) that are fresh: never used, or
+ * given back to the OS since. */
+static unsigned long fresh_pages(const struct za_mm *mm, unsigned long pfn, unsigned long end)
+{
+	unsigned long fresh = 0;
+	for (unsigned long p = pfn, next; p < end; p = next) {
+		struct za_page *b = free_block_holding(mm, p);
+		next = page_to_pfn(mm, b) + (1UL << page_order(b));
+		if (!(page_flags(b) & PG_mem_dirty))
+			fresh += (next < end ? next : end) - p;
+	}
+	return fresh;
+}
+
+/* Dirty blocks a run's search looks at: it runs under the zone lock. */
+#define EXTENT_SCAN 32
+
+/*
+ * A run of n pages (2^(order-1) < n < 2^order) around memory used before,
+ * best fit.  A run needs n free pages in a row, not an aligned block of
+ * `order`: the pieces freed runs leave are contiguous without being
+ * buddies, and a range of n pages always holds a whole free block of
+ * order >= order - 2 (any 2^(order-1) pages in a row hold an aligned
+ * 2^(order-2), and free buddies merge).  So the dirty blocks of those
+ * orders (the lists keep most of them first) are where to look: each
+ * one's free extent is measured, the smallest that holds n wins, and the
+ * run starts at its block, moved back as far as the extent's end needs.
+ * Only if at least half the run is memory used before: otherwise fresh
+ * memory after the last run is as good, and keeps runs dense.  Returns
+ * the run's first page, off the lists and counted, or NULL.
+ */
+static struct za_page *take_extent(struct za_zone *z, unsigned int order, unsigned long n, int mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long best = 0, at = 0, limit = 0, lo, hi;
+	int budget = EXTENT_SCAN;
+	for (unsigned int o = order >= 2 ? order - 2 : 0; o <= mm->max_order && budget; o++) {
+		struct za_list *head = &z->free_area[o].free_list[mt];
+		for (struct za_list *l = head->next; l != head && budget && best != n;
+		     l = l->next, budget--) {
+			struct za_page *page = container_of(l, struct za_page, lru);
+			if (!(page_flags(page) & PG_mem_dirty))
+				continue;
+			unsigned long pfn = page_to_pfn(mm, page);
+			free_extent(z, pfn, o, mt, n, &lo, &hi);
+			if (hi - lo < n || (best && hi - lo >= best))
+				continue;
+			best = hi - lo;
+			at = pfn + n <= hi ? pfn : hi - n;
+			limit = hi;
+		}
+	}
+	if (!best || 2 * fresh_pages(mm, at, at + n) > n || !buddy_take_range(z, at, n, mt))
+		return NULL;
+	z->exact_next = at + n;
+	z->exact_limit = limit;
+	return pfn_to_page(mm, at);
 }
 
 /*
@@ -759,7 +846,8 @@ static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt,
  * Where a run of n pages (2^(order-1) < n < 2^order) goes, memory used
  * before (resident, likely cached) first: after the zone's last run while
  * in the same block; else the most recently freed block of such memory,
- * carved from its head (the rest goes back at once); then fresh memory,
+ * carved from its head (the rest goes back at once); else the best fit
+ * among the free ranges around such memory (take_extent); then fresh memory,
  * after the last run (consecutive runs fill fresh memory densely, whatever
  * their size), else the head of the block buddy_rmqueue() gives.  Returns
  * the run's first page, off the lists and counted; the caller marks it
@@ -769,16 +857,16 @@ static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt,
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
 				  int cpu, bool nofragment)
 {
-	unsigned int o;
 	zone_lock_assert_held(z);
 	VM_BUG_ON(z->mm, n <= 1UL << (order - 1) || n >= 1UL << order);
+	unsigned int o;
 	struct za_page *page = take_next_run(z, n, mt, false);
 	if (page)
 		return page;
 	if ((page = hot_block(z, order, mt, &o))) {
 		take_block(z, page, order, o, mt);
 		add_free_pages(z, -(1L << order));
-	} else if ((page = take_next_run(z, n, mt, true))) {
+	} else if ((page = take_extent(z, order, n, mt)) || (page = take_next_run(z, n, mt, true))) {
 		return page;
 	} else if (!(page = rmqueue_block(z, order, mt, cpu, false, nofragment))) {
 		return NULL;

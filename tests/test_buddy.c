@@ -631,6 +631,54 @@ static void test_exact_runs(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * A run goes into the best-fitting free range around memory used before
+ * when no whole free block of memory used before holds it: freed runs
+ * leave contiguous pieces that are not buddies.  Runs fill the first 4096
+ * pages: A [0,1000), B [1000,1400), C [1400,2600), D [2600,2920), E to
+ * 4096.  Freeing B and D leaves dirty ranges of 400 and 320 pages whose
+ * largest blocks are of order 8 (1024..1280) and 7 (2688..2816), below the
+ * 300-page run's order 9.  The first 300-page run takes D's range, the
+ * smaller, ending at its end: [2620,2920); the second B's, from its order-8
+ * block: [1024,1324); the third fits in neither and takes fresh memory.
+ */
+static void test_run_best_fit(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,max_order=12,section_size=16M");
+	static const unsigned long pages[] = { 1000, 400, 1200, 320, 1176 };
+	char *run[5];
+	unsigned long at = 0;
+	for (int i = 0; i < 5; i++) {
+		CHECK((run[i] = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, pages[i] * 4096)));
+		CHECK_EQ(pfn_of(mm, run[i]), at);
+		memset(run[i], 'a' + i, pages[i] * 4096);
+		at += pages[i];
+	}
+	CHECK_EQ(za_free_pages_exact(mm, run[1], 400 * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, run[3], 320 * 4096), 0);
+	char *fit[3];
+	for (int i = 0; i < 3; i++) {
+		CHECK((fit[i] = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 300 * 4096)));
+		memset(fit[i], 'x' + i, 300 * 4096);
+	}
+	CHECK_EQ(pfn_of(mm, fit[0]), 2620);
+	CHECK_EQ(pfn_of(mm, fit[1]), 1024);
+	CHECK(pfn_of(mm, fit[2]) >= 4096);
+	check_accounting(mm, 1000 + 1200 + 1176 + 3 * 300);
+	static const int kept[] = { 0, 2, 4 };
+	for (int k = 0; k < 3; k++) {
+		int i = kept[k];
+		CHECK(run[i][0] == 'a' + i && run[i][pages[i] * 4096 - 1] == 'a' + i);
+		CHECK_EQ(za_free_pages_exact(mm, run[i], pages[i] * 4096), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		CHECK(fit[i][0] == 'x' + i && fit[i][300 * 4096 - 1] == 'x' + i);
+		CHECK_EQ(za_free_pages_exact(mm, fit[i], 300 * 4096), 0);
+	}
+	check_fully_coalesced(mm, 12);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -648,6 +696,7 @@ int main(void)
 	test_purge();
 	test_resize_in_place();
 	test_exact_runs();
+	test_run_best_fit();
 	printf("test_buddy: ok\n");
 	return 0;
 }
