@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static const char *const benchmarks[] = {
-	"pairs", "churn", "sizes", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
+	"pairs", "churn", "sizes", "loops", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
 	"bigbuf", "python", "perl", "ruby",
 };
 enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
@@ -351,7 +351,8 @@ static const char *const malloc_report[] = { "", NULL };
 const struct experiment exp_malloc = {
 	.name = "malloc",
 	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
-		   "pairs, churn, sizes, realloc, larson, prodcons, falseshare, threads, large, bigbuf, "
+		   "pairs, churn, sizes, loops, realloc, larson, prodcons, falseshare, threads, large, "
+		   "bigbuf, "
 		   "and python, perl and ruby running allocation-heavy scripts",
 	.config = "",
 	.threads = 2,

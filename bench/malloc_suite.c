@@ -134,6 +134,29 @@ static void sizes(void)
 }
 
 /* ------------------------------------------------------------------------
+ * loops: one thread builds a batch of 20000 blocks of one size (16 .. 1024
+ * bytes), writing each, then frees them in the order allocated: the lists
+ * and tables a C program builds and drops in simple loops.
+ * ------------------------------------------------------------------------ */
+static void loops(void)
+{
+	enum { BATCH = 20000 };
+	static unsigned char *b[BATCH];
+	for (size_t size = 16; size <= 1024; size *= 2) {
+		for (long round = 0; round < work(60); round++) {
+			for (int i = 0; i < BATCH; i++) {
+				b[i] = xmalloc(size);
+				mark(b[i], size, (unsigned char)i);
+			}
+			for (int i = 0; i < BATCH; i++) {
+				check(b[i], size, (unsigned char)i);
+				free(b[i]);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
  * realloc: strings and arrays growing a few bytes at a time to 4 KiB ..
  * 1 MiB, as builders and parsers grow their buffers.
  * ------------------------------------------------------------------------ */
@@ -428,6 +451,7 @@ static const struct {
 	{ "pairs", pairs },
 	{ "churn", churn },
 	{ "sizes", sizes },
+	{ "loops", loops },
 	{ "realloc", realloc_growth },
 	{ "larson", larson },
 	{ "prodcons", prodcons },

@@ -68,6 +68,7 @@ static const struct key keys[] = {
 	{ "pcp_high_auto",         K_BOOL,   FIELD(pcp_high_auto), 0, 1, false, NULL },
 	{ "pcp_high_min",          K_SIZE,   FIELD(pcp_high_min), 0, 0, false, NULL },
 	{ "pcp_high_max",          K_SIZE,   FIELD(pcp_high_max), 0, 0, false, NULL },
+	{ "pcp_refill_drain",      K_BOOL,   FIELD(pcp_refill_drain), 0, 1, false, NULL },
 	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
 	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 3, false, NULL },
 	{ "llc_per_cpu",           K_SIZE,   FIELD(llc_per_cpu), 0, 0, true, NULL },

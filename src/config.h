@@ -39,6 +39,7 @@ struct za_config {
 	int64_t pcp_high_auto;          /* 6.7: high tuned between high_min and high_max */
 	uint64_t pcp_high_min;          /* bytes a CPU; caps high_min (0: no cap) */
 	uint64_t pcp_high_max;          /* bytes a CPU; caps high_max (0: no cap) */
+	int64_t pcp_refill_drain;       /* a refill first returns other orders' excess */
 	int64_t pcp_batch_scale_max;    /* the kernel's CONFIG_PCP_BATCH_SCALE_MAX */
 	int64_t pcp_free_high;          /* 1: 5.18's free_high, 2: 6.7's */
 	uint64_t llc_per_cpu;           /* ZA_AUTO: the machine's last-level cache / its sharers */

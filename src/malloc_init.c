@@ -120,7 +120,10 @@ static uint64_t usable_memory(void)
  * the list, hot, instead of through the buddy lists; the purge worker's
  * rounds are the vmstat ticks that lower it again.  The kernel's range
  * (the low watermark's share to an eighth of the zone) is a machine's:
- * here it is capped to 2..16 MiB a CPU.  Not under an address-space
+ * here it is capped to 2..16 MiB a CPU, and a refill first returns what
+ * the lists hold of other orders beyond the floor (pcp_refill_drain), so
+ * that a program moving on to another size reuses that memory instead of
+ * touching new memory.  Not under an address-space
  * limit, where every section counts: there the untuned lists leave the
  * runs of test_malloc_limits' fill (1 MiB + 64 bytes each) one section's
  * worth more room (966 MiB against 965, 95% of glibc's being 966).
@@ -131,7 +134,7 @@ static za_mm_t *create_system(void)
 	uint64_t mem = usable_memory();
 	bool limited = address_space_limit();
 	const char *lists = limited ? "" : "pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=16M,"
-					   "vmstat_interval_ms=0,";
+					   "pcp_refill_drain=1,vmstat_interval_ms=0,";
 	const char *section = limited ? "32M" : "auto";
 	for (; mem >= (16ULL << 20); mem /= 2) {        /* one max-order block */
 		snprintf(config, sizeof(config),

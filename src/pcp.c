@@ -360,12 +360,16 @@ static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
 }
 #endif
 
+static void drain_other_orders(struct za_zone *z, struct za_pcp *pcp, unsigned int order);
+
 /* A miss: refill the list from the buddy lists (nofragment: without
  * fallbacks below a pageblock).  Under the per-CPU lock. */
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list, bool nofragment)
 {
 	za_lock_assert_held(z->mm, &pcp->lock);
+	if (z->mm->cfg.pcp_refill_drain && pcp_count(pcp) > pcp->high_min)
+		drain_other_orders(z, pcp, order);
 	int blocks = z->mm->pcp_high_auto ? nr_pcp_alloc(z, pcp, order) : refill_blocks(pcp, order);
 	int got = rmqueue_bulk(z, pcp_cpu(z, pcp), order, blocks, list, mt, nofragment, -1);
 	pcp_add_count(pcp, got << order);
@@ -500,6 +504,42 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages,
 			blocks[n++] = pick_page(z, pcp, &cur, &budget);
 		t0 = buddy_free_chunk(z, blocks, n, before - budget, outside ? NULL : &t0);
 		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
+	}
+	pcp_check_count(z, pcp);
+}
+
+/*
+ * pcp_refill_drain: before a refill of `order` from the buddy lists, what
+ * the lists hold of other orders above high_min goes back, cold end first,
+ * so that it merges there and can serve the refill.  A process heap moves
+ * from one size to another: the blocks a tuned high keeps for one order
+ * are memory no other order can use, and the refill would otherwise take
+ * memory no one touched yet.
+ */
+static void drain_other_orders(struct za_zone *z, struct za_pcp *pcp, unsigned int order)
+{
+	const struct za_mm *mm = z->mm;
+	int excess = pcp_count(pcp) - pcp->high_min;
+	for (unsigned int i = 0; i < mm->nr_pcp_lists && excess > 0; i++) {
+		unsigned int pindex = mm->pcp_lists[i];
+		struct za_list *list = &pcp->lists[pindex];
+		if (pindex_to_order(mm, pindex) == order)
+			continue;
+		while (!list_empty(list) && excess > 0) {
+			struct za_page *blocks[BUDDY_COALESCE_MAX];
+			int n = 0, pages = 0;
+			while (!list_empty(list) && excess > pages && n < BUDDY_COALESCE_MAX) {
+				struct za_page *page = container_of(list->prev, struct za_page, lru);
+				unsigned int o = page_order(page);
+				list_del(&page->lru);
+				pcp_add_count(pcp, -(1 << o));
+				tp_pcpu_drain(z, pcp_cpu(z, pcp), page, o);
+				blocks[n++] = page;
+				pages += 1 << o;
+			}
+			excess -= pages;
+			zone_unlock(z, buddy_free_chunk(z, blocks, n, pages, NULL), EV_PCP_BULKFREE_HOLD);
+		}
 	}
 	pcp_check_count(z, pcp);
 }
