@@ -714,6 +714,13 @@ static void carve_run(struct za_zone *z, struct za_page *block, unsigned int ord
 	add_free_pages(z, (1L << order) - (long)n);
 }
 
+/* A free block that buddy_take_range may take for type mt: on mt's lists
+ * and in a pageblock of type mt. */
+static bool joins(const struct za_mm *mm, const struct za_page *b, int mt)
+{
+	return page_mt(b) == mt && pageblock_mt(mm, page_to_pfn(mm, b)) == mt;
+}
+
 /*
  * The free pages around the free block of order o at pfn, as far as
  * `reach` pages beyond either end: [*lo, *hi).  Only blocks of type mt
@@ -733,9 +740,9 @@ static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, in
 	if (ceil > zone_init_end_pfn(z))
 		ceil = zone_init_end_pfn(z);
 	while (s > floor && pfn - s < reach && (b = free_block_holding(mm, s - 1)) &&
-	       page_mt(b) == mt && page_to_pfn(mm, b) >= floor)
+	       joins(mm, b, mt) && page_to_pfn(mm, b) >= floor)
 		s = page_to_pfn(mm, b);
-	while (e < ceil && e - end < reach && (b = free_block_holding(mm, e)) && page_mt(b) == mt &&
+	while (e < ceil && e - end < reach && (b = free_block_holding(mm, e)) && joins(mm, b, mt) &&
 	       page_to_pfn(mm, b) + (1UL << page_order(b)) <= ceil)
 		e = page_to_pfn(mm, b) + (1UL << page_order(b));
 	*lo = s;
@@ -769,7 +776,7 @@ static unsigned long fresh_pages(const struct za_mm *mm, unsigned long pfn, unsi
 	return fresh;
 }
 
-/* Dirty blocks a run's search looks at: it runs under the zone lock. */
+/* List entries a run's search looks at: it runs under the zone lock. */
 #define EXTENT_SCAN 32
 
 /*
@@ -779,7 +786,7 @@ static unsigned long fresh_pages(const struct za_mm *mm, unsigned long pfn, unsi
  * buddies, and a range of n pages always holds a whole free block of
  * order >= order - 2 (any 2^(order-1) pages in a row hold an aligned
  * 2^(order-2), and free buddies merge).  So the dirty blocks of those
- * orders (the lists keep most of them first) are where to look: each
+ * orders (the lists keep them first, but for a few) are where to look: each
  * one's free extent is measured, the smallest that holds n wins, and the
  * run starts at its block, moved back as far as the extent's end needs.
  * Only if at least half the run is memory used before: otherwise fresh
@@ -796,7 +803,7 @@ static struct za_page *take_extent(struct za_zone *z, unsigned int order, unsign
 		for (struct za_list *l = head->next; l != head && budget && best != n;
 		     l = l->next, budget--) {
 			struct za_page *page = container_of(l, struct za_page, lru);
-			if (!(page_flags(page) & PG_mem_dirty))
+			if (!(page_flags(page) & PG_mem_dirty) || !joins(mm, page, mt))
 				continue;
 			unsigned long pfn = page_to_pfn(mm, page);
 			free_extent(z, pfn, o, mt, n, &lo, &hi);
@@ -809,6 +816,9 @@ static struct za_page *take_extent(struct za_zone *z, unsigned int order, unsign
 	}
 	if (!best || 2 * fresh_pages(mm, at, at + n) > n || !buddy_take_range(z, at, n, mt))
 		return NULL;
+	/* Later runs follow on through the range, as through a block's rest:
+	 * fresh pages of it too, which are next to memory in use (measured
+	 * better for peak RSS than searching again, test_run_best_fit). */
 	z->exact_next = at + n;
 	z->exact_limit = limit;
 	return pfn_to_page(mm, at);

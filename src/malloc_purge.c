@@ -8,7 +8,8 @@
  * Each round it purges the free blocks that have been free for at least
  * purge_delay_ms (za_purge with three epochs: two whole rounds), after
  * the kernel's vmstat tick has lowered each CPU's tuned page-list high
- * by an eighth and sent what lies above it to the buddy lists.  When a
+ * (by up to an eighth) and sent what lies above it to the buddy lists.
+ * When a
  * round saw no page allocated or freed (nor a mapping), the process is
  * idle: the caches above the buddy lists -- barns, slabs, per-CPU page
  * lists -- are emptied into them first, so that what they hold is purged

@@ -105,17 +105,6 @@ static int high_share(const struct za_zone *z, unsigned long pages, int batch)
 }
 
 /*
- * high_min and high_max.  percpu_pagelist_high_fraction=F (the kernel's
- * sysctl, F >= 8) pins both to 1/F of the zone shared by the node's CPUs,
- * which turns tuning off.  Otherwise with pcp_high_auto=1 (6.7) high moves
- * between the low watermark's share (so that full lists never push the
- * zone below it) and an eighth of the zone's.  Without tuning: 6.7's floor
- * is 5.14's fixed high (pcp_high_order=2); the seeds' high was 6 batches,
- * and seed 000 made it room for one batch per order-0 migratetype plus a
- * batch of the largest cached order (11), so that one refill rarely forces
- * a drain on the next free.
- */
-/*
  * pcp_high_min and pcp_high_max (bytes a CPU) cap the tuned range.  The
  * kernel sizes it for a machine's zone; a process heap's zone (the
  * malloc's) spans the machine's memory but holds only what one process
@@ -137,6 +126,18 @@ static void cap_high_range(const struct za_mm *mm, int batch, int *high_min, int
 		*high_min = *high_max;
 }
 
+/*
+ * high_min and high_max.  percpu_pagelist_high_fraction=F (the kernel's
+ * sysctl, F >= 8) pins both to 1/F of the zone shared by the node's CPUs,
+ * which turns tuning off.  Otherwise with pcp_high_auto=1 (6.7) high moves
+ * between the low watermark's share (so that full lists never push the
+ * zone below it) and an eighth of the zone's, each capped by
+ * pcp_high_min/pcp_high_max.  Without tuning: 6.7's floor
+ * is 5.14's fixed high (pcp_high_order=2); the seeds' high was 6 batches,
+ * and seed 000 made it room for one batch per order-0 migratetype plus a
+ * batch of the largest cached order (11), so that one refill rarely forces
+ * a drain on the next free.
+ */
 static void zone_high_range(const struct za_zone *z, int batch, int *high_min, int *high_max)
 {
 	const struct za_mm *mm = z->mm;
@@ -966,10 +967,10 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 
 /*
  * The vmstat tick's work on one CPU's set (pcp_high_auto; the kernel's
- * decay_pcp_high): high, if above high_min, drops by an eighth -- faster
- * if count is more than batch << pcp_batch_scale_max above it, never below
- * high_min -- and whatever count has above high goes back, a batch per
- * per-CPU lock hold.
+ * decay_pcp_high): high, if above high_min, drops by an eighth -- less
+ * while count is more than batch << pcp_batch_scale_max above the result,
+ * never below high_min -- and whatever count has above high goes back, a
+ * batch per per-CPU lock hold.
  */
 void pcp_decay(struct za_zone *z, int cpu)
 {

@@ -460,17 +460,21 @@ static long pageset_sum(const char *field)
 }
 
 /*
- * The page lists are tuned (pcp_high_auto), each CPU's high between 2 and
- * 16 MiB (512 and 4096 pages): freeing a burst of order-3 blocks raises
- * it, and the purge worker's rounds, the vmstat ticks, lower it again.
+ * The page lists are tuned (pcp_high_auto), each CPU's high between at
+ * most 2 and 16 MiB (512 and 4096 pages; less where the kernel's range is
+ * less): freeing a burst of order-3 blocks raises it, and the purge
+ * worker's rounds, the vmstat ticks, lower it again.
  */
 static void test_page_lists_tuned(void)
 {
-	if (!strstr(za_mm_config_string(mm), "pcp_high_max=16M"))
+	const char *config = za_mm_config_string(mm);
+	if (!strstr(config, "pcp_high_auto=1") || !strstr(config, "pcp_high_max=16M") ||
+	    !strstr(config, "percpu_pagelist_high_fraction=0"))
 		return;                         /* the caller's ZA_CONFIG changed it */
 	int cpus = za_nr_cpus(mm);
-	CHECK_EQ(pageset_sum("high_min: "), 512L * cpus);
-	CHECK_EQ(pageset_sum("high_max: "), 4096L * cpus);
+	long floor = pageset_sum("high_min: ");
+	CHECK(floor > 0 && floor <= 512L * cpus);
+	CHECK(pageset_sum("high_max: ") <= 4096L * cpus);
 	enum { N = 1500 };
 	static void *v[N];
 	for (int i = 0; i < N; i++)
@@ -478,7 +482,7 @@ static void test_page_lists_tuned(void)
 	for (int i = 0; i < N; i++)
 		za_free(v[i]);
 	long raised = pageset_sum("high: ");
-	CHECK(raised > 512L * cpus && raised <= 4096L * cpus);
+	CHECK(raised > floor && raised <= pageset_sum("high_max: "));
 	long high = raised;
 	for (int ms = 0; ms < 10000 && high >= raised; ms += 10) {
 		usleep(10000);
