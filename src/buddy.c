@@ -867,9 +867,9 @@ static struct za_page *take_next_run(struct za_zone *z, unsigned long n, int mt,
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
 				  int cpu, bool nofragment)
 {
+	unsigned int o;
 	zone_lock_assert_held(z);
 	VM_BUG_ON(z->mm, n <= 1UL << (order - 1) || n >= 1UL << order);
-	unsigned int o;
 	struct za_page *page = take_next_run(z, n, mt, false);
 	if (page)
 		return page;

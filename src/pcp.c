@@ -383,6 +383,23 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
  * Bulk free
  * ------------------------------------------------------------------------ */
 
+/* The block at the cold end of the non-empty list pindex, off it: *budget
+ * and the count lose its pages. */
+static struct za_page *take_cold(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex,
+				 int *budget)
+{
+	struct za_list *list = &pcp->lists[pindex];
+	struct za_page *page = container_of(list->prev, struct za_page, lru);
+	unsigned int order = page_order(page);
+	VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || order != pindex_to_order(z->mm, pindex),
+		       page);
+	list_del(&page->lru);
+	*budget -= 1 << order;
+	pcp_add_count(pcp, -(1 << order));
+	tp_pcpu_drain(z, pcp_cpu(z, pcp), page, order);
+	return page;
+}
+
 /*
  * Picks the next block to bulk-free, from the cold end of a list; the
  * cursor walks mm->pcp_lists, the lists the layout uses.
@@ -421,10 +438,10 @@ static struct za_list *next_nonempty(const struct za_mm *mm, struct za_pcp *pcp,
 	return list;
 }
 
-static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, struct bulk_cursor *c,
-				 int *budget)
+static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, void *cursor, int *budget)
 {
 	const struct za_mm *mm = z->mm;
+	struct bulk_cursor *c = cursor;
 	struct za_list *list = &pcp->lists[mm->pcp_lists[c->i]];
 	if (mm->bulkfree_list_first) {
 		if (!c->started || list_empty(list))
@@ -435,16 +452,8 @@ static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, struct b
 		if (c->batch_free == (int)c->nlists)
 			c->batch_free = *budget;
 	}
-	struct za_page *page = container_of(list->prev, struct za_page, lru);
-	unsigned int order = page_order(page);
-	VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp ||
-			      order != pindex_to_order(mm, mm->pcp_lists[c->i]), page);
-	list_del(&page->lru);
 	c->batch_free--;
-	*budget -= 1 << order;
-	pcp_add_count(pcp, -(1 << order));
-	tp_pcpu_drain(z, pcp_cpu(z, pcp), page, order);
-	return page;
+	return take_cold(z, pcp, mm->pcp_lists[c->i], budget);
 }
 
 /*
@@ -489,24 +498,40 @@ static uint64_t buddy_free_chunk(struct za_zone *z, struct za_page **blocks, int
 	return t0;
 }
 
+/* One chunk of a bulk free: up to BUDDY_COALESCE_MAX blocks that `pick`
+ * takes off the lists while *budget (pages) lasts, back to the buddy
+ * lists in one zone-lock hold (taken before the picking unless
+ * bulkfree_outside_lock). */
+static void bulk_free_chunk(struct za_zone *z, struct za_pcp *pcp, int *budget,
+			    struct za_page *(*pick)(struct za_zone *, struct za_pcp *, void *, int *),
+			    void *arg)
+{
+	bool outside = z->mm->bulkfree_outside_lock;
+	struct za_page *blocks[BUDDY_COALESCE_MAX], *page;
+	uint64_t t0 = outside ? 0 : zone_lock(z);
+	int n = 0, before = *budget;
+	while (*budget > 0 && n < BUDDY_COALESCE_MAX && (page = pick(z, pcp, arg, budget)))
+		blocks[n++] = page;
+	t0 = buddy_free_chunk(z, blocks, n, before - *budget, outside ? NULL : &t0);
+	zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
+}
+
 static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages, unsigned int pindex)
 {
-	struct za_mm *mm = z->mm;
-	struct bulk_cursor cur = bulk_cursor_start(mm, pindex);
+	struct bulk_cursor cur = bulk_cursor_start(z->mm, pindex);
 	int budget = pages < pcp_count(pcp) ? pages : pcp_count(pcp);
-	bool outside = mm->bulkfree_outside_lock;
-
-	za_lock_assert_held(mm, &pcp->lock);
-	while (budget > 0) {
-		struct za_page *blocks[BUDDY_COALESCE_MAX];
-		uint64_t t0 = outside ? 0 : zone_lock(z);
-		int n = 0, before = budget;
-		while (budget > 0 && n < BUDDY_COALESCE_MAX)
-			blocks[n++] = pick_page(z, pcp, &cur, &budget);
-		t0 = buddy_free_chunk(z, blocks, n, before - budget, outside ? NULL : &t0);
-		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
-	}
+	za_lock_assert_held(z->mm, &pcp->lock);
+	while (budget > 0)
+		bulk_free_chunk(z, pcp, &budget, pick_page, &cur);
 	pcp_check_count(z, pcp);
+}
+
+/* For drain_other_orders: the cold end of the list *pindex, while it has
+ * blocks. */
+static struct za_page *pick_cold(struct za_zone *z, struct za_pcp *pcp, void *pindex, int *budget)
+{
+	unsigned int i = *(const unsigned int *)pindex;
+	return list_empty(&pcp->lists[i]) ? NULL : take_cold(z, pcp, i, budget);
 }
 
 /*
@@ -524,23 +549,8 @@ static void drain_other_orders(struct za_zone *z, struct za_pcp *pcp, unsigned i
 	for (unsigned int i = 0; i < mm->nr_pcp_lists && excess > 0; i++) {
 		unsigned int pindex = mm->pcp_lists[i];
 		struct za_list *list = &pcp->lists[pindex];
-		if (pindex_to_order(mm, pindex) == order)
-			continue;
-		while (!list_empty(list) && excess > 0) {
-			struct za_page *blocks[BUDDY_COALESCE_MAX];
-			int n = 0, pages = 0;
-			while (!list_empty(list) && excess > pages && n < BUDDY_COALESCE_MAX) {
-				struct za_page *page = container_of(list->prev, struct za_page, lru);
-				unsigned int o = page_order(page);
-				list_del(&page->lru);
-				pcp_add_count(pcp, -(1 << o));
-				tp_pcpu_drain(z, pcp_cpu(z, pcp), page, o);
-				blocks[n++] = page;
-				pages += 1 << o;
-			}
-			excess -= pages;
-			zone_unlock(z, buddy_free_chunk(z, blocks, n, pages, NULL), EV_PCP_BULKFREE_HOLD);
-		}
+		while (pindex_to_order(mm, pindex) != order && !list_empty(list) && excess > 0)
+			bulk_free_chunk(z, pcp, &excess, pick_cold, &pindex);
 	}
 	pcp_check_count(z, pcp);
 }
