@@ -100,7 +100,8 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        batches); 0: no cap.  The malloc's system, a
  *                        process heap in a machine-sized zone, uses 2M
  *                        and 16M
- *   pcp_refill_drain=0   1: a refill from the buddy lists first returns
+ *   pcp_refill_drain=0   1: a refill that the buddy lists could serve
+ *                        only from memory not used before first returns
  *                        what the CPU's lists hold of other orders beyond
  *                        high_min (not in the kernel; the malloc's system)
  *   pcp_batch_scale_max=5

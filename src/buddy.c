@@ -749,6 +749,19 @@ static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, in
 	*hi = e;
 }
 
+/* Does a block of order >= `order` on mt's lists hold memory used before?
+ * (The lists' heads, where such blocks are kept.) */
+bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt)
+{
+	zone_lock_assert_held(z);
+	for (unsigned int o = order; o <= z->mm->max_order; o++) {
+		struct za_page *page = first_free(z, o, mt);
+		if (page && (page_flags(page) & PG_mem_dirty))
+			return true;
+	}
+	return false;
+}
+
 /* The smallest block of order >= `order` on mt's lists whose memory was
  * used since the OS gave it (resident, likely cached), looking at the
  * lists' heads, where such blocks are kept. */

@@ -737,6 +737,7 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 
 /* buddy.c — all under the zone lock */
 bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
+bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt);
 void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
 /* cpu: the CPU taking the pages, for the tracepoints; nofragment: no
  * fallback below a pageblock (alloc_nofragment). */

@@ -369,8 +369,13 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
 		struct za_list *list, bool nofragment)
 {
 	za_lock_assert_held(z->mm, &pcp->lock);
-	if (z->mm->cfg.pcp_refill_drain && pcp_count(pcp) > pcp->high_min)
-		drain_other_orders(z, pcp, order);
+	if (z->mm->cfg.pcp_refill_drain && pcp_count(pcp) > pcp->high_min) {
+		uint64_t t0 = zone_lock(z);
+		bool hot = buddy_has_dirty(z, order, mt);
+		zone_unlock(z, t0, NO_CAUSE);
+		if (!hot)
+			drain_other_orders(z, pcp, order);
+	}
 	int blocks = z->mm->pcp_high_auto ? nr_pcp_alloc(z, pcp, order) : refill_blocks(pcp, order);
 	int got = rmqueue_bulk(z, pcp_cpu(z, pcp), order, blocks, list, mt, nofragment, -1);
 	pcp_add_count(pcp, got << order);
@@ -535,12 +540,12 @@ static struct za_page *pick_cold(struct za_zone *z, struct za_pcp *pcp, void *pi
 }
 
 /*
- * pcp_refill_drain: before a refill of `order` from the buddy lists, what
- * the lists hold of other orders above high_min goes back, cold end first,
- * so that it merges there and can serve the refill.  A process heap moves
- * from one size to another: the blocks a tuned high keeps for one order
- * are memory no other order can use, and the refill would otherwise take
- * memory no one touched yet.
+ * pcp_refill_drain: before a refill of `order` that the buddy lists could
+ * serve only from memory no one used yet, what the lists hold of other
+ * orders above high_min goes back, cold end first, so that it merges there
+ * and serves the refill instead.  A process heap moves from one size to
+ * another: the blocks a tuned high keeps for one order are memory no other
+ * order can use.
  */
 static void drain_other_orders(struct za_zone *z, struct za_pcp *pcp, unsigned int order)
 {

@@ -635,35 +635,44 @@ static void test_high_caps(void)
 }
 
 /*
- * pcp_refill_drain: a refill first returns what the lists hold of other
+ * pcp_refill_drain: a refill that the buddy lists can serve only from
+ * memory no one used yet first returns what the lists hold of other
  * orders above high_min (1M: 256 pages).  500 order-1 blocks allocated
  * and freed leave c1 > 256 pages of order 1 on the lists; an order-2
  * allocation then misses, the order-1 excess (c1 - 256, whole blocks) goes
  * to the buddy lists, and the refill takes 15 order-2 blocks, one handed
- * out: 256 + 56 pages.  Without the switch the order-1 pages stay.
+ * out: 256 + 56 pages.  Without the switch the order-1 pages stay, and so
+ * they do when an order-4 block freed just before left memory used before
+ * in the buddy lists (case 2).
  */
 static void test_refill_drain(void)
 {
-	for (int drain = 0; drain <= 1; drain++) {
+	for (int drain = 0; drain <= 2; drain++) {
 		char config[128];
 		snprintf(config, sizeof(config),
 			 "cpus=1,pcp_high_auto=1,pcp_high_min=1M,pcp_high_max=8M,pcp_refill_drain=%d",
-			 drain);
+			 drain > 0);
 		za_mm_t *mm = make(config);
 		enum { N = 500 };
 		void **v = hold(N);
+		void *used = za_alloc_pages(mm, ZA_GFP_MOVABLE, 4);
+		CHECK(used);
 		for (int i = 0; i < N; i++)
 			CHECK((v[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 1)));
 		for (int i = 0; i < N; i++)
 			CHECK_EQ(za_free_pages(mm, v[i], 1), 0);
+		if (drain == 2)
+			CHECK_EQ(za_free_pages(mm, used, 4), 0);
 		int c1 = pageset(mm, "Normal", 0).count;
 		CHECK(c1 > 256);
 		long long bulk = za_stat(mm, "pcp_bulkfree_pages");
 		void *p = za_alloc_pages(mm, ZA_GFP_MOVABLE, 2);
 		CHECK(p);
-		CHECK_EQ(pageset(mm, "Normal", 0).count, (drain ? 256 : c1) + 56);
-		CHECK_EQ(za_stat(mm, "pcp_bulkfree_pages") - bulk, drain ? c1 - 256 : 0);
+		CHECK_EQ(pageset(mm, "Normal", 0).count, (drain == 1 ? 256 : c1) + 56);
+		CHECK_EQ(za_stat(mm, "pcp_bulkfree_pages") - bulk, drain == 1 ? c1 - 256 : 0);
 		CHECK_EQ(za_free_pages(mm, p, 2), 0);
+		if (drain != 2)
+			CHECK_EQ(za_free_pages(mm, used, 4), 0);
 		free(v);
 		CHECK(za_verify(mm) == 0);
 		CHECK_EQ(za_mm_destroy(mm), 0);
