@@ -749,19 +749,6 @@ static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, in
 	*hi = e;
 }
 
-/* Does a block of order >= `order` on mt's lists hold memory used before?
- * (The lists' heads, where such blocks are kept.) */
-bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt)
-{
-	zone_lock_assert_held(z);
-	for (unsigned int o = order; o <= z->mm->max_order; o++) {
-		struct za_page *page = first_free(z, o, mt);
-		if (page && (page_flags(page) & PG_mem_dirty))
-			return true;
-	}
-	return false;
-}
-
 /* The smallest block of order >= `order` on mt's lists whose memory was
  * used since the OS gave it (resident, likely cached), looking at the
  * lists' heads, where such blocks are kept. */
@@ -787,6 +774,15 @@ static unsigned long fresh_pages(const struct za_mm *mm, unsigned long pfn, unsi
 			fresh += (next < end ? next : end) - p;
 	}
 	return fresh;
+}
+
+/* Does a block of order >= `order` on mt's lists hold memory used before?
+ * (pcp_refill_drain's question.) */
+bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt)
+{
+	unsigned int o;
+	zone_lock_assert_held(z);
+	return hot_block(z, order, mt, &o) != NULL;
 }
 
 /* List entries a run's search looks at: it runs under the zone lock. */
