@@ -114,23 +114,27 @@ static void churn(void)
  * sizes: every size from 8 bytes to 32 KiB in 48 geometric steps, a batch
  * of blocks of each, freed in the order allocated.
  * ------------------------------------------------------------------------ */
+/* n blocks of `size` bytes into b, each marked, then checked and freed in
+ * the order allocated. */
+static void build_and_drop(unsigned char **b, int n, size_t size)
+{
+	for (int i = 0; i < n; i++) {
+		b[i] = xmalloc(size);
+		mark(b[i], size, (unsigned char)i);
+	}
+	for (int i = 0; i < n; i++) {
+		check(b[i], size, (unsigned char)i);
+		free(b[i]);
+	}
+}
+
 static void sizes(void)
 {
 	enum { BATCH = 256 };
 	static unsigned char *b[BATCH];
-	for (long round = 0; round < work(400); round++) {
-		for (double sz = 8; sz <= 32768; sz *= 1.2) {
-			size_t n = (size_t)sz;
-			for (int i = 0; i < BATCH; i++) {
-				b[i] = xmalloc(n);
-				mark(b[i], n, (unsigned char)i);
-			}
-			for (int i = 0; i < BATCH; i++) {
-				check(b[i], n, (unsigned char)i);
-				free(b[i]);
-			}
-		}
-	}
+	for (long round = 0; round < work(400); round++)
+		for (double sz = 8; sz <= 32768; sz *= 1.2)
+			build_and_drop(b, BATCH, (size_t)sz);
 }
 
 /* ------------------------------------------------------------------------
@@ -142,18 +146,9 @@ static void loops(void)
 {
 	enum { BATCH = 20000 };
 	static unsigned char *b[BATCH];
-	for (size_t size = 16; size <= 1024; size *= 2) {
-		for (long round = 0; round < work(60); round++) {
-			for (int i = 0; i < BATCH; i++) {
-				b[i] = xmalloc(size);
-				mark(b[i], size, (unsigned char)i);
-			}
-			for (int i = 0; i < BATCH; i++) {
-				check(b[i], size, (unsigned char)i);
-				free(b[i]);
-			}
-		}
-	}
+	for (size_t size = 16; size <= 1024; size *= 2)
+		for (long round = 0; round < work(60); round++)
+			build_and_drop(b, BATCH, size);
 }
 
 /* ------------------------------------------------------------------------

@@ -123,10 +123,11 @@ static uint64_t usable_memory(void)
  * here it is capped to 2..16 MiB a CPU, and a refill that only untouched
  * memory could serve first returns what the lists hold of other orders
  * beyond the floor (pcp_refill_drain), so that a program moving on to
- * another size reuses that memory instead of touching new memory.  Not under an address-space limit, where every
- * section counts: there the untuned lists leave the runs of
- * test_malloc_limits' fill (1 MiB + 64 bytes each) room for one more
- * (966 MiB against 965, 95% of glibc's being 966).
+ * another size reuses that memory instead of touching new memory.  Not
+ * under an address-space limit, where every section counts: there the
+ * untuned lists leave the runs of test_malloc_limits' fill (1 MiB + 64
+ * bytes each) room for one more (966 MiB against 965, 95% of glibc's
+ * being 966).
  */
 static za_mm_t *create_system(void)
 {

@@ -361,7 +361,7 @@ static void pcp_check_count(struct za_zone *z, struct za_pcp *pcp)
 }
 #endif
 
-static void drain_other_orders(struct za_zone *z, struct za_pcp *pcp, unsigned int order);
+static void drain_for_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt);
 
 /* A miss: refill the list from the buddy lists (nofragment: without
  * fallbacks below a pageblock).  Under the per-CPU lock. */
@@ -369,13 +369,8 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
 		struct za_list *list, bool nofragment)
 {
 	za_lock_assert_held(z->mm, &pcp->lock);
-	if (z->mm->cfg.pcp_refill_drain && pcp_count(pcp) > pcp->high_min) {
-		uint64_t t0 = zone_lock(z);
-		bool hot = buddy_has_dirty(z, order, mt);
-		zone_unlock(z, t0, NO_CAUSE);
-		if (!hot)
-			drain_other_orders(z, pcp, order);
-	}
+	if (z->mm->cfg.pcp_refill_drain && pcp_count(pcp) > pcp->high_min)
+		drain_for_refill(z, pcp, order, mt);
 	int blocks = z->mm->pcp_high_auto ? nr_pcp_alloc(z, pcp, order) : refill_blocks(pcp, order);
 	int got = rmqueue_bulk(z, pcp_cpu(z, pcp), order, blocks, list, mt, nofragment, -1);
 	pcp_add_count(pcp, got << order);
@@ -531,7 +526,7 @@ static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages,
 	pcp_check_count(z, pcp);
 }
 
-/* For drain_other_orders: the cold end of the list *pindex, while it has
+/* For drain_for_refill: the cold end of the list *pindex, while it has
  * blocks. */
 static struct za_page *pick_cold(struct za_zone *z, struct za_pcp *pcp, void *pindex, int *budget)
 {
@@ -547,9 +542,14 @@ static struct za_page *pick_cold(struct za_zone *z, struct za_pcp *pcp, void *pi
  * another: the blocks a tuned high keeps for one order are memory no other
  * order can use.
  */
-static void drain_other_orders(struct za_zone *z, struct za_pcp *pcp, unsigned int order)
+static void drain_for_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt)
 {
 	const struct za_mm *mm = z->mm;
+	uint64_t t0 = zone_lock(z);
+	bool used = buddy_has_dirty(z, order, mt);
+	zone_unlock(z, t0, NO_CAUSE);
+	if (used)
+		return;
 	int excess = pcp_count(pcp) - pcp->high_min;
 	for (unsigned int i = 0; i < mm->nr_pcp_lists && excess > 0; i++) {
 		unsigned int pindex = mm->pcp_lists[i];

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sanitizers.h"
+
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define ZA_CACHELINE 64
@@ -32,22 +34,6 @@
  * the pair, which they can see.
  */
 typedef _Atomic uint64_t za_counter_t;
-
-/* Sanitizer builds: gcc says so by macro, clang by __has_feature. */
-#if defined(__SANITIZE_THREAD__)
-#define ZA_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ZA_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define ZA_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ZA_ASAN 1
-#endif
-#endif
 
 static inline void counter_add(za_counter_t *c, uint64_t n)
 {

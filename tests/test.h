@@ -6,6 +6,7 @@
 #define ZA_TEST_H
 
 #include "zonealloc.h"
+#include "../src/sanitizers.h"     /* ZA_TSAN, ZA_ASAN */
 
 #include <errno.h>
 #include <stdio.h>

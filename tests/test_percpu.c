@@ -87,13 +87,6 @@ static _Atomic(struct item *) shared[SHARED];
 static pthread_mutex_t tally_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tally total;
 /* TSan makes every round some 15 times slower; ASan about twice. */
-#if defined(__SANITIZE_THREAD__)
-#define ZA_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ZA_TSAN 1
-#endif
-#endif
 #ifdef ZA_TSAN
 static long rounds_per_worker = 600;
 #else
