@@ -168,7 +168,8 @@ static void init_classes(void)
 		mc->capacity = sheaf_capacity(mc->size);
 		/* About 64 KiB of full sheaves per class in the barn, 2..8. */
 		unsigned int full = (64u << 10) / (mc->capacity * mc->size);
-		zm.barns[c].max_full = full < 2 ? 2 : full > 8 ? 8 : full;
+		zm.barns[c].base_full = full < 2 ? 2 : full > 8 ? 8 : full;
+		zm.barns[c].max_full = zm.barns[c].base_full;
 	}
 }
 

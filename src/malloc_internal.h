@@ -101,6 +101,7 @@ struct thread_cache {
 	 * first, doubling with each fill up to the capacity, so that a thread
 	 * using a class lightly holds little of it. */
 	uint8_t fill[NR_CLASSES];
+	unsigned int fills;             /* sheaves filled from the slab caches */
 	za_counter_t alloc_misses, free_misses; /* went to the spare, barn or SLUB */
 	/* Page blocks this thread freed last, oldest first, marked freed in
 	 * their descriptors (a second free is a double free); malloc takes
@@ -118,15 +119,30 @@ struct thread_cache {
 	bool exited;                            /* the static "after exit" instance */
 };
 
-/* Per class: the barn holds full sheaves (objects ready to go) and empty
- * ones (room for frees), exchanged whole under one lock. */
+/*
+ * Per class: the barn holds full sheaves (objects ready to go) and empty
+ * ones (room for frees), exchanged whole under one lock.
+ *
+ * How many full sheaves it keeps follows the class's swing: a barn that
+ * sent full sheaves back to the slab cache and then ran dry -- the program
+ * freed more than it kept and then wanted it back -- doubles its limit, up
+ * to RETAIN_MAX_BYTES of objects; each round of the purge worker gives
+ * back half of what no thread took from it all round and halves the
+ * limit's excess over the base (barns_decay).
+ */
 struct barn {
 	za_lock_t lock;
 	struct sheaf *full, *empty;
 	unsigned int nr_full, nr_empty;
 	unsigned int max_full;          /* beyond this, full sheaves go back to SLUB */
+	unsigned int base_full;         /* the limit when the class does not swing */
+	unsigned int low_full;          /* fewest full sheaves since the last round */
+	bool overflowed;                /* sent a full sheaf to SLUB since it ran dry */
 	za_counter_t gets, puts;        /* exchanges, under the lock */
+	uint64_t scan_seen;             /* gets + puts at the last barns_evict_idle */
 } __attribute__((aligned(ZA_CACHELINE)));
+
+#define RETAIN_MAX_BYTES (32UL << 20)
 
 struct malloc_class {
 	unsigned int size;
@@ -161,6 +177,8 @@ void sheaf_free_slow(unsigned int c, void *obj);
 void sheaves_give_back(struct thread_cache *tc);
 void sheaves_empty(struct thread_cache *tc);
 void sheaves_flush_barns(void);
+void barns_decay(void);                /* the purge worker's round */
+uint64_t barns_activity(void);
 int malloc_verify(struct za_mm *mm);    /* za_verify's malloc layer: barns and sheaves */
 void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
 			uint64_t *free_misses);
@@ -205,6 +223,10 @@ struct za_malloc {
 	unsigned long large_max_pages;  /* the page allocator's largest block */
 	struct malloc_class classes[NR_CLASSES];
 	struct barn barns[NR_CLASSES];
+	/* Barns that may hold more than their base, a bit per class: set
+	 * under the barn's lock as it goes beyond, cleared by the scan that
+	 * finds it back (barns_evict_idle). */
+	_Atomic uint64_t barns_retaining;
 	za_cache_t *sheaf_cache, *thread_cache_cache;
 	pthread_key_t thread_key;
 	za_lock_t threads_lock;         /* the thread list, and class creation */

@@ -4,18 +4,18 @@
  * after a peak.
  *
  * One thread, started the first time memory goes back to the page
- * allocator (a large free, a barn overflow), wakes every purge_delay_ms/2.
- * Each round it purges the free blocks that have been free for at least
- * purge_delay_ms (za_purge with three epochs: two whole rounds), after
- * the kernel's vmstat tick has lowered each CPU's tuned page-list high
- * (by up to an eighth) and sent what lies above it to the buddy lists.
- * When a
- * round saw no page allocated or freed (nor a mapping), the process is
- * idle: the caches above the buddy lists -- barns, slabs, per-CPU page
- * lists -- are emptied into them first, so that what they hold is purged
- * too a delay later, and the mapping cache is given back.  Busy rounds
- * give back what the mapping cache holds beyond recent demand
- * (vmalloc.c).
+ * allocator (a large free, a barn overflow) or a barn raises its limit,
+ * wakes every purge_delay_ms/2.  Each round it purges the free blocks
+ * that have been free for at least purge_delay_ms (za_purge with three
+ * epochs: two whole rounds), after the kernel's vmstat tick has lowered
+ * each CPU's tuned page-list high (by up to an eighth) and sent what lies
+ * above it to the buddy lists.  When a round saw no page allocated or
+ * freed, no mapping and no sheaf exchanged at a barn, the process is idle:
+ * the caches above the buddy lists -- barns, slabs, per-CPU page lists --
+ * are emptied into them first, so that what they hold is purged too a
+ * delay later, and the mapping cache is given back.  Busy rounds give back
+ * half of what each barn held unused all round (barns_decay) and what the
+ * mapping cache holds beyond recent demand (vmalloc.c).
  * A thread that made no call for two rounds gives its sheaves and blocks
  * back at its next call (thread_caches_note_idle).  After three quiet
  * rounds (idle, nothing purged) nothing dirty is left, and the worker
@@ -34,13 +34,14 @@ static struct {
 	za_lock_t round;                /* held by the worker for a round's work */
 } purger;
 
-/* Pages allocated and freed, mappings made, reused and freed. */
+/* Pages allocated and freed, mappings made, reused and freed, sheaves
+ * exchanged at the barns. */
 static long long page_activity(za_mm_t *mm)
 {
 	struct vmalloc_stats vs;
 	vmalloc_stats(&vs);
 	return za_stat(mm, "pgalloc") + za_stat(mm, "pgfree") +
-	       (long long)(vs.maps + vs.reuses + vs.frees);
+	       (long long)(vs.maps + vs.reuses + vs.frees + barns_activity());
 }
 
 static void sleep_until_kicked(void)
@@ -73,6 +74,8 @@ static void *purge_worker(void *arg)
 			cpu_cache_drain();
 			slab_shrink_reclaim(mm);
 			za_drain_all_pages(mm);
+		} else {
+			barns_decay();
 		}
 		za_vmstat_tick(mm);
 		long purged = za_purge(mm, 3);

@@ -30,6 +30,11 @@
 
 struct sheaf empty_sheaf;       /* capacity 0: every fast path misses */
 
+/* A fill from the slab cache in this many (per thread) looks for idle barns. */
+#define EVICT_SCAN_FILLS 32
+_Static_assert(NR_CLASSES <= 64, "a bit per class in barns_retaining");
+static void barns_evict_idle(unsigned int c);
+
 static void swap_sheaves(struct sheaf **a, struct sheaf **b)
 {
 	struct sheaf *t = *a;
@@ -82,6 +87,8 @@ static bool sheaf_fill(unsigned int c, struct sheaf *s, struct thread_cache *tc)
 	za_cache_t *cache = malloc_class_cache(c);
 	if (!cache)
 		return false;
+	if (++tc->fills % EVICT_SCAN_FILLS == 0 && load_relaxed(&zm.barns_retaining))
+		barns_evict_idle(c);
 	unsigned int n = tc->fill[c] ? tc->fill[c] : SHEAF_FIRST_FILL;
 	if (n > s->capacity)
 		n = s->capacity;
@@ -127,13 +134,42 @@ static struct sheaf *barn_take(struct barn *b, bool full)
 	if (s) {
 		*list = s->next;
 		(*(full ? &b->nr_full : &b->nr_empty))--;
+		if (full && b->nr_full < b->low_full)
+			b->low_full = b->nr_full;
 	}
 	return s;
 }
 
-/* Trades the empty sheaf *main for a full one; false if the barn has none. */
-static bool barn_get_full(struct barn *b, struct sheaf **main)
+/* Under the barn's lock: it holds more than its base. */
+static void note_retaining(struct barn *b)
 {
+	za_lock_assert_held(zm.mm, &b->lock);
+	uint64_t bit = 1ULL << (b - zm.barns);
+	if (!(load_relaxed(&zm.barns_retaining) & bit))
+		atomic_fetch_or_explicit(&zm.barns_retaining, bit, memory_order_relaxed);
+}
+
+/* Under the barn's lock: it ran dry after sending full sheaves back to
+ * the slab cache, so the program's swing in this class is wider than the
+ * limit: double it, within RETAIN_MAX_BYTES.  Returns whether it grew. */
+static bool barn_grow(unsigned int c, struct barn *b)
+{
+	za_lock_assert_held(zm.mm, &b->lock);
+	const struct malloc_class *mc = &zm.classes[c];
+	unsigned int cap = (unsigned int)(RETAIN_MAX_BYTES / (mc->capacity * mc->size));
+	b->overflowed = false;
+	if (b->max_full >= cap)
+		return false;
+	b->max_full = 2 * b->max_full < cap ? 2 * b->max_full : cap;
+	return true;
+}
+
+/* Trades the empty sheaf *main for a full one of class c; false if the
+ * barn has none. */
+static bool barn_get_full(unsigned int c, struct sheaf **main)
+{
+	struct barn *b = &zm.barns[c];
+	bool grew = false;
 	za_lock(&b->lock);
 	struct sheaf *full = barn_take(b, true);
 	if (full) {
@@ -141,8 +177,12 @@ static bool barn_get_full(struct barn *b, struct sheaf **main)
 			barn_add(b, *main, false);
 		*main = full;
 		counter_add(&b->gets, 1);
+	} else if (b->overflowed) {
+		grew = barn_grow(c, b);
 	}
 	za_unlock(&b->lock);
+	if (grew)               /* the worker's rounds bring the limit back down */
+		purge_worker_kick();
 	return full != NULL;
 }
 
@@ -154,8 +194,11 @@ static struct sheaf *barn_put_full(struct barn *b, struct sheaf **main)
 	za_lock(&b->lock);
 	if (b->nr_full >= b->max_full) {
 		overflow = *main;
+		b->overflowed = true;
 	} else {
 		barn_add(b, *main, true);
+		if (b->nr_full > b->base_full)
+			note_retaining(b);
 		*main = barn_take(b, false);
 		counter_add(&b->puts, 1);
 	}
@@ -224,25 +267,118 @@ void sheaves_empty(struct thread_cache *tc)
 	}
 }
 
-/* Every barn's sheaves back to the slab caches, and the sheaves freed. */
+/* Under the barn's lock: its full sheaves beyond keep_full and its empty
+ * ones beyond keep_empty, off its lists and onto *out. */
+static void barn_trim(struct barn *b, unsigned int keep_full, unsigned int keep_empty,
+		      struct sheaf **out)
+{
+	for (bool full = true;; full = false) {
+		while (full ? b->nr_full > keep_full : b->nr_empty > keep_empty) {
+			struct sheaf *s = barn_take(b, full);
+			s->next = *out;
+			*out = s;
+		}
+		if (!full)
+			return;
+	}
+}
+
+/* Sheaves trimmed off class c's barn: their objects back to the slab
+ * cache, and the sheaves freed. */
+static void release_sheaves(unsigned int c, struct sheaf *list)
+{
+	for (struct sheaf *s = list, *next; s; s = next) {
+		next = s->next;
+		sheaf_flush(c, s);
+		sheaf_delete(s);
+	}
+}
+
+/* Every barn's sheaves back to the slab caches, and the sheaves freed; the
+ * limits back to their bases. */
 void sheaves_flush_barns(void)
 {
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		struct barn *b = &zm.barns[c];
+		struct sheaf *out = NULL;
 		za_lock(&b->lock);
-		struct sheaf *full = b->full, *empty = b->empty;
-		b->full = b->empty = NULL;
-		b->nr_full = b->nr_empty = 0;
+		barn_trim(b, 0, 0, &out);
+		b->low_full = 0;
+		b->max_full = b->base_full;
+		b->overflowed = false;
 		za_unlock(&b->lock);
-		for (struct sheaf *s = full, *next; s; s = next) {
-			next = s->next;
-			sheaf_flush(c, s);
-			sheaf_delete(s);
+		release_sheaves(c, out);
+	}
+}
+
+/*
+ * A thread filling class c's sheaves from its slab cache -- the program
+ * needs more objects of c than the caches hold -- looks, every
+ * EVICT_SCAN_FILLS fills, for barns holding more than their base that no
+ * thread has touched since the last look: what they hold goes back to the
+ * slab caches, and so to the page allocator, to serve c, instead of new
+ * memory; their limits go back to their bases.  A program moving from one
+ * kind of object to the next so keeps one class's swing, not the sum of
+ * all it went through; the purge worker's rounds (barns_decay) are too
+ * far apart for that.
+ */
+static void barns_evict_idle(unsigned int c)
+{
+	uint64_t mask = load_relaxed(&zm.barns_retaining) & ~(1ULL << c);
+	for (unsigned int d; mask; mask &= mask - 1) {
+		d = (unsigned int)__builtin_ctzll(mask);
+		struct barn *b = &zm.barns[d];
+		struct sheaf *out = NULL;
+		za_lock(&b->lock);
+		uint64_t seen = load_relaxed(&b->gets) + load_relaxed(&b->puts);
+		bool idle = seen == b->scan_seen;
+		b->scan_seen = seen;
+		if (idle && b->nr_full > b->base_full) {
+			barn_trim(b, b->base_full, 2 * b->base_full, &out);
+			b->max_full = b->base_full;
+			b->overflowed = false;
 		}
-		for (struct sheaf *s = empty, *next; s; s = next) {
-			next = s->next;
-			sheaf_delete(s);
+		if (b->nr_full <= b->base_full)
+			atomic_fetch_and_explicit(&zm.barns_retaining, ~(1ULL << d),
+						  memory_order_relaxed);
+		za_unlock(&b->lock);
+		release_sheaves(d, out);
+	}
+}
+
+/* Sheaves exchanged at the barns so far: a program reusing its objects
+ * through them is busy, though it takes no page (the purge worker's idle
+ * test).  Read without the locks: a count, not a state. */
+uint64_t barns_activity(void)
+{
+	uint64_t sum = 0;
+	for (unsigned int c = 0; c < NR_CLASSES; c++)
+		sum += load_relaxed(&zm.barns[c].gets) + load_relaxed(&zm.barns[c].puts);
+	return sum;
+}
+
+/*
+ * The purge worker's round.  The fewest full sheaves a barn held since the
+ * last round, beyond its base, are sheaves no thread needed all round:
+ * half of them go back to the slab cache, and the limit's excess over the
+ * base halves, so that a class the program stopped using is back at its
+ * base in a few rounds while one it keeps swinging through (and so empties
+ * its barn every round) keeps its limit.
+ */
+void barns_decay(void)
+{
+	for (unsigned int c = 0; c < NR_CLASSES; c++) {
+		struct barn *b = &zm.barns[c];
+		struct sheaf *out = NULL;
+		za_lock(&b->lock);
+		if (b->low_full > b->base_full) {
+			unsigned int keep = b->nr_full - (b->low_full - b->base_full + 1) / 2;
+			b->max_full = b->base_full + (b->max_full - b->base_full) / 2;
+			barn_trim(b, keep < b->max_full ? keep : b->max_full, 2 * b->max_full, &out);
 		}
+		b->low_full = b->nr_full;
+		za_unlock(&b->lock);
+		release_sheaves(c, out);
 	}
 }
 
@@ -269,7 +405,7 @@ void *sheaf_alloc_slow(unsigned int c)
 	struct sheaf **main = &tc->main[c], **spare = &tc->spare[c];
 	if ((*spare)->size) {
 		swap_sheaves(main, spare);
-	} else if (!barn_get_full(&zm.barns[c], main)) {
+	} else if (!barn_get_full(c, main)) {
 		if (*main == &empty_sheaf) {
 			struct sheaf *s = get_empty(c);
 			if (!s)
@@ -385,6 +521,13 @@ static int verify_barn(unsigned int c, struct barn *b)
 	VERIFY(full == b->nr_full && empty == b->nr_empty,
 	       "malloc-%u: the barn has %u full and %u empty sheaves, counted %u and %u",
 	       class_size(c), full, empty, b->nr_full, b->nr_empty);
+	/* Exchanges keep full + empty; only put_empty adds, below 2 * limit. */
+	VERIFY(b->base_full <= b->max_full && full <= b->max_full && full + empty <= 3 * b->max_full,
+	       "malloc-%u: the barn holds %u full and %u empty sheaves, its limit %u (base %u)",
+	       class_size(c), full, empty, b->max_full, b->base_full);
+	VERIFY(full <= b->base_full || (load_relaxed(&zm.barns_retaining) >> c & 1),
+	       "malloc-%u: the barn holds %u full sheaves, beyond its base %u, unmarked",
+	       class_size(c), full, b->base_full);
 	return 0;
 }
 

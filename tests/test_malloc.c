@@ -633,6 +633,82 @@ static void test_idle_thread_gives_back(size_t call_size)
 	CHECK(gave_back);
 }
 
+/*
+ * A class's barn keeps what the program swings through (sheaf.c).  Built
+ * and dropped over and over, 4096 objects of one class go through the
+ * slab cache -- slabs made and freed -- only while the barn's limit
+ * learns the swing; then a round takes no slab.  The purge worker's rounds
+ * (purge_delay_ms is 100 here) give back what a barn holds once the
+ * program stops using the class, though it stays busy.  And when the
+ * program moves on to another class, what the idle barn holds goes back
+ * at once to serve it: the second class's 4096 objects (960 pages of
+ * them) take fewer new slab pages than that; back to the first class, its
+ * barn has forgotten the swing.
+ */
+enum { SWING = 4096, SWING_ROUNDS = 12 };
+
+/* One round: the slabs it made. */
+static long long build_and_drop(unsigned char **objs, size_t size, unsigned int tag)
+{
+	long long slabs = za_stat(mm, "slab_alloc_slab");
+	for (int i = 0; i < SWING; i++) {
+		CHECK((objs[i] = za_malloc(size)));
+		fill(objs[i], size, tag + (unsigned int)i);
+	}
+	for (int i = 0; i < SWING; i++) {
+		check_fill(objs[i], size, tag + (unsigned int)i);
+		za_free(objs[i]);
+	}
+	return za_stat(mm, "slab_alloc_slab") - slabs;
+}
+
+/* Rounds of 448-byte objects until the barn has learned their swing. */
+static void learn_swing(unsigned char **objs)
+{
+	long long made[SWING_ROUNDS];
+	for (int round = 0; round < SWING_ROUNDS; round++)
+		made[round] = build_and_drop(objs, 448, (unsigned int)round);
+	CHECK(made[0] > 0);
+	for (int round = 8; round < SWING_ROUNDS; round++)
+		CHECK_EQ(made[round], 0);
+}
+
+static void test_barn_follows_swing(void)
+{
+	if (strstr(za_mm_config_string(mm), "malloc_cache=cpu"))
+		return;                         /* no barns */
+	static unsigned char *objs[SWING];
+	za_malloc_trim(0);
+	long long base_pages = za_stat(mm, "nr_slab_pages");
+	learn_swing(objs);
+	CHECK(za_verify(mm) == 0);
+	long long learned = za_stat(mm, "nr_slab_pages");
+	CHECK(learned - base_pages >= SWING * 448 / 4096);
+
+	/* Busy -- a block of 4 MiB to the page allocator and back each
+	 * millisecond -- but no longer using the class. */
+	long long held = learned - base_pages;
+	for (int ms = 0; ms < 10000 && za_stat(mm, "nr_slab_pages") - base_pages > held / 2; ms++) {
+		za_free(za_malloc(4 << 20));
+		usleep(1000);
+	}
+	CHECK(za_stat(mm, "nr_slab_pages") - base_pages <= held / 2);
+
+	learn_swing(objs);
+	learned = za_stat(mm, "nr_slab_pages");
+	for (int i = 0; i < SWING; i++) {
+		CHECK((objs[i] = za_malloc(960)));
+		fill(objs[i], 960, (unsigned int)i);
+	}
+	CHECK(za_stat(mm, "nr_slab_pages") - learned < SWING * 960 / 4096);
+	for (int i = 0; i < SWING; i++) {
+		check_fill(objs[i], 960, (unsigned int)i);
+		za_free(objs[i]);
+	}
+	CHECK(build_and_drop(objs, 448, 99) > 0);
+	CHECK(za_verify(mm) == 0);
+}
+
 /* mallinfo2 says what the arena holds. */
 static void test_mallinfo(void)
 {
@@ -666,6 +742,7 @@ int main(void)
 	test_idle_thread_gives_back(16);
 	test_idle_thread_gives_back(64 << 10);
 	test_page_lists_tuned();
+	test_barn_follows_swing();
 	test_trim_and_purge();
 	test_large_reuse_and_decay();
 	printf("test_malloc: ok\n");
