@@ -188,10 +188,11 @@ static void plan(size_t n, size_t align, struct alloc_info *b)
 		}
 	}
 	/* Runs are page aligned; a larger alignment takes a block of a size
-	 * at least as large, which is aligned to it. */
-	unsigned long pages = align > PAGE_SIZE ? 1UL << get_order(n > align ? n : align)
-						: block_pages(n);
-	if (pages <= zm.large_max_pages)
+	 * at least as large, which is aligned to it (a buddy block: runs
+	 * beyond the largest one are not). */
+	bool aligned = align > PAGE_SIZE;
+	unsigned long pages = aligned ? 1UL << get_order(n > align ? n : align) : block_pages(n);
+	if (pages <= (aligned ? 1UL << zm.mm->max_order : zm.large_max_pages))
 		*b = (struct alloc_info){ .kind = A_LARGE, .pages = pages, .size = pages << PAGE_SHIFT };
 	else
 		*b = (struct alloc_info){ .kind = A_MAPPED, .size = n };

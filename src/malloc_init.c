@@ -109,10 +109,14 @@ static uint64_t usable_memory(void)
  * goes back to the OS through the purge worker instead).  The watermarks
  * stay the kernel's: the free memory they keep at hand is address space,
  * and runs placed in it use less memory than with a zone grown a block at
- * a time (zabench malloc's large).  Under an address-space limit, sections of half
- * the size: the last one, which the limit may not leave room for, is what
- * the program loses.  ZA_CONFIG, appended by za_mm_create, overrides any of
- * it.  Should the metadata of that size not fit, smaller systems are tried.
+ * a time (zabench malloc's large).  Sections of 256 MiB: runs go up to a
+ * quarter of one (a run is one piece of address space), and large runs
+ * replaced at random leave less of a section unused the larger it is
+ * (bigbuf's peak RSS: 550 MiB with 64 MiB sections, 501 with 256).  Under
+ * an address-space limit, sections of 32 MiB: the last one, which the
+ * limit may not leave room for, is what the program loses.  ZA_CONFIG,
+ * appended by za_mm_create, overrides any of it.  Should the metadata of
+ * that size not fit, smaller systems are tried.
  *
  * The per-CPU page lists are tuned as since 6.7 (pcp_high_auto): a CPU's
  * high rises while the program refills the list or frees in bursts, so
@@ -136,7 +140,7 @@ static za_mm_t *create_system(void)
 	bool limited = address_space_limit();
 	const char *lists = limited ? "" : "pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=16M,"
 					   "pcp_refill_drain=1,vmstat_interval_ms=0,";
-	const char *section = limited ? "32M" : "auto";
+	const char *section = limited ? "32M" : "256M";
 	for (; mem >= (16ULL << 20); mem /= 2) {        /* one max-order block */
 		snprintf(config, sizeof(config),
 			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0,"
@@ -190,7 +194,13 @@ static bool init_front_end(void)
 	 * signature and the alignment of classes assume plain ones, so it
 	 * means debug mode. */
 	zm.debug = mm->debug || mm->cfg.slub_debug[0];
-	zm.large_max_pages = 1UL << mm->max_order;
+	/* Runs go beyond the largest block (za_alloc_pages_exact), up to a
+	 * quarter of a section, so that a zone holding such runs finds room
+	 * for the next one in what is free around them, not only in a fresh
+	 * section. */
+	zm.large_max_pages = 1UL << (pfn_section_shift(mm) - 2);
+	if (zm.large_max_pages < 1UL << mm->max_order)
+		zm.large_max_pages = 1UL << mm->max_order;
 	zm.free_key = get_random_u64() | 1;
 	init_classes();
 	zm.sheaf_cache = za_cache_create(mm, "malloc-sheaf",

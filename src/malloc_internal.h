@@ -7,8 +7,8 @@
  *                                 -> the class's barn of full sheaves
  *                                   -> SLUB cache malloc-<size> (bulk)
  *   16 KiB < n <= 32 KiB    ->  an order-3 block (the per-CPU lists)
- *   32 KiB < n <= 16 MiB    ->  a run of whole pages (za_alloc_pages_exact)
- *   n > 4 KiB << max_order, ->  a direct mapping (vmalloc.c)
+ *   32 KiB < n <= 64 MiB    ->  a run of whole pages (za_alloc_pages_exact)
+ *   n > a quarter section,  ->  a direct mapping (vmalloc.c)
  *   or the arena is full
  *
  * Only the first step is the common path, and it is plain loads and stores
@@ -220,7 +220,7 @@ struct za_malloc {
 	uint64_t free_key;              /* signature of a freed small object */
 	bool debug;
 	bool cpu_cache;                 /* malloc_cache=cpu (malloc_percpu.c) */
-	unsigned long large_max_pages;  /* the page allocator's largest block */
+	unsigned long large_max_pages;  /* the largest run: a quarter section */
 	struct malloc_class classes[NR_CLASSES];
 	struct barn barns[NR_CLASSES];
 	/* Barns that may hold more than their base, a bit per class: set

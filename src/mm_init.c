@@ -173,15 +173,18 @@ static bool zone_needs_growth(const struct za_zone *z, unsigned int order, long 
 	return true;
 }
 
-/* Under the zone lock, hands over blocks while the zone needs them and
- * their section is present; returns the pages handed over. */
-static unsigned long grow_zone_locked(struct za_zone *z, unsigned int order, long want)
+/* Under the zone lock, hands over blocks while the zone needs them (or
+ * fewer than at_least pages were handed over) and their section is
+ * present; returns the pages handed over. */
+static unsigned long grow_zone_locked(struct za_zone *z, unsigned int order, long want,
+				      unsigned long at_least)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long pfn = zone_init_end_pfn(z), end = z->start_pfn + z->nr_pages, start = pfn;
 	zone_lock_assert_held(z);
 	for (; pfn < end && section_present(mm, pfn_to_section_nr(mm, pfn)) &&
-	       zone_needs_growth(z, order, want); pfn += 1UL << mm->max_order)
+	       (pfn - start < at_least || zone_needs_growth(z, order, want));
+	     pfn += 1UL << mm->max_order)
 		buddy_add_initial_block(z, pfn);
 	store_relaxed(&z->first_deferred_pfn, pfn);
 	return pfn - start;
@@ -206,20 +209,34 @@ static unsigned long max_lowmem_reserve(const struct za_zone *z)
  * it.  Stops early when the zone has no deferred blocks left or the OS
  * refuses the next section; the caller checks the watermark again.
  */
-void deferred_grow_zone(struct za_zone *z, unsigned int order)
+static void grow_zone(struct za_zone *z, unsigned int order, long want, unsigned long at_least)
 {
 	struct za_mm *mm = z->mm;
-	long want = (long)(z->wmark[WMARK_HIGH] + max_lowmem_reserve(z)) + (1L << order);
-	while (zone_needs_growth(z, order, want)) {
+	unsigned long handed = 0;
+	while (handed < at_least || zone_needs_growth(z, order, want)) {
 		unsigned long pfn = zone_init_end_pfn(z), nr = pfn_to_section_nr(mm, pfn);
 		if (pfn >= z->start_pfn + z->nr_pages ||
 		    (!section_present(mm, nr) && !sparse_add_section(mm, nr)))
 			return;
 		uint64_t t0 = zone_lock(z);
-		unsigned long pages = grow_zone_locked(z, order, want);
+		unsigned long pages = grow_zone_locked(z, order, want,
+						       handed < at_least ? at_least - handed : 0);
 		zone_unlock(z, t0, NO_CAUSE);
 		ev_add_atomic(&mm->stat, EV_ZONE_GROW, pages);
+		handed += pages;
 	}
+}
+
+void deferred_grow_zone(struct za_zone *z, unsigned int order)
+{
+	grow_zone(z, order, (long)(z->wmark[WMARK_HIGH] + max_lowmem_reserve(z)) + (1L << order), 0);
+}
+
+/* The same for a run beyond the largest block (rmqueue_giant): at least
+ * `pages` more pages, in blocks that follow the zone's last one. */
+void deferred_grow_zone_by(struct za_zone *z, unsigned long pages)
+{
+	grow_zone(z, 0, 0, pages);
 }
 
 /* Each node's fallback order: its own zones highest first, then the next

@@ -743,6 +743,7 @@ void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
  * fallback below a pageblock (alloc_nofragment). */
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
 				  int cpu, bool nofragment);
+struct za_page *buddy_rmqueue_giant(struct za_zone *z, unsigned long n, int mt);
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
 			      bool nofragment);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
@@ -782,6 +783,7 @@ void mm_unlock_all(struct za_mm *mm, bool in_child);
  * above its high watermark by the request and has a block of its order,
  * or has none left, or the OS refuses their section. */
 void deferred_grow_zone(struct za_zone *z, unsigned int order);
+void deferred_grow_zone_by(struct za_zone *z, unsigned long pages);
 
 /* sparse.c: the section table and map; adding a section's memory (false
  * when the OS refuses it); unmapping them all. */

@@ -423,6 +423,16 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 	return NULL;
 }
 
+/* The allocation of `pages` pages at page, to its new owner. */
+static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp, unsigned long pages)
+{
+	set_page_private(page, 0);      /* the new owner's */
+	void *addr = page_to_virt(mm, page);
+	if (gfp & ZA_GFP_ZERO)
+		memset(addr, 0, pages << PAGE_SHIFT);
+	return addr;
+}
+
 /* nr_pages: a run of that many pages (order is its block's), or 0 for a
  * block of the order. */
 static inline __attribute__((always_inline)) void *
@@ -448,11 +458,7 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 			       get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone, false);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
-	set_page_private(page, 0);      /* the new owner's */
-	void *addr = page_to_virt(mm, page);
-	if (gfp & ZA_GFP_ZERO)
-		memset(addr, 0, nr_pages ? nr_pages << PAGE_SHIFT : PAGE_SIZE << order);
-	return addr;
+	return handed_out(mm, page, gfp, nr_pages ? nr_pages : 1UL << order);
 }
 
 void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
@@ -470,10 +476,80 @@ static unsigned long size_to_pages(size_t size)
 	return (unsigned long)(size >> PAGE_SHIFT) + !!(size & (PAGE_SIZE - 1));
 }
 
+/*
+ * A run of n pages beyond the largest block, from zone z: the kernel's
+ * alloc_contig_pages for free memory only (no migration, reclaim or
+ * compaction).  The zone keeps its low watermark, and one with deferred
+ * blocks grows for the run -- by more than n pages, so that a run not
+ * held by what the zone had, with a section boundary in the growth,
+ * fits the second time.
+ */
+#define GIANT_GROW_TRIES 3
+
+static struct za_page *rmqueue_giant(struct za_zone *z, const struct alloc_context *ac)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long n = ac->nr_pages;
+	for (int tries = 0;; tries++) {
+		struct za_page *page = NULL;
+		uint64_t t0 = zone_lock(z);
+		if (load_relaxed(&z->nr_free_pages) >= (long)(n + z->wmark[WMARK_LOW]))
+			page = buddy_rmqueue_giant(z, n, ac->mt);
+		if (page) {
+			tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), mm->max_order, ac->mt);
+			mark_run(z, page_to_pfn(mm, page), n, ac->mt);
+			ev_add(&z->stat, EV_PGALLOC, n);
+			if (mm->fair_zone)
+				zone_charge_alloc_batch(z, ac->cpu, (long)n);
+		}
+		zone_unlock(z, t0, NO_CAUSE);
+		if (page || tries == GIANT_GROW_TRIES || !zone_deferred_pages(z))
+			return page;
+		deferred_grow_zone_by(z, n + (1UL << mm->max_order));
+	}
+}
+
+/* The largest run: a run is one piece of address space, so one section. */
+static unsigned long run_max_pages(const struct za_mm *mm)
+{
+	return 1UL << pfn_section_shift(mm);
+}
+
+static void *alloc_giant(za_mm_t *mm, za_gfp_t gfp, unsigned long n)
+{
+	if (unlikely(!request_ok(mm, -1, gfp, mm->max_order)))
+		return bad_request(mm, -1, gfp, mm->max_order);
+	if (n > run_max_pages(mm)) {
+		za_set_last_error("za_alloc_pages_exact: %lu pages, above a section's %lu", n,
+				  run_max_pages(mm));
+		errno = EINVAL;
+		return NULL;
+	}
+	int cpu = this_cpu(mm);
+	struct alloc_context ac = {
+		.highest_zone = gfp_highest_zone(mm, gfp),
+		.mt = gfp_migratetype(gfp),
+		.cpu = cpu,
+		.order = mm->max_order,
+		.nr_pages = n,
+	};
+	struct za_zone **zonelist = mm->zonelists[2 * mm->cpu_node[cpu] + !!(gfp & ZA_GFP_THISNODE)];
+	for (struct za_zone **zp = zonelist; *zp; zp++) {
+		struct za_page *page = (*zp)->idx <= ac.highest_zone ? rmqueue_giant(*zp, &ac) : NULL;
+		if (page)
+			return handed_out(mm, page, gfp, n);
+	}
+	za_set_last_error("za_alloc_pages_exact: no zone has %lu free pages in a row", n);
+	errno = ENOMEM;
+	return NULL;
+}
+
 void *za_alloc_pages_exact(za_mm_t *mm, za_gfp_t gfp, size_t size)
 {
 	unsigned long n = size ? size_to_pages(size) : 1;
-	unsigned int order = n > 1UL << mm->max_order ? mm->max_order + 1 : order_base_2(n);
+	if (n > 1UL << mm->max_order)
+		return alloc_giant(mm, gfp, n);
+	unsigned int order = order_base_2(n);
 	return alloc_pages(mm, -1, gfp, order, n == 1UL << order ? 0 : n);
 }
 
@@ -694,7 +770,7 @@ static const char *bad_run_address(const struct za_mm *mm, const void *addr, uns
 		return "address outside the arena";
 	if ((uintptr_t)addr & (PAGE_SIZE - 1))
 		return "not the start of an allocated block";
-	return n > 1UL << mm->max_order ? "size above the largest block" : NULL;
+	return n > run_max_pages(mm) ? "size above a section" : NULL;
 }
 
 int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size)
@@ -743,8 +819,8 @@ int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
 	static const char fn[] = "za_resize_pages_exact";
 	unsigned long n = size ? size_to_pages(size) : 1, m = new_size ? size_to_pages(new_size) : 1;
 	const char *why = bad_run_address(mm, addr, n);
-	if (!why && m > 1UL << mm->max_order)
-		why = "new size above the largest block";
+	if (!why && m > run_max_pages(mm))
+		why = "new size above a section";
 	if (why)
 		return bad_run(mm, fn, addr, size, why);
 	unsigned long pfn = virt_to_pfn(mm, addr);

@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 		free(p);
 	}
 	if (!strcmp(c, "double-free-huge")) {
-		p = alloc(64 << 20);
+		p = alloc(100 << 20);      /* beyond the largest run: a mapping */
 		free(opaque(p));
 		free(p);
 	}
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "free-sized-near-block"))
 		call_free_sized(alloc(20000), 19000);
 	if (!strcmp(c, "free-sized-near-mapping"))
-		call_free_sized(alloc(20 << 20), (20 << 20) - 100);
+		call_free_sized(alloc(100 << 20), (100 << 20) - 100);
 	if (!strcmp(c, "free-aligned-mismatch"))
 		call_free_aligned_sized(opaque(aligned_alloc(64, 100)), 4096, 100);
 	/* Debug mode only. */

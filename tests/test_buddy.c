@@ -608,7 +608,7 @@ static void test_exact_runs(void)
 	CHECK(c && za_stat(mm, "pcp_alloc_order3") == hits + 1);
 	CHECK_EQ(za_free_pages(mm, c, 3), 0);
 	errno = 0;
-	CHECK(za_alloc_pages_exact(mm, 0, (4UL << 20) + 1) == NULL);
+	CHECK(za_alloc_pages_exact(mm, 0, (16UL << 20) + 1) == NULL);   /* above a section */
 	CHECK_EQ(errno, EINVAL);
 	check_fully_coalesced(mm, 10);
 	CHECK_EQ(za_stat(mm, "nr_free_pages"), total);
@@ -679,6 +679,60 @@ static void test_run_best_fit(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * Runs beyond the largest block (1024 pages here, in sections of 4096):
+ * free pages in a row within one section, never across one, which the
+ * zone (deferred_init) grows for; a freed one's memory serves the next
+ * such run; an
+ * unmovable run, when only movable memory is free, takes it and claims
+ * the pageblocks it fills; a run above a section is refused.
+ */
+static void test_giant_runs(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,section_size=16M,"
+			      "deferred_init=1");
+	enum { N = 1500 };
+	char *run[3];
+	long grown = za_stat(mm, "zone_grow_pages");
+	for (int i = 0; i < 3; i++) {
+		CHECK((run[i] = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, N * 4096)));
+		CHECK_EQ(pfn_of(mm, run[i]) / 4096, (pfn_of(mm, run[i]) + N - 1) / 4096);
+		memset(run[i], 'a' + i, N * 4096);
+	}
+	CHECK(za_stat(mm, "zone_grow_pages") > grown);
+	check_accounting(mm, 3 * N);
+
+	unsigned long freed = pfn_of(mm, run[1]);
+	CHECK_EQ(za_free_pages_exact(mm, run[1], N * 4096), 0);
+	char *again = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, (N - 100) * 4096);
+	CHECK(again && pfn_of(mm, again) >= freed && pfn_of(mm, again) < freed + N);
+	CHECK(again[0] == 'b');                 /* reused as it was left */
+
+	long claimed = za_stat(mm, "pageblock_claim");
+	char *unmovable = za_alloc_pages_exact(mm, 0, N * 4096);
+	CHECK(unmovable);
+	CHECK(za_stat(mm, "pageblock_claim") - claimed >= N / 512 - 1);
+	check_accounting(mm, 4 * N - 100);
+
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	errno = 0;
+	CHECK(za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, (4096 + 1) * 4096) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_STR_HAS(za_last_error(), "above a section");
+	CHECK_EQ(za_free_pages_exact(mm, run[0], (4096 + 1) * 4096), -1);
+	CHECK_STR_HAS(cap.last, "above a section");
+	za_mm_set_error_handler(mm, NULL, NULL);
+
+	CHECK_EQ(za_free_pages_exact(mm, unmovable, N * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, again, (N - 100) * 4096), 0);
+	CHECK(run[0][N * 4096 - 1] == 'a' && run[2][0] == 'c');
+	CHECK_EQ(za_free_pages_exact(mm, run[0], N * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, run[2], N * 4096), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -697,6 +751,7 @@ int main(void)
 	test_resize_in_place();
 	test_exact_runs();
 	test_run_best_fit();
+	test_giant_runs();
 	printf("test_buddy: ok\n");
 	return 0;
 }

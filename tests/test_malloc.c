@@ -20,6 +20,20 @@
 #include <unistd.h>
 
 static za_mm_t *mm;
+/* The smallest request the malloc maps (mapped_min). */
+static size_t map_min;
+
+/* Beyond its largest run, a quarter of a section (one piece of address
+ * space) but at least the largest block (16 MiB), the malloc maps. */
+static size_t mapped_min(void)
+{
+	const char *s = strstr(za_mm_config_string(mm), "section_size=");
+	CHECK(s);
+	char *unit;
+	size_t section = strtoull(s + strlen("section_size="), &unit, 10);
+	section <<= *unit == 'G' ? 30 : *unit == 'M' ? 20 : *unit == 'K' ? 10 : 0;
+	return (section / 4 > (16 << 20) ? section / 4 : 16 << 20) + 1;
+}
 
 static void fill(unsigned char *p, size_t n, unsigned int tag)
 {
@@ -62,17 +76,19 @@ static void test_sizes(void)
 		za_free(p[i]);
 	}
 	/* Usable sizes: a class, an order-3 block up to 32 KiB, whole pages
-	 * of a run beyond (not a power of two of them), whole pages of a
-	 * mapping (beyond the largest block, 16 MiB with the default
-	 * max_order=12). */
+	 * of a run beyond (not a power of two of them), also beyond the
+	 * largest block, and whole pages of a mapping. */
 	void *a = za_malloc(100), *b = za_malloc(20000), *c = za_malloc((20 << 20) + 5);
+	void *m = za_malloc(map_min + (4 << 20) + 5);
 	void *d = za_malloc(100000);
 	CHECK_EQ(za_malloc_usable_size(a), 112);
 	CHECK_EQ(za_malloc_usable_size(b), 32768);
 	CHECK_EQ(za_malloc_usable_size(d), 102400);
 	za_free(d);
 	CHECK_EQ(za_malloc_usable_size(c), (20 << 20) + 4096);
+	CHECK_EQ(za_malloc_usable_size(m), map_min - 1 + (4 << 20) + 4096);
 	CHECK_EQ(za_malloc_usable_size(NULL), 0);
+	za_free(m);
 	za_free(a);
 	za_free(b);
 	za_free(c);
@@ -515,13 +531,13 @@ static void test_trim_and_purge(void)
 }
 
 /*
- * Mappings (beyond the arena's largest block) are kept when freed and
- * reused: a freed 20 MiB mapping serves an 18 MiB request with its own
- * pages (what was written there is still there: no new mapping, no page
- * faulted in anew), its 2 MiB tail stays kept and merges back on the next
- * free; a larger request grows a kept mapping (its pages move, the growth
- * is zero); calloc clears what it reuses; and an idle process gives them
- * all back (purge_delay_ms is 100 here).
+ * Mappings (beyond the arena's largest run) are kept when freed and
+ * reused: a freed mapping of B + 20 MiB serves a request of B + 18 MiB
+ * with its own pages (what was written there is still there: no new
+ * mapping, no page faulted in anew), its 2 MiB tail stays kept and merges
+ * back on the next free; a larger request grows a kept mapping (its pages
+ * move, the growth is zero); calloc clears what it reuses; and an idle
+ * process gives them all back (purge_delay_ms is 100 here).
  */
 static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
 {
@@ -534,26 +550,28 @@ static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
 static void test_large_reuse_and_decay(void)
 {
 	enum { MIB = 1 << 20 };
+	const size_t base = map_min - 1;
 	za_malloc_trim(0);                      /* nothing kept from before */
-	unsigned char *p = za_malloc(20 * MIB);
+	unsigned char *p = za_malloc(base + 20 * MIB);
 	CHECK(p);
-	memset(p, 0x5a, 20 * MIB);
+	memset(p, 0x5a, base + 20 * MIB);
 	za_free(p);
-	unsigned char *q = za_malloc(18 * MIB);
-	CHECK(q == p && all_bytes(q, 18 * MIB, 0x5a));
-	CHECK_EQ(za_malloc_usable_size(q), 18 * MIB);
-	za_free_sized(q, 18 * MIB);
-	q = za_malloc(20 * MIB);                /* merged with the tail again */
-	CHECK(q == p && all_bytes(q, 20 * MIB, 0x5a));
+	unsigned char *q = za_malloc(base + 18 * MIB);
+	CHECK(q == p && all_bytes(q, base + 18 * MIB, 0x5a));
+	CHECK_EQ(za_malloc_usable_size(q), base + 18 * MIB);
+	za_free_sized(q, base + 18 * MIB);
+	q = za_malloc(base + 20 * MIB);         /* merged with the tail again */
+	CHECK(q == p && all_bytes(q, base + 20 * MIB, 0x5a));
 	za_free(q);
-	unsigned char *g = za_malloc(30 * MIB); /* grown */
-	CHECK(g && all_bytes(g, 20 * MIB, 0x5a) && all_bytes(g + 20 * MIB, 10 * MIB, 0));
+	unsigned char *g = za_malloc(base + 30 * MIB);  /* grown */
+	CHECK(g && all_bytes(g, base + 20 * MIB, 0x5a) &&
+	      all_bytes(g + base + 20 * MIB, 10 * MIB, 0));
 	za_free(g);
-	unsigned char *z = za_calloc(1, 25 * MIB);
-	CHECK(z && all_bytes(z, 25 * MIB, 0));
-	memset(z, 1, 25 * MIB);
-	unsigned char *r = za_realloc(z, 40 * MIB);
-	CHECK(r && all_bytes(r, 25 * MIB, 1));
+	unsigned char *z = za_calloc(1, base + 25 * MIB);
+	CHECK(z && all_bytes(z, base + 25 * MIB, 0));
+	memset(z, 1, base + 25 * MIB);
+	unsigned char *r = za_realloc(z, base + 40 * MIB);
+	CHECK(r && all_bytes(r, base + 25 * MIB, 1));
 	za_free(r);
 
 	unsigned char vec[1];
@@ -561,6 +579,39 @@ static void test_large_reuse_and_decay(void)
 	while (mincore(r, 4096, vec) == 0 && tries++ < 200)
 		usleep(50000);
 	CHECK(mincore(r, 4096, vec) == -1 && errno == ENOMEM);
+}
+
+/*
+ * Runs beyond the largest block (16 MiB) are the arena's, up to a quarter
+ * of a section: no mapping is made for them; usable sizes are whole
+ * pages; calloc clears what it reuses (a freed run's memory, written);
+ * a run grows in place into the free pages after it, past the largest
+ * block, or moves, and keeps its contents.  (Where the page allocator puts
+ * them is test_buddy's test_giant_runs.)
+ */
+static void test_giant_runs(void)
+{
+	enum { MIB = 1 << 20 };
+	if (map_min <= (30 << 20) + 1)
+		return;                         /* sections too small: these are mapped */
+	za_malloc_trim(0);
+	size_t mapped = za_mallinfo2().hblks;
+	unsigned char *p = za_malloc(20 * MIB);
+	CHECK(p);
+	memset(p, 0x3c, 20 * MIB);
+	za_free(p);
+	unsigned char *q = za_malloc(18 * MIB + 5);
+	CHECK(q);
+	CHECK_EQ(za_malloc_usable_size(q), 18 * MIB + 4096);
+	za_free_sized(q, 18 * MIB + 5);
+	unsigned char *z = za_calloc(1, 19 * MIB);
+	CHECK(z && all_bytes(z, 19 * MIB, 0));
+	memset(z, 7, 19 * MIB);
+	unsigned char *r = za_realloc(z, 30 * MIB);
+	CHECK(r && all_bytes(r, 19 * MIB, 7));
+	CHECK_EQ(za_mallinfo2().hblks, mapped);
+	CHECK(za_verify(mm) == 0);
+	za_free(r);
 }
 
 /*
@@ -712,11 +763,11 @@ static void test_barn_follows_swing(void)
 /* mallinfo2 says what the arena holds. */
 static void test_mallinfo(void)
 {
-	void *p = za_malloc(1 << 20), *q = za_malloc(20 << 20);
+	void *p = za_malloc(1 << 20), *q = za_malloc(map_min);
 	struct mallinfo2 mi = za_mallinfo2();
 	CHECK(mi.arena >= mi.uordblks && mi.uordblks >= (1 << 20));
 	CHECK_EQ(mi.arena, mi.uordblks + mi.fordblks);
-	CHECK(mi.hblks >= 1 && mi.hblkhd >= (20 << 20));
+	CHECK(mi.hblks >= 1 && mi.hblkhd >= map_min);
 	za_free(p);
 	za_free(q);
 }
@@ -730,6 +781,7 @@ int main(void)
 	setenv("ZA_CONFIG", config, 1);
 	CHECK((mm = za_malloc_system()));
 	CHECK_STR_HAS(za_mm_config_string(mm), "deferred_init=1");
+	map_min = mapped_min();
 	test_sizes();
 	test_contract();
 	test_realloc();
@@ -745,6 +797,7 @@ int main(void)
 	test_barn_follows_swing();
 	test_trim_and_purge();
 	test_large_reuse_and_decay();
+	test_giant_runs();
 	printf("test_malloc: ok\n");
 	return 0;
 }

@@ -33,7 +33,7 @@ DEFAULT_CASES = {
     "malloc0-read": r"read or write through a malloc\(0\) pointer \(0x",
     "malloc0-write": r"read or write through a malloc\(0\) pointer \(0x",
     "free-sized-near-block": r"free_sized\(0x[0-9a-f]+, size 19000\): the size or alignment does not match the allocation \(32768-byte block for 20000 bytes\)",
-    "free-sized-near-mapping": r"free_sized\(0x[0-9a-f]+, size 20971420\): the size or alignment does not match the allocation \(20971520-byte block for 20971520 bytes\)",
+    "free-sized-near-mapping": r"free_sized\(0x[0-9a-f]+, size 104857500\): the size or alignment does not match the allocation \(104857600-byte block for 104857600 bytes\)",
     "free-aligned-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 100, align 4096\): the size or alignment does not match the allocation \(malloc-128\)",
 }
 
