@@ -253,12 +253,17 @@ int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int ne
 
 /*
  * Allocations of any number of pages, as the kernel's alloc_pages_exact:
- * size rounded up to whole pages, at most 4 KiB << max_order, contiguous
- * and page aligned.  When the page count is a power of two this is
+ * size rounded up to whole pages, contiguous and page aligned.  When the
+ * page count is a power of two up to 4 KiB << max_order this is
  * za_alloc_pages() of that order; otherwise the pages beyond it are not
  * taken (not rounded up to a power of two), and consecutive such
  * allocations are placed one after the other where the pages there are
- * free, so that they fill memory densely.  Errors as za_alloc_pages().
+ * free, so that they fill memory densely.  Beyond the largest block, up to
+ * a section (section_size), as the kernel's alloc_contig_pages but from
+ * free pages only (no reclaim, compaction or migration): free pages in a
+ * row within one section, the zone grown for them if it has deferred
+ * blocks; NULL with ENOMEM if none has them, EINVAL above a section.
+ * Errors as za_alloc_pages().
  */
 void *za_alloc_pages_exact(za_mm_t *mm, za_gfp_t gfp, size_t size);
 
