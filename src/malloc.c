@@ -623,9 +623,9 @@ void *za_realloc(void *p, size_t n)
 	struct alloc_info b, want;
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
-	if (want.kind == A_MAPPED && b.kind == A_MAPPED)
-		return vmalloc_realloc(p, n);
 	void *q = NULL;
+	if (want.kind == A_MAPPED && b.kind == A_MAPPED && (q = vmalloc_realloc(p, n)))
+		return q;               /* else copied: mremap refuses a range of two mappings */
 	if (want.kind == A_LARGE && b.kind == A_LARGE) {
 		unsigned long room = realloc_room(want.pages);
 		bool grow = want.pages > b.pages;
