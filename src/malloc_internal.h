@@ -7,8 +7,10 @@
  *                                 -> the class's barn of full sheaves
  *                                   -> SLUB cache malloc-<size> (bulk)
  *   16 KiB < n <= 32 KiB    ->  an order-3 block (the per-CPU lists)
- *   32 KiB < n <= 64 MiB    ->  a run of whole pages (za_alloc_pages_exact)
- *   n > a quarter section,  ->  a direct mapping (vmalloc.c)
+ *   32 KiB < n <= 64 MiB    ->  a run of whole pages (za_alloc_pages_exact):
+ *                               a quarter of a section (16 MiB, the largest
+ *                               block, under ulimit -v)
+ *   beyond,                 ->  a direct mapping (vmalloc.c)
  *   or the arena is full
  *
  * Only the first step is the common path, and it is plain loads and stores

@@ -202,22 +202,30 @@ static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 	set_page_flags(head, 0);        /* last: the checks above compare with it */
 }
 
+/* Under the zone lock: the run of ac->nr_pages at page, just off the free
+ * lists, becomes allocated (a run beyond the largest block traces as one
+ * of max_order). */
+static void run_taken(struct za_zone *z, const struct alloc_context *ac, struct za_page *page)
+{
+	struct za_mm *mm = z->mm;
+	zone_check_below_high(z);
+	if (!page)
+		return;
+	tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
+	mark_run(z, page_to_pfn(mm, page), ac->nr_pages, ac->mt);
+	ev_add(&z->stat, EV_PGALLOC, ac->nr_pages);
+	if (mm->fair_zone)
+		zone_charge_alloc_batch(z, ac->cpu, (long)ac->nr_pages);
+}
+
 /* A run of ac->nr_pages, placed by buddy_rmqueue_run(). */
 static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac,
 				     bool nofragment)
 {
-	struct za_mm *mm = z->mm;
-	unsigned long n = ac->nr_pages;
 	uint64_t t0 = zone_lock(z);
-	struct za_page *page = buddy_rmqueue_run(z, ac->order, n, ac->mt, ac->cpu, nofragment);
-	zone_check_below_high(z);
-	if (page) {
-		tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
-		mark_run(z, page_to_pfn(mm, page), n, ac->mt);
-		ev_add(&z->stat, EV_PGALLOC, n);
-		if (mm->fair_zone)
-			zone_charge_alloc_batch(z, ac->cpu, (long)n);
-	}
+	struct za_page *page = buddy_rmqueue_run(z, ac->order, ac->nr_pages, ac->mt, ac->cpu,
+						  nofragment);
+	run_taken(z, ac, page);
 	zone_unlock(z, t0, NO_CAUSE);
 	return page;
 }
@@ -479,33 +487,29 @@ static unsigned long size_to_pages(size_t size)
 /*
  * A run of n pages beyond the largest block, from zone z: the kernel's
  * alloc_contig_pages for free memory only (no migration, reclaim or
- * compaction).  The zone keeps its low watermark, and one with deferred
- * blocks grows for the run -- by more than n pages, so that a run not
- * held by what the zone had, with a section boundary in the growth,
- * fits the second time.
+ * compaction).  The zone keeps its low watermark (and reserve), and one
+ * with deferred blocks grows for the run, by n pages and a block: the
+ * blocks it gets follow its last one, but a section boundary among them
+ * can leave neither side n pages, so it may take another growth or two.
+ * Only a zone that cannot grow lends the run another type's memory.
  */
 #define GIANT_GROW_TRIES 3
 
 static struct za_page *rmqueue_giant(struct za_zone *z, const struct alloc_context *ac)
 {
-	struct za_mm *mm = z->mm;
-	unsigned long n = ac->nr_pages;
+	unsigned long n = ac->nr_pages, grown_from = 0;
 	for (int tries = 0;; tries++) {
+		bool last = tries == GIANT_GROW_TRIES || !zone_deferred_pages(z);
 		struct za_page *page = NULL;
 		uint64_t t0 = zone_lock(z);
-		if (load_relaxed(&z->nr_free_pages) >= (long)(n + z->wmark[WMARK_LOW]))
-			page = buddy_rmqueue_giant(z, n, ac->mt);
-		if (page) {
-			tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), mm->max_order, ac->mt);
-			mark_run(z, page_to_pfn(mm, page), n, ac->mt);
-			ev_add(&z->stat, EV_PGALLOC, n);
-			if (mm->fair_zone)
-				zone_charge_alloc_batch(z, ac->cpu, (long)n);
-		}
+		if (zone_watermark_ok(z, 0, z->wmark[WMARK_LOW] + n, ac->highest_zone))
+			page = buddy_rmqueue_giant(z, n, ac->mt, grown_from, last);
+		run_taken(z, ac, page);
 		zone_unlock(z, t0, NO_CAUSE);
-		if (page || tries == GIANT_GROW_TRIES || !zone_deferred_pages(z))
+		if (page || last)
 			return page;
-		deferred_grow_zone_by(z, n + (1UL << mm->max_order));
+		grown_from = zone_init_end_pfn(z);
+		deferred_grow_zone_by(z, n + (1UL << z->mm->max_order));
 	}
 }
 

@@ -315,9 +315,10 @@ void sheaves_flush_barns(void)
  * A thread filling class c's sheaves from its slab cache -- the program
  * needs more objects of c than the caches hold -- looks, every
  * EVICT_SCAN_FILLS fills, for barns holding more than their base that no
- * thread has touched since the last look: what they hold goes back to the
- * slab caches, and so to the page allocator, to serve c, instead of new
- * memory; their limits go back to their bases.  A program moving from one
+ * thread has touched since the last look (any thread's): what they hold
+ * beyond the base goes back to the slab caches, and so to the page
+ * allocator, to serve c, instead of new memory; their limits go back to
+ * their bases.  A program moving from one
  * kind of object to the next so keeps one class's swing, not the sum of
  * all it went through; the purge worker's rounds (barns_decay) are too
  * far apart for that.
@@ -521,7 +522,9 @@ static int verify_barn(unsigned int c, struct barn *b)
 	VERIFY(full == b->nr_full && empty == b->nr_empty,
 	       "malloc-%u: the barn has %u full and %u empty sheaves, counted %u and %u",
 	       class_size(c), full, empty, b->nr_full, b->nr_empty);
-	/* Exchanges keep full + empty; only put_empty adds, below 2 * limit. */
+	/* Exchanges keep full + empty; put_empty adds below 2 * limit, a put
+	 * with no empty sheaf to trade only when there is none; lowering the
+	 * limit trims both. */
 	VERIFY(b->base_full <= b->max_full && full <= b->max_full && full + empty <= 3 * b->max_full,
 	       "malloc-%u: the barn holds %u full and %u empty sheaves, its limit %u (base %u)",
 	       class_size(c), full, empty, b->max_full, b->base_full);

@@ -733,6 +733,37 @@ static void test_giant_runs(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * A zone whose lists hold more blocks than a run's search looks at (32
+ * entries): 40 dirty order-9 blocks, each between two allocated ones, come
+ * first, and no range around them holds 1500 pages.  The run takes the
+ * blocks the zone grows for it, which the search does not reach.
+ */
+static void test_giant_run_past_search(void)
+{
+	za_mm_t *mm = test_mm("memory=256M,zones=Normal,cpus=1,kswapd=0,section_size=16M,"
+			      "deferred_init=1");
+	enum { BLOCKS = 80, N = 1500 };
+	char *b[BLOCKS];
+	for (int i = 0; i < BLOCKS; i++) {
+		CHECK((b[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 9)));
+		memset(b[i], i, 512 * 4096);
+	}
+	for (int i = 0; i < BLOCKS; i += 2)
+		CHECK_EQ(za_free_pages(mm, b[i], 9), 0);
+	char *run = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, N * 4096);
+	CHECK(run);
+	memset(run, 'r', N * 4096);
+	check_accounting(mm, BLOCKS / 2 * 512 + N);
+	CHECK_EQ(za_free_pages_exact(mm, run, N * 4096), 0);
+	for (int i = 1; i < BLOCKS; i += 2) {
+		CHECK(b[i][0] == (char)i);
+		CHECK_EQ(za_free_pages(mm, b[i], 9), 0);
+	}
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -752,6 +783,7 @@ int main(void)
 	test_exact_runs();
 	test_run_best_fit();
 	test_giant_runs();
+	test_giant_run_past_search();
 	printf("test_buddy: ok\n");
 	return 0;
 }
