@@ -88,10 +88,10 @@ static void own_slabs(struct sheaf *s, struct thread_cache *tc)
  * faster; python's trees, 3%). */
 static void reverse(void **objs, unsigned int n)
 {
-	for (unsigned int i = 0, j = n - 1; i < j; i++, j--) {
+	for (unsigned int i = 0, j = n; i + 1 < j; i++, j--) {
 		void *t = objs[i];
-		objs[i] = objs[j];
-		objs[j] = t;
+		objs[i] = objs[j - 1];
+		objs[j - 1] = t;
 	}
 }
 
