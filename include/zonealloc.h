@@ -276,6 +276,14 @@ int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size);
  * they are free (in the buddy lists), else -1 with ENOMEM, nothing changed. */
 int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size);
 
+/* Grows an allocation of za_alloc_pages_exact() into the free pages around
+ * it: those after it first, then as many before it as it still needs.
+ * Returns its new start: addr, or lower, in which case its contents are
+ * still at addr, for the caller to move (memmove: the ranges overlap).
+ * NULL with ENOMEM, nothing changed, if too few pages around it are free;
+ * with EINVAL (reported) for a bad call or a new size not larger. */
+void *za_extend_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size);
+
 /* Descriptor of the page containing addr, or NULL if addr is outside the arena. */
 za_page_t *za_virt_to_page(const za_mm_t *mm, const void *addr);
 void *za_page_to_virt(const za_mm_t *mm, const za_page_t *page);

@@ -722,18 +722,19 @@ static bool joins(const struct za_mm *mm, const struct za_page *b, int mt)
 }
 
 /*
- * The free pages around the free block of order o at pfn, as far as
- * `reach` pages beyond either end: [*lo, *hi).  Only blocks of type mt
- * join, and only within the block's section (one piece of address space)
- * and the zone's managed part -- what buddy_take_range takes.
+ * [pfn, end) and the free pages around it, as far as `reach` pages beyond
+ * either end: [*lo, *hi).  Only blocks of type mt join, and only within
+ * pfn's section (one piece of address space) and the zone's managed part
+ * -- what buddy_take_range takes.
  */
-static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, int mt,
-			unsigned long reach, unsigned long *lo, unsigned long *hi)
+void buddy_free_around(struct za_zone *z, unsigned long pfn, unsigned long end, int mt,
+		       unsigned long reach, unsigned long *lo, unsigned long *hi)
 {
 	struct za_mm *mm = z->mm;
 	unsigned int shift = pfn_section_shift(mm);
 	unsigned long floor = pfn >> shift << shift, ceil = floor + (1UL << shift);
-	unsigned long end = pfn + (1UL << o), s = pfn, e = end;
+	unsigned long s = pfn, e = end;
+	zone_lock_assert_held(z);
 	struct za_page *b;
 	if (floor < z->start_pfn)
 		floor = z->start_pfn;
@@ -747,6 +748,13 @@ static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, in
 		e = page_to_pfn(mm, b) + (1UL << page_order(b));
 	*lo = s;
 	*hi = e;
+}
+
+/* The free block of order o at pfn and the free pages around it. */
+static void free_extent(struct za_zone *z, unsigned long pfn, unsigned int o, int mt,
+			unsigned long reach, unsigned long *lo, unsigned long *hi)
+{
+	buddy_free_around(z, pfn, pfn + (1UL << o), mt, reach, lo, hi);
 }
 
 /* The smallest block of order >= `order` on mt's lists whose memory was

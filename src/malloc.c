@@ -571,6 +571,22 @@ static bool resize_block(void *p, unsigned long pages, unsigned long to, size_t 
 	return true;
 }
 
+/* Grows block p of `pages` pages to `to` pages into the free pages around
+ * it, those before it too, for a request of n (its contents move down if
+ * it now starts lower); NULL if too few are free.  Rather than leave its
+ * pages behind as a hole and take new memory elsewhere, a buffer growing
+ * between others takes the hole another left before it. */
+static void *extend_block(void *p, unsigned long pages, unsigned long to, size_t n)
+{
+	void *q = za_extend_pages_exact(zm.mm, p, pages << PAGE_SHIFT, to << PAGE_SHIFT);
+	if (!q)
+		return NULL;
+	if (q != p)
+		memmove(q, p, pages << PAGE_SHIFT);
+	set_block_word(virt_to_page(zm.mm, q), to, n, false);
+	return q;
+}
+
 void *za_realloc(void *p, size_t n)
 {
 	uint32_t info;
@@ -631,6 +647,8 @@ void *za_realloc(void *p, size_t n)
 		bool grow = want.pages > b.pages;
 		if ((grow && resize_block(p, b.pages, room, n)) || resize_block(p, b.pages, want.pages, n))
 			return p;
+		if (grow && (q = extend_block(p, b.pages, room, n)))
+			return q;
 		if (grow)
 			q = block_alloc(room, MALLOC_ALIGN, n);
 	}

@@ -743,6 +743,8 @@ void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
  * fallback below a pageblock (alloc_nofragment). */
 struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
 				  int cpu, bool nofragment);
+void buddy_free_around(struct za_zone *z, unsigned long pfn, unsigned long end, int mt,
+		       unsigned long reach, unsigned long *lo, unsigned long *hi);
 struct za_page *buddy_rmqueue_giant(struct za_zone *z, unsigned long n, int mt,
 				    unsigned long grown_from, bool borrow);
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,

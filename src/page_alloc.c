@@ -818,6 +818,68 @@ static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 	return true;
 }
 
+/*
+ * Under the zone lock: the run of n pages at pfn becomes one of m > n
+ * pages at *start <= pfn, taking the free pages after it, then as many
+ * before it as it still needs; false, nothing changed, if they are too
+ * few.  The old head's owner word goes to the new head.
+ */
+static bool extend_run(struct za_zone *z, unsigned long pfn, unsigned long n, unsigned long m,
+		       unsigned long *start)
+{
+	struct za_mm *mm = z->mm;
+	struct za_page *head = pfn_to_page(mm, pfn);
+	unsigned long owner = page_private(head), lo, hi;
+	int mt = page_mt(head);
+	buddy_free_around(z, pfn, pfn + n, mt, m - n, &lo, &hi);
+	if (hi - lo < m)
+		return false;
+	unsigned long after = hi - (pfn + n) < m - n ? hi - (pfn + n) : m - n;
+	*start = pfn - (m - n - after);
+	if (after && !buddy_take_range(z, pfn + n, after, mt))
+		return false;
+	if (*start < pfn && !buddy_take_range(z, *start, pfn - *start, mt)) {
+		buddy_free_range(z, pfn + n, after);
+		return false;
+	}
+	unmark_run(mm, pfn, n);
+	set_page_private(head, 0);
+	mark_run(z, *start, m, mt);
+	set_page_private(pfn_to_page(mm, *start), owner);
+	ev_add(&z->stat, EV_PGALLOC, m - n);
+	return true;
+}
+
+void *za_extend_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
+{
+	static const char fn[] = "za_extend_pages_exact";
+	unsigned long n = size ? size_to_pages(size) : 1, m = new_size ? size_to_pages(new_size) : 1;
+	const char *why = bad_run_address(mm, addr, n);
+	if (!why && (m <= n || m > run_max_pages(mm)))
+		why = m <= n ? "new size not larger" : "new size above a section";
+	if (why) {
+		bad_run(mm, fn, addr, size, why);
+		return NULL;
+	}
+	unsigned long pfn = virt_to_pfn(mm, addr), start = pfn;
+	struct za_zone *z = pfn_zone(mm, pfn);
+	bool done = false;
+	uint64_t t0 = zone_lock(z);
+	if (!(why = check_run(mm, pfn, n)))
+		done = extend_run(z, pfn, n, m, &start);
+	zone_unlock(z, t0, NO_CAUSE);
+	if (why) {
+		bad_run(mm, fn, addr, size, why);
+		return NULL;
+	}
+	if (!done) {
+		za_set_last_error("%s(%p): too few free pages around the allocation", fn, addr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return pfn_to_virt(mm, start);
+}
+
 int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
 {
 	static const char fn[] = "za_resize_pages_exact";

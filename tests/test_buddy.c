@@ -764,6 +764,57 @@ static void test_giant_run_past_search(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * A run grows into the free pages around it: after it first, then before
+ * it.  Runs A [0,1000), B [1000,1400), C [1400,2600): with A freed, B
+ * cannot grow forward (C), so grown to 900 pages it takes A's last 500:
+ * [500,1400), its contents still at 1000 for the caller to move; then
+ * with the pages after C free, C grows forward in place.  Too few free
+ * pages: ENOMEM, nothing changed; a size not larger, or above a section:
+ * EINVAL.
+ */
+static void test_extend_run(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,max_order=12,section_size=16M");
+	static const unsigned long pages[] = { 1000, 400, 1200 };
+	char *run[3];
+	for (int i = 0; i < 3; i++) {
+		CHECK((run[i] = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, pages[i] * 4096)));
+		memset(run[i], 'a' + i, pages[i] * 4096);
+	}
+	CHECK(pfn_of(mm, run[0]) == 0 && pfn_of(mm, run[1]) == 1000 && pfn_of(mm, run[2]) == 1400);
+	CHECK_EQ(za_free_pages_exact(mm, run[0], 1000 * 4096), 0);
+	char *b = za_extend_pages_exact(mm, run[1], 400 * 4096, 900 * 4096);
+	CHECK(b && pfn_of(mm, b) == 500);
+	CHECK(run[1][0] == 'b' && run[1][400 * 4096 - 1] == 'b');     /* not moved yet */
+	memmove(b, run[1], 400 * 4096);
+	check_accounting(mm, 900 + 1200);
+	char *c = za_extend_pages_exact(mm, run[2], 1200 * 4096, 1500 * 4096);
+	CHECK(c == run[2]);
+	check_accounting(mm, 900 + 1500);
+
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	errno = 0;
+	CHECK(za_extend_pages_exact(mm, b, 900 * 4096, 1500 * 4096) == NULL);    /* 500 free */
+	CHECK_EQ(errno, ENOMEM);
+	CHECK(za_extend_pages_exact(mm, b, 900 * 4096, 900 * 4096) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_STR_HAS(cap.last, "not larger");
+	CHECK(za_extend_pages_exact(mm, b, 900 * 4096, (4096 + 1) * 4096UL) == NULL);
+	CHECK_STR_HAS(cap.last, "above a section");
+	CHECK(za_extend_pages_exact(mm, b + 4096, 899 * 4096, 1000 * 4096) == NULL);
+	CHECK_EQ(cap.count, 3);
+	za_mm_set_error_handler(mm, NULL, NULL);
+	check_accounting(mm, 900 + 1500);
+
+	CHECK(b[0] == 'b' && b[400 * 4096 - 1] == 'b' && c[1200 * 4096 - 1] == 'c');
+	CHECK_EQ(za_free_pages_exact(mm, b, 900 * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, c, 1500 * 4096), 0);
+	check_fully_coalesced(mm, 12);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -784,6 +835,7 @@ int main(void)
 	test_run_best_fit();
 	test_giant_runs();
 	test_giant_run_past_search();
+	test_extend_run();
 	printf("test_buddy: ok\n");
 	return 0;
 }
