@@ -206,7 +206,10 @@ typedef unsigned int za_gfp_t;
 /* Migratetype (default unmovable); at most one of the two. */
 #define ZA_GFP_MOVABLE       ((za_gfp_t)1 << 3)
 #define ZA_GFP_RECLAIMABLE   ((za_gfp_t)1 << 4)
-#define ZA_GFP_ZERO          ((za_gfp_t)1 << 5)  /* return zeroed memory */
+/* Return zeroed memory (a run of za_alloc_pages_exact is cleared only
+ * where its pages were written before: those fresh from the OS, or
+ * purged since, read as zero and stay untouched). */
+#define ZA_GFP_ZERO          ((za_gfp_t)1 << 5)
 #define ZA_GFP_NOWAIT        ((za_gfp_t)1 << 6)  /* never reclaim or sleep */
 #define ZA_GFP_THISNODE      ((za_gfp_t)1 << 7)  /* no fallback to other nodes */
 /* Straight from the buddy lists, past the per-CPU lists (the kernel's

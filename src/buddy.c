@@ -634,12 +634,33 @@ static struct za_page *free_block_holding(const struct za_mm *mm, unsigned long 
 	return NULL;
 }
 
+/* A range is about to be taken off the lists: no dirty page of it yet. */
+static void taken_dirty_reset(struct za_zone *z)
+{
+	z->taken_dirty_lo = z->taken_dirty_hi = 0;
+}
+
+/* [pfn, end) of it came from a dirty block. */
+static void taken_dirty_add(struct za_zone *z, unsigned long pfn, unsigned long end)
+{
+	if (z->taken_dirty_lo == z->taken_dirty_hi) {
+		z->taken_dirty_lo = pfn;
+		z->taken_dirty_hi = end;
+		return;
+	}
+	if (pfn < z->taken_dirty_lo)
+		z->taken_dirty_lo = pfn;
+	if (end > z->taken_dirty_hi)
+		z->taken_dirty_hi = end;
+}
+
 /*
  * The free block of `order` at pfn, off the lists, keeps only what lies
  * outside [start, end): halves wholly outside go back to the lists (as
- * dirty and as old as the block was), halves wholly inside are taken, the
- * others are split again.  The halves put back cannot merge: each one's
- * buddy holds taken pages.
+ * dirty and as old as the block was), halves wholly inside are taken (and
+ * counted in the taken range's dirty span if dirty), the others are split
+ * again.  The halves put back cannot merge: each one's buddy holds taken
+ * pages.
  */
 static void carve(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned long start,
 		  unsigned long end, int mt, bool dirty, unsigned long epoch)
@@ -652,6 +673,8 @@ static void carve(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
 		ev_add(&z->stat, EV_BUDDY_SPLIT, 1);
 		carve(z, pfn, order - 1, start, end, mt, dirty, epoch);
 		carve(z, pfn + (1UL << (order - 1)), order - 1, start, end, mt, dirty, epoch);
+	} else if (dirty) {
+		taken_dirty_add(z, pfn, last);
 	}
 }
 
@@ -679,6 +702,7 @@ bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int
 			return false;
 		next = page_to_pfn(mm, b) + (1UL << page_order(b));
 	}
+	taken_dirty_reset(z);
 	for (p = pfn; p < end; p = next) {
 		struct za_page *b = free_block_holding(mm, p);
 		unsigned int order = page_order(b);
@@ -710,6 +734,7 @@ static void carve_run(struct za_zone *z, struct za_page *block, unsigned int ord
 		      unsigned long n, bool dirty, unsigned long epoch)
 {
 	unsigned long pfn = page_to_pfn(z->mm, block);
+	taken_dirty_reset(z);
 	carve(z, pfn, order, pfn, pfn + n, pageblock_mt(z->mm, pfn), dirty, epoch);
 	add_free_pages(z, (1L << order) - (long)n);
 }

@@ -273,6 +273,11 @@ struct za_zone {
 	/* za_alloc_pages_exact: where the last run ended, and the end of the
 	 * block it was carved from (buddy_rmqueue_run) */
 	unsigned long exact_next, exact_limit;
+	/* The pages of the range last taken off the lists (buddy_take_range,
+	 * a run carved from a block) that came from dirty blocks, as one span
+	 * [lo, hi) holding them all; lo == hi when every page was fresh, and
+	 * reads as zero (ZA_GFP_ZERO clears only the span). */
+	unsigned long taken_dirty_lo, taken_dirty_hi;
 	struct za_free_area free_area[ZA_MAX_ORDER_LIMIT + 1];
 	struct za_events stat;
 

@@ -134,6 +134,7 @@ struct alloc_context {
 	int node;                       /* the local node, for fair_zone */
 	unsigned int order;
 	unsigned long nr_pages;         /* a run of this many pages (order: its block), or 0 */
+	unsigned long dirty_lo, dirty_hi;       /* the run's pages that may hold data */
 	bool buddy;                     /* ZA_GFP_BUDDY: not from the per-CPU lists */
 	bool low_failed;                /* a zone failed the low watermark */
 };
@@ -205,12 +206,14 @@ static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
 /* Under the zone lock: the run of ac->nr_pages at page, just off the free
  * lists, becomes allocated (a run beyond the largest block traces as one
  * of max_order). */
-static void run_taken(struct za_zone *z, const struct alloc_context *ac, struct za_page *page)
+static void run_taken(struct za_zone *z, struct alloc_context *ac, struct za_page *page)
 {
 	struct za_mm *mm = z->mm;
 	zone_check_below_high(z);
 	if (!page)
 		return;
+	ac->dirty_lo = z->taken_dirty_lo;
+	ac->dirty_hi = z->taken_dirty_hi;
 	tp_zone_locked(z, ac->cpu, page_to_pfn(mm, page), ac->order, ac->mt);
 	mark_run(z, page_to_pfn(mm, page), ac->nr_pages, ac->mt);
 	ev_add(&z->stat, EV_PGALLOC, ac->nr_pages);
@@ -219,7 +222,7 @@ static void run_taken(struct za_zone *z, const struct alloc_context *ac, struct 
 }
 
 /* A run of ac->nr_pages, placed by buddy_rmqueue_run(). */
-static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_context *ac,
+static struct za_page *rmqueue_exact(struct za_zone *z, struct alloc_context *ac,
 				     bool nofragment)
 {
 	uint64_t t0 = zone_lock(z);
@@ -232,7 +235,7 @@ static struct za_page *rmqueue_exact(struct za_zone *z, const struct alloc_conte
 
 /* nofragment: alloc_nofragment's first pass (get_page_from_freelist). */
 static inline __attribute__((always_inline)) struct za_page *
-rmqueue(struct za_zone *z, const struct alloc_context *ac, bool nofragment)
+rmqueue(struct za_zone *z, struct alloc_context *ac, bool nofragment)
 {
 	struct za_page *page;
 	if (ac->nr_pages)
@@ -431,13 +434,20 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 	return NULL;
 }
 
-/* The allocation of `pages` pages at page, to its new owner. */
-static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp, unsigned long pages)
+/* The allocation at page, to its new owner: a block of the order, or a
+ * run, whose fresh pages read as zero already (ZA_GFP_ZERO clears the
+ * span of the others). */
+static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp,
+			const struct alloc_context *ac)
 {
 	set_page_private(page, 0);      /* the new owner's */
 	void *addr = page_to_virt(mm, page);
-	if (gfp & ZA_GFP_ZERO)
-		memset(addr, 0, pages << PAGE_SHIFT);
+	if (!(gfp & ZA_GFP_ZERO))
+		return addr;
+	if (!ac->nr_pages)
+		memset(addr, 0, PAGE_SIZE << ac->order);
+	else if (ac->dirty_lo < ac->dirty_hi)
+		memset(pfn_to_virt(mm, ac->dirty_lo), 0, (ac->dirty_hi - ac->dirty_lo) << PAGE_SHIFT);
 	return addr;
 }
 
@@ -466,7 +476,7 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 			       get_page_from_freelist(&ac, WMARK_LOW, mm->fair_zone, false);
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
-	return handed_out(mm, page, gfp, nr_pages ? nr_pages : 1UL << order);
+	return handed_out(mm, page, gfp, &ac);
 }
 
 void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
@@ -495,7 +505,7 @@ static unsigned long size_to_pages(size_t size)
  */
 #define GIANT_GROW_TRIES 3
 
-static struct za_page *rmqueue_giant(struct za_zone *z, const struct alloc_context *ac)
+static struct za_page *rmqueue_giant(struct za_zone *z, struct alloc_context *ac)
 {
 	unsigned long n = ac->nr_pages, grown_from = 0;
 	for (int tries = 0;; tries++) {
@@ -541,7 +551,7 @@ static void *alloc_giant(za_mm_t *mm, za_gfp_t gfp, unsigned long n)
 	for (struct za_zone **zp = zonelist; *zp; zp++) {
 		struct za_page *page = (*zp)->idx <= ac.highest_zone ? rmqueue_giant(*zp, &ac) : NULL;
 		if (page)
-			return handed_out(mm, page, gfp, n);
+			return handed_out(mm, page, gfp, &ac);
 	}
 	za_set_last_error("za_alloc_pages_exact: no zone has %lu free pages in a row", n);
 	errno = ENOMEM;

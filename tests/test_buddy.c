@@ -815,6 +815,55 @@ static void test_extend_run(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* Pages of [p, p + pages) mapped in the process (resident). */
+static unsigned long resident_pages(const void *p, unsigned long pages)
+{
+	static unsigned char vec[4096];
+	CHECK(pages <= sizeof(vec) && mincore((void *)p, pages * 4096, vec) == 0);
+	unsigned long n = 0;
+	for (unsigned long i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+static bool all_zero(const char *p, unsigned long pages)
+{
+	for (unsigned long i = 0; i < pages * 4096; i += 512)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/*
+ * ZA_GFP_ZERO clears only the pages of a run that were written before:
+ * those fresh from the OS read as zero already and are not touched.  A
+ * [0,700) and B [700,1024) fill the first block and are written; A freed,
+ * a zeroed run of 600 pages takes its memory, cleared; another goes to
+ * fresh memory, where no page becomes resident until read.
+ */
+static void test_zeroed_runs(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	char *a = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 700 * 4096);
+	char *b = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 324 * 4096);
+	CHECK(a && b && pfn_of(mm, a) == 0 && pfn_of(mm, b) == 700);
+	memset(a, 0xaa, 700 * 4096);
+	memset(b, 0xbb, 324 * 4096);
+	CHECK_EQ(za_free_pages_exact(mm, a, 700 * 4096), 0);
+	char *c = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 600 * 4096);
+	CHECK(c == a && all_zero(c, 600));
+	char *d = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 600 * 4096);
+	CHECK(d && pfn_of(mm, d) >= 1024);
+	CHECK_EQ(resident_pages(d, 600), 0);
+	CHECK(all_zero(d, 600));
+	check_accounting(mm, 324 + 600 + 600);
+	CHECK_EQ(za_free_pages_exact(mm, b, 324 * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, c, 600 * 4096), 0);
+	CHECK_EQ(za_free_pages_exact(mm, d, 600 * 4096), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 int main(void)
 {
 	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
@@ -836,6 +885,7 @@ int main(void)
 	test_giant_runs();
 	test_giant_run_past_search();
 	test_extend_run();
+	test_zeroed_runs();
 	printf("test_buddy: ok\n");
 	return 0;
 }
