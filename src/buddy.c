@@ -678,13 +678,10 @@ static void carve(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
 	}
 }
 
-/*
- * Takes the pages [pfn, pfn + n) out of the free lists if every one is
- * free, in the zone's managed part, in one section (so in one piece of
- * address space) and in pageblocks of type mt; otherwise changes nothing
- * and returns false.  The caller marks the run allocated.
- */
-bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
+/* Is every page of [pfn, pfn + n) free, in the zone's managed part, in
+ * one section (so in one piece of address space) and in pageblocks of
+ * type mt?  (What buddy_take_range takes.) */
+bool buddy_range_free(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
 {
 	struct za_mm *mm = z->mm;
 	unsigned long end = pfn + n, p, next;
@@ -702,6 +699,20 @@ bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int
 			return false;
 		next = page_to_pfn(mm, b) + (1UL << page_order(b));
 	}
+	return true;
+}
+
+/*
+ * Takes the pages [pfn, pfn + n) out of the free lists if
+ * buddy_range_free() says they may be; otherwise changes nothing and
+ * returns false.  The caller marks the run allocated.
+ */
+bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long end = pfn + n, p, next;
+	if (!buddy_range_free(z, pfn, n, mt))
+		return false;
 	taken_dirty_reset(z);
 	for (p = pfn; p < end; p = next) {
 		struct za_page *b = free_block_holding(mm, p);
@@ -1051,13 +1062,17 @@ int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_pa
 	return n;
 }
 
-/* A block whose memory went back to the OS: free, and clean. */
-void buddy_free_purged(struct za_zone *z, struct za_page *page)
+/* A block whose memory went back to the OS: free, and clean (it reads as
+ * zero, which ZA_GFP_ZERO relies on); one the OS refused to take stays
+ * dirty, as old as it was. */
+void buddy_free_purged(struct za_zone *z, struct za_page *page, bool released)
 {
 	unsigned int order = page_order(page);
 	add_free_pages(z, 1L << order);
-	ev_add(&z->stat, EV_PGPURGE, 1UL << order);
-	free_block(z, page, order, pageblock_mt(z->mm, page_to_pfn(z->mm, page)), false, 0);
+	if (released)
+		ev_add(&z->stat, EV_PGPURGE, 1UL << order);
+	free_block(z, page, order, pageblock_mt(z->mm, page_to_pfn(z->mm, page)), !released,
+		   released ? 0 : page_private(page));
 }
 
 /* Creation: hands a whole max-order block to the zone, no merging needed. */

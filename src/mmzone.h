@@ -741,6 +741,7 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 }
 
 /* buddy.c — all under the zone lock */
+bool buddy_range_free(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
 bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
 bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt);
 void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
@@ -758,7 +759,7 @@ unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned
 				 int mt, struct za_list *out, int cpu, bool nofragment,
 				 unsigned long *blocks);
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
-void buddy_free_purged(struct za_zone *z, struct za_page *page);
+void buddy_free_purged(struct za_zone *z, struct za_page *page, bool released);
 bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);
 void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);
 #define BUDDY_COALESCE_MAX 64

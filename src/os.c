@@ -27,10 +27,12 @@ void za_os_free(void *p, size_t size)
 		munmap(p, size);
 }
 
-/* The pages cost nothing until written again, and then read as zero. */
-void za_os_release(void *p, size_t size)
+/* The pages cost nothing until written again, and then read as zero;
+ * false if the OS refused (locked memory: mlockall), the pages as they
+ * were. */
+bool za_os_release(void *p, size_t size)
 {
-	madvise(p, size, MADV_DONTNEED);
+	return madvise(p, size, MADV_DONTNEED) == 0;
 }
 
 int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)

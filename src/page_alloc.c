@@ -819,6 +819,7 @@ static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 	if (m > n && (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, pfn + m - 1) ||
 		      !buddy_take_range(z, pfn + n, m - n, mt)))
 		return false;           /* a run is one piece of address space */
+	zone_check_below_high(z);
 	unmark_run(mm, pfn, n);
 	mark_run(z, pfn, m, mt);
 	set_page_private(head, owner);
@@ -846,12 +847,13 @@ static bool extend_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 		return false;
 	unsigned long after = hi - (pfn + n) < m - n ? hi - (pfn + n) : m - n;
 	*start = pfn - (m - n - after);
-	if (after && !buddy_take_range(z, pfn + n, after, mt))
+	if ((after && !buddy_range_free(z, pfn + n, after, mt)) ||
+	    (*start < pfn && !buddy_range_free(z, *start, pfn - *start, mt)))
 		return false;
-	if (*start < pfn && !buddy_take_range(z, *start, pfn - *start, mt)) {
-		buddy_free_range(z, pfn + n, after);
-		return false;
-	}
+	bool taken = (!after || buddy_take_range(z, pfn + n, after, mt)) &&
+		     (*start == pfn || buddy_take_range(z, *start, pfn - *start, mt));
+	VM_BUG_ON(mm, !taken);
+	zone_check_below_high(z);
 	unmark_run(mm, pfn, n);
 	set_page_private(head, 0);
 	mark_run(z, *start, m, mt);

@@ -31,14 +31,15 @@ static long purge_zone(struct za_zone *z, unsigned long max_epoch)
 		uint64_t t0 = zone_lock(z);
 		n = buddy_isolate_dirty(z, max_epoch, batch, PURGE_BATCH);
 		zone_unlock(z, t0, NO_CAUSE);
+		bool released[PURGE_BATCH];
 		for (int i = 0; i < n; i++) {
 			unsigned int order = page_order(batch[i]);
-			za_os_release(page_to_virt(mm, batch[i]), PAGE_SIZE << order);
-			pages += 1L << order;
+			released[i] = za_os_release(page_to_virt(mm, batch[i]), PAGE_SIZE << order);
+			pages += released[i] ? 1L << order : 0;
 		}
 		t0 = zone_lock(z);
 		for (int i = 0; i < n; i++)
-			buddy_free_purged(z, batch[i]);
+			buddy_free_purged(z, batch[i], released[i]);
 		zone_unlock(z, t0, NO_CAUSE);
 	} while (n == PURGE_BATCH);
 	return pages;

@@ -86,7 +86,7 @@ void za_futex_wake(_Atomic uint32_t *addr, int nr);
  * end is built on this library and must not recurse into itself. */
 void *za_os_alloc(size_t size);            /* zeroed, page aligned, or NULL */
 void za_os_free(void *p, size_t size);
-void za_os_release(void *p, size_t size);  /* give the pages back, keep the range */
+bool za_os_release(void *p, size_t size);  /* give the pages back, keep the range */
 /* A background thread that takes no signal meant for the program (all
  * blocked while it is created, so it starts with them blocked); returns
  * pthread_create's error. */

@@ -839,7 +839,11 @@ static bool all_zero(const char *p, unsigned long pages)
  * those fresh from the OS read as zero already and are not touched.  A
  * [0,700) and B [700,1024) fill the first block and are written; A freed,
  * a zeroed run of 600 pages takes its memory, cleared; another goes to
- * fresh memory, where no page becomes resident until read.
+ * fresh memory, where no page becomes resident until read.  Then, in a
+ * second system, a run over both: X [0,256) stays, Y [256,512) is written
+ * and freed (its buddy X keeps it from merging), [512,1024) is fresh; a
+ * zeroed run of 500 pages takes [256,756), Y's pages cleared and the
+ * fresh 244 untouched.
  */
 static void test_zeroed_runs(void)
 {
@@ -860,6 +864,43 @@ static void test_zeroed_runs(void)
 	CHECK_EQ(za_free_pages_exact(mm, b, 324 * 4096), 0);
 	CHECK_EQ(za_free_pages_exact(mm, c, 600 * 4096), 0);
 	CHECK_EQ(za_free_pages_exact(mm, d, 600 * 4096), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+
+	mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	char *x = za_alloc_pages(mm, ZA_GFP_MOVABLE, 8), *y = za_alloc_pages(mm, ZA_GFP_MOVABLE, 8);
+	CHECK(x && y && pfn_of(mm, x) == 0 && pfn_of(mm, y) == 256);
+	memset(y, 0xcc, 256 * 4096);
+	CHECK_EQ(za_free_pages(mm, y, 8), 0);
+	char *e = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 500 * 4096);
+	CHECK(e == y);
+	CHECK_EQ(resident_pages(e + 256 * 4096, 244), 0);
+	CHECK(all_zero(e, 500));
+	check_accounting(mm, 256 + 500);
+	CHECK_EQ(za_free_pages_exact(mm, e, 500 * 4096), 0);
+	CHECK_EQ(za_free_pages(mm, x, 8), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* A purge the OS refuses (the pages are locked) leaves the blocks dirty,
+ * unpurged: a zeroed run of their memory is cleared all the same. */
+static void test_purge_refused(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0,section_size=16M");
+	char *a = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE, 600 * 4096);
+	CHECK(a);
+	memset(a, 0xdd, 600 * 4096);
+	CHECK_EQ(za_free_pages_exact(mm, a, 600 * 4096), 0);
+	if (mlock(a, 600 * 4096) == 0) {
+		long long purged = za_stat(mm, "pgpurge");
+		za_purge(mm, 0);
+		CHECK_EQ(za_stat(mm, "pgpurge"), purged);
+		char *z = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 600 * 4096);
+		CHECK(z == a && all_zero(z, 600));
+		CHECK_EQ(munlock(a, 600 * 4096), 0);
+		CHECK_EQ(za_free_pages_exact(mm, z, 600 * 4096), 0);
+	}
 	check_fully_coalesced(mm, 10);
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
@@ -886,6 +927,7 @@ int main(void)
 	test_giant_run_past_search();
 	test_extend_run();
 	test_zeroed_runs();
+	test_purge_refused();
 	printf("test_buddy: ok\n");
 	return 0;
 }
