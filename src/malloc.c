@@ -205,7 +205,7 @@ static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache
 {
 	VM_BUG_ON(zm.mm, !s->size || s->size > s->capacity);
 	void *p = s->objects[--s->size];
-	counter_add(&tc->alloc_hits, 1);
+	count_hit(&tc->alloc_hits);
 	*(uint64_t *)p = 0;
 	return p;
 }
@@ -509,7 +509,7 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 	if (unlikely(sh->size >= sh->capacity))
 		return c;
 	sh->objects[sh->size++] = p;
-	counter_add(&tc->free_hits, 1);
+	count_hit(&tc->free_hits);
 	return FREE_DONE;
 }
 

@@ -137,12 +137,17 @@ static void print_arena(za_mm_t *mm, FILE *out)
 static void print_cache_hits(za_mm_t *mm, FILE *out)
 {
 	uint64_t ah, am, fh, fm;
+	const char *what = zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves";
 	sheaves_fold_stats(&ah, &am, &fh, &fm);
-	fprintf(out, "  %s: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
-		"(%.1f%%), %llu misses; %llu small frees took the full checks\n",
-		zm.cpu_cache ? "per-CPU object stacks" : "per-thread sheaves",
-		(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am,
-		(unsigned long long)fh, pct(fh, fh + fm), (unsigned long long)fm,
+	if (zm.count_hits || zm.cpu_cache)
+		fprintf(out, "  %s: malloc %llu hits (%.1f%%), %llu misses; free %llu hits "
+			"(%.1f%%), %llu misses", what,
+			(unsigned long long)ah, pct(ah, ah + am), (unsigned long long)am,
+			(unsigned long long)fh, pct(fh, fh + fm), (unsigned long long)fm);
+	else
+		fprintf(out, "  %s: malloc %llu misses, free %llu misses (hits are counted "
+			"with ZA_STATS)", what, (unsigned long long)am, (unsigned long long)fm);
+	fprintf(out, "; %llu small frees took the full checks\n",
 		(unsigned long long)load_relaxed(&zm.checked_small_frees));
 	if (!zm.cpu_cache)
 		fprintf(out, "  idle threads: %llu gave their sheaves and blocks back at their next call\n",
@@ -271,6 +276,7 @@ void malloc_stats_init(void)
 	const char *level = getenv("ZA_STATS"), *file = getenv("ZA_STATS_FILE");
 	if (!level || !*level || !strcmp(level, "0"))
 		return;
+	zm.count_hits = true;
 	if (!strcmp(level, "1") || !strcmp(level, "2")) {
 		stats_level = level[0] - '0';
 	} else {

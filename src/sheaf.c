@@ -490,7 +490,7 @@ void sheaf_free_slow(unsigned int c, void *obj)
 			counter_add(&tc->free_misses, 1);
 			kick = remote ? trade_full(c, sp) : make_room(c, sp, &tc->spare[c]);
 		} else {
-			counter_add(&tc->free_hits, 1);
+			count_hit(&tc->free_hits);
 		}
 		struct sheaf *s = *sp;
 		VM_BUG_ON(zm.mm, s->size > s->capacity);

@@ -83,7 +83,10 @@ struct thread_cache *this_thread_cache(void)
  * Only the thread touches its sheaves, so it is the thread that gives
  * them back, at its next call: every sheaf of idle_tcache has capacity
  * 0, so that call misses and finds it (this_thread_cache).  The fast
- * paths pay nothing for it.  The list lock keeps the thread's TLS alive
+ * paths pay nothing for it.  Without ZA_STATS the hits are not counted
+ * (count_hit), so a thread whose calls all hit its sheaves also looks idle
+ * and gives them back at a call two rounds on: a refill a second, for
+ * nothing a program notices.  The list lock keeps the thread's TLS alive
  * (a thread leaves the list before it exits).
  */
 void thread_caches_note_idle(void)
