@@ -846,6 +846,20 @@ bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt)
 /* List entries a run's search looks at: it runs under the zone lock. */
 #define EXTENT_SCAN 32
 
+/* The run of n pages at pfn in a free range ending at limit, if free; the
+ * runs after it follow on through the range, as through a block's rest:
+ * fresh pages of it too, which are next to memory in use (measured better
+ * for peak RSS than searching again, test_run_best_fit). */
+static struct za_page *take_run_in(struct za_zone *z, unsigned long pfn, unsigned long n, int mt,
+				   unsigned long limit)
+{
+	if (!buddy_take_range(z, pfn, n, mt))
+		return NULL;
+	z->exact_next = pfn + n;
+	z->exact_limit = limit;
+	return pfn_to_page(z->mm, pfn);
+}
+
 /*
  * A run of n pages (2^(order-1) < n < 2^order) around memory used before,
  * best fit.  A run needs n free pages in a row, not an aligned block of
@@ -877,7 +891,8 @@ static struct za_page *take_extent(struct za_zone *z, unsigned int order, unsign
 		for (struct za_list *l = head->next; l != head && budget && (best != n || fresh);
 		     l = l->next, budget--) {
 			struct za_page *page = container_of(l, struct za_page, lru);
-			if (!(page_flags(page) & PG_mem_dirty) != clean || !joins(mm, page, mt))
+			bool dirty = page_flags(page) & PG_mem_dirty;
+			if (dirty == clean || !joins(mm, page, mt))
 				continue;
 			unsigned long pfn = page_to_pfn(mm, page), start, start_fresh;
 			free_extent(z, pfn, o, mt, n, &lo, &hi);
@@ -892,14 +907,7 @@ static struct za_page *take_extent(struct za_zone *z, unsigned int order, unsign
 			limit = hi;
 		}
 	}
-	if (!best || fresh > max_fresh || !buddy_take_range(z, at, n, mt))
-		return NULL;
-	/* Later runs follow on through the range, as through a block's rest:
-	 * fresh pages of it too, which are next to memory in use (measured
-	 * better for peak RSS than searching again, test_run_best_fit). */
-	z->exact_next = at + n;
-	z->exact_limit = limit;
-	return pfn_to_page(mm, at);
+	return best && fresh <= max_fresh ? take_run_in(z, at, n, mt, limit) : NULL;
 }
 
 /*
@@ -978,6 +986,25 @@ static void claim_run_pageblocks(struct za_zone *z, unsigned long pfn, unsigned 
 	}
 }
 
+/* The blocks a zone just got from pfn `from` on, which a search of a
+ * large zone's lists may not reach (they are at the lists' tails): the
+ * first free range of n pages around one of them, from the range's start
+ * (the free pages the zone had before them first). */
+static struct za_page *take_grown(struct za_zone *z, unsigned long from, unsigned long n, int mt)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long lo, hi;
+	for (unsigned long pfn = from; pfn < zone_init_end_pfn(z); pfn += 1UL << mm->max_order) {
+		struct za_page *b = free_block_holding(mm, pfn), *run;
+		if (!b || !joins(mm, b, mt))
+			continue;
+		free_extent(z, page_to_pfn(mm, b), page_order(b), mt, n, &lo, &hi);
+		if (hi - lo >= n && (run = take_run_in(z, lo, n, mt, hi)))
+			return run;
+	}
+	return NULL;
+}
+
 /*
  * A run of n pages beyond the largest block (n <= a section's pages): the
  * best fit among the free ranges around the blocks of the top two orders
@@ -991,28 +1018,6 @@ static void claim_run_pageblocks(struct za_zone *z, unsigned long pfn, unsigned 
  * memory, whose pageblocks the run fills become its type's.  Returns the
  * run's first page, off the lists and counted, or NULL.
  */
-/* The blocks a zone just got from pfn `from` on, which a search of a
- * large zone's lists may not reach (they are at the lists' tails): the
- * first free range of n pages around one of them, from the range's start
- * (the free pages the zone had before them first). */
-static struct za_page *take_grown(struct za_zone *z, unsigned long from, unsigned long n, int mt)
-{
-	struct za_mm *mm = z->mm;
-	unsigned long lo, hi;
-	for (unsigned long pfn = from; pfn < zone_init_end_pfn(z); pfn += 1UL << mm->max_order) {
-		struct za_page *b = free_block_holding(mm, pfn);
-		if (!b || !joins(mm, b, mt))
-			continue;
-		free_extent(z, page_to_pfn(mm, b), page_order(b), mt, n, &lo, &hi);
-		if (hi - lo >= n && buddy_take_range(z, lo, n, mt)) {
-			z->exact_next = lo + n;
-			z->exact_limit = hi;
-			return pfn_to_page(mm, lo);
-		}
-	}
-	return NULL;
-}
-
 struct za_page *buddy_rmqueue_giant(struct za_zone *z, unsigned long n, int mt,
 				    unsigned long grown_from, bool borrow)
 {

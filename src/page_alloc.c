@@ -451,6 +451,12 @@ static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp,
 	return addr;
 }
 
+/* The zones an allocation of gfp on node may use, in order. */
+static struct za_zone **zonelist_of(za_mm_t *mm, int node, za_gfp_t gfp)
+{
+	return mm->zonelists[2 * node + !!(gfp & ZA_GFP_THISNODE)];
+}
+
 /* nr_pages: a run of that many pages (order is its block's), or 0 for a
  * block of the order. */
 static inline __attribute__((always_inline)) void *
@@ -462,7 +468,7 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 	int cpu = this_cpu(mm);
 	int node = nid < 0 ? mm->cpu_node[cpu] : nid;
 	struct alloc_context ac = {
-		.zonelist = mm->zonelists[2 * node + !!(gfp & ZA_GFP_THISNODE)],
+		.zonelist = zonelist_of(mm, node, gfp),
 		.highest_zone = gfp_highest_zone(mm, gfp),
 		.mt = gfp_migratetype(gfp),
 		.cpu = cpu,
@@ -547,8 +553,7 @@ static void *alloc_giant(za_mm_t *mm, za_gfp_t gfp, unsigned long n)
 		.order = mm->max_order,
 		.nr_pages = n,
 	};
-	struct za_zone **zonelist = mm->zonelists[2 * mm->cpu_node[cpu] + !!(gfp & ZA_GFP_THISNODE)];
-	for (struct za_zone **zp = zonelist; *zp; zp++) {
+	for (struct za_zone **zp = zonelist_of(mm, mm->cpu_node[cpu], gfp); *zp; zp++) {
 		struct za_page *page = (*zp)->idx <= ac.highest_zone ? rmqueue_giant(*zp, &ac) : NULL;
 		if (page)
 			return handed_out(mm, page, gfp, &ac);
@@ -808,21 +813,31 @@ int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size)
 	return why ? bad_run(mm, fn, addr, size, why) : 0;
 }
 
+/* Under the zone lock: the run of n pages at pfn is now the run of m
+ * pages at start, which holds it; the owner's word (the head's private)
+ * moves to the new head. */
+static void remark_run(struct za_zone *z, unsigned long pfn, unsigned long n,
+		       unsigned long start, unsigned long m, int mt)
+{
+	struct za_page *head = pfn_to_page(z->mm, pfn);
+	unsigned long owner = page_private(head);
+	unmark_run(z->mm, pfn, n);
+	set_page_private(head, 0);
+	mark_run(z, start, m, mt);
+	set_page_private(pfn_to_page(z->mm, start), owner);
+}
+
 /* Under the zone lock: the run of n pages at pfn becomes m pages long. */
 static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, unsigned long m)
 {
 	struct za_mm *mm = z->mm;
-	struct za_page *head = pfn_to_page(mm, pfn);
-	unsigned long owner = page_private(head);
 	zone_lock_assert_held(z);
-	int mt = page_mt(head);
+	int mt = page_mt(pfn_to_page(mm, pfn));
 	if (m > n && (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, pfn + m - 1) ||
 		      !buddy_take_range(z, pfn + n, m - n, mt)))
 		return false;           /* a run is one piece of address space */
 	zone_check_below_high(z);
-	unmark_run(mm, pfn, n);
-	mark_run(z, pfn, m, mt);
-	set_page_private(head, owner);
+	remark_run(z, pfn, n, pfn, m, mt);
 	if (m < n)
 		buddy_free_range(z, pfn + m, n - m);
 	ev_add(&z->stat, m > n ? EV_PGALLOC : EV_PGFREE, m > n ? m - n : n - m);
@@ -839,9 +854,8 @@ static bool extend_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 		       unsigned long *start)
 {
 	struct za_mm *mm = z->mm;
-	struct za_page *head = pfn_to_page(mm, pfn);
-	unsigned long owner = page_private(head), lo, hi;
-	int mt = page_mt(head);
+	unsigned long lo, hi;
+	int mt = page_mt(pfn_to_page(mm, pfn));
 	buddy_free_around(z, pfn, pfn + n, mt, m - n, &lo, &hi);
 	if (hi - lo < m)
 		return false;
@@ -854,66 +868,58 @@ static bool extend_run(struct za_zone *z, unsigned long pfn, unsigned long n, un
 		     (*start == pfn || buddy_take_range(z, *start, pfn - *start, mt));
 	VM_BUG_ON(mm, !taken);
 	zone_check_below_high(z);
-	unmark_run(mm, pfn, n);
-	set_page_private(head, 0);
-	mark_run(z, *start, m, mt);
-	set_page_private(pfn_to_page(mm, *start), owner);
+	remark_run(z, pfn, n, *start, m, mt);
 	ev_add(&z->stat, EV_PGALLOC, m - n);
 	return true;
 }
 
-void *za_extend_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
+/*
+ * za_resize_pages_exact and za_extend_pages_exact: the checks, then
+ * resize_run or extend_run under the zone lock.  *start: where the run
+ * starts after.  0, or -1 with EINVAL (reported) for a bad call, ENOMEM
+ * (not reported) when the pages it needs are not free.
+ */
+static int change_run(za_mm_t *mm, const char *fn, void *addr, size_t size, size_t new_size,
+		      bool extend, unsigned long *start)
 {
-	static const char fn[] = "za_extend_pages_exact";
-	unsigned long n = size ? size_to_pages(size) : 1, m = new_size ? size_to_pages(new_size) : 1;
-	const char *why = bad_run_address(mm, addr, n);
-	if (!why && (m <= n || m > run_max_pages(mm)))
-		why = m <= n ? "new size not larger" : "new size above a section";
-	if (why) {
-		bad_run(mm, fn, addr, size, why);
-		return NULL;
-	}
-	unsigned long pfn = virt_to_pfn(mm, addr), start = pfn;
-	struct za_zone *z = pfn_zone(mm, pfn);
-	bool done = false;
-	uint64_t t0 = zone_lock(z);
-	if (!(why = check_run(mm, pfn, n)))
-		done = extend_run(z, pfn, n, m, &start);
-	zone_unlock(z, t0, NO_CAUSE);
-	if (why) {
-		bad_run(mm, fn, addr, size, why);
-		return NULL;
-	}
-	if (!done) {
-		za_set_last_error("%s(%p): too few free pages around the allocation", fn, addr);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return pfn_to_virt(mm, start);
-}
-
-int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
-{
-	static const char fn[] = "za_resize_pages_exact";
 	unsigned long n = size ? size_to_pages(size) : 1, m = new_size ? size_to_pages(new_size) : 1;
 	const char *why = bad_run_address(mm, addr, n);
 	if (!why && m > run_max_pages(mm))
 		why = "new size above a section";
+	else if (!why && extend && m <= n)
+		why = "new size not larger";
 	if (why)
 		return bad_run(mm, fn, addr, size, why);
 	unsigned long pfn = virt_to_pfn(mm, addr);
 	struct za_zone *z = pfn_zone(mm, pfn);
 	bool done = true;
+	*start = pfn;
 	uint64_t t0 = zone_lock(z);
 	if (!(why = check_run(mm, pfn, n)) && m != n)
-		done = resize_run(z, pfn, n, m);
+		done = extend ? extend_run(z, pfn, n, m, start) : resize_run(z, pfn, n, m);
 	zone_unlock(z, t0, NO_CAUSE);
 	if (why)
 		return bad_run(mm, fn, addr, size, why);
 	if (!done) {
-		za_set_last_error("%s(%p): the pages after the allocation are not free", fn, addr);
+		za_set_last_error("%s(%p): %s", fn, addr,
+				  extend ? "too few free pages around the allocation"
+					 : "the pages after the allocation are not free");
 		errno = ENOMEM;
 		return -1;
 	}
 	return 0;
+}
+
+void *za_extend_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
+{
+	unsigned long start;
+	if (change_run(mm, "za_extend_pages_exact", addr, size, new_size, true, &start))
+		return NULL;
+	return pfn_to_virt(mm, start);
+}
+
+int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
+{
+	unsigned long start;
+	return change_run(mm, "za_resize_pages_exact", addr, size, new_size, false, &start);
 }

@@ -288,15 +288,27 @@ void sheaves_empty(struct thread_cache *tc)
 static void barn_trim(struct barn *b, unsigned int keep_full, unsigned int keep_empty,
 		      struct sheaf **out)
 {
-	for (bool full = true;; full = false) {
-		while (full ? b->nr_full > keep_full : b->nr_empty > keep_empty) {
-			struct sheaf *s = barn_take(b, full);
-			s->next = *out;
-			*out = s;
-		}
-		if (!full)
-			return;
+	while (b->nr_full > keep_full || b->nr_empty > keep_empty) {
+		struct sheaf *s = barn_take(b, b->nr_full > keep_full);
+		s->next = *out;
+		*out = s;
 	}
+}
+
+/* Under the barn's lock: back to its base limit, holding at most its
+ * full sheaves up to keep_full (and twice as many empty ones), the rest
+ * onto *out. */
+static void barn_reset(struct barn *b, unsigned int keep_full, struct sheaf **out)
+{
+	barn_trim(b, keep_full, 2 * keep_full, out);
+	b->max_full = b->base_full;
+	b->overflowed = false;
+}
+
+/* Sheaves exchanged at the barn so far (read without its lock: a count). */
+static uint64_t barn_exchanges(const struct barn *b)
+{
+	return load_relaxed(&b->gets) + load_relaxed(&b->puts);
 }
 
 /* Sheaves trimmed off class c's barn: their objects back to the slab
@@ -318,10 +330,8 @@ void sheaves_flush_barns(void)
 		struct barn *b = &zm.barns[c];
 		struct sheaf *out = NULL;
 		za_lock(&b->lock);
-		barn_trim(b, 0, 0, &out);
+		barn_reset(b, 0, &out);
 		b->low_full = 0;
-		b->max_full = b->base_full;
-		b->overflowed = false;
 		za_unlock(&b->lock);
 		release_sheaves(c, out);
 	}
@@ -334,10 +344,9 @@ void sheaves_flush_barns(void)
  * thread has touched since the last look (any thread's): what they hold
  * beyond the base goes back to the slab caches, and so to the page
  * allocator, to serve c, instead of new memory; their limits go back to
- * their bases.  A program moving from one
- * kind of object to the next so keeps one class's swing, not the sum of
- * all it went through; the purge worker's rounds (barns_decay) are too
- * far apart for that.
+ * their bases.  A program moving from one kind of object to the next so
+ * keeps one class's swing, not the sum of all it went through; the purge
+ * worker's rounds (barns_decay) are too far apart for that.
  */
 static void barns_evict_idle(unsigned int c)
 {
@@ -347,14 +356,11 @@ static void barns_evict_idle(unsigned int c)
 		struct barn *b = &zm.barns[d];
 		struct sheaf *out = NULL;
 		za_lock(&b->lock);
-		uint64_t seen = load_relaxed(&b->gets) + load_relaxed(&b->puts);
+		uint64_t seen = barn_exchanges(b);
 		bool idle = seen == b->scan_seen;
 		b->scan_seen = seen;
-		if (idle && b->nr_full > b->base_full) {
-			barn_trim(b, b->base_full, 2 * b->base_full, &out);
-			b->max_full = b->base_full;
-			b->overflowed = false;
-		}
+		if (idle && b->nr_full > b->base_full)
+			barn_reset(b, b->base_full, &out);
 		if (b->nr_full <= b->base_full)
 			atomic_fetch_and_explicit(&zm.barns_retaining, ~(1ULL << d),
 						  memory_order_relaxed);
@@ -365,12 +371,12 @@ static void barns_evict_idle(unsigned int c)
 
 /* Sheaves exchanged at the barns so far: a program reusing its objects
  * through them is busy, though it takes no page (the purge worker's idle
- * test).  Read without the locks: a count, not a state. */
+ * test). */
 uint64_t barns_activity(void)
 {
 	uint64_t sum = 0;
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
-		sum += load_relaxed(&zm.barns[c].gets) + load_relaxed(&zm.barns[c].puts);
+		sum += barn_exchanges(&zm.barns[c]);
 	return sum;
 }
 

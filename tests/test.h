@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define CHECK(cond)                                                            \
 	do {                                                                   \
@@ -95,6 +96,19 @@ static inline void check_fully_coalesced(za_mm_t *mm, unsigned int max_order)
 	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
 	snprintf(name, sizeof(name), "nr_free_blocks_order%u", max_order);
 	CHECK_EQ(za_stat(mm, name) << max_order, za_stat(mm, "nr_managed_pages"));
+}
+
+/* Pages of [p, p + len) mapped in the process (resident), len at most
+ * 16 MiB. */
+static inline long resident_pages(const void *p, size_t len)
+{
+	unsigned char vec[4096];
+	long n = 0;
+	CHECK(len <= sizeof(vec) * 4096);
+	CHECK(mincore((void *)p, len, vec) == 0);
+	for (size_t i = 0; i < (len + 4095) / 4096; i++)
+		n += vec[i] & 1;
+	return n;
 }
 
 /* xorshift64*: a fast reproducible generator for tests. */

@@ -815,17 +815,6 @@ static void test_extend_run(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-/* Pages of [p, p + pages) mapped in the process (resident). */
-static unsigned long resident_pages(const void *p, unsigned long pages)
-{
-	static unsigned char vec[4096];
-	CHECK(pages <= sizeof(vec) && mincore((void *)p, pages * 4096, vec) == 0);
-	unsigned long n = 0;
-	for (unsigned long i = 0; i < pages; i++)
-		n += vec[i] & 1;
-	return n;
-}
-
 static bool all_zero(const char *p, unsigned long pages)
 {
 	for (unsigned long i = 0; i < pages * 4096; i += 512)
@@ -858,7 +847,7 @@ static void test_zeroed_runs(void)
 	CHECK(c == a && all_zero(c, 600));
 	char *d = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 600 * 4096);
 	CHECK(d && pfn_of(mm, d) >= 1024);
-	CHECK_EQ(resident_pages(d, 600), 0);
+	CHECK_EQ(resident_pages(d, 600 * 4096), 0);
 	CHECK(all_zero(d, 600));
 	check_accounting(mm, 324 + 600 + 600);
 	CHECK_EQ(za_free_pages_exact(mm, b, 324 * 4096), 0);
@@ -874,7 +863,7 @@ static void test_zeroed_runs(void)
 	CHECK_EQ(za_free_pages(mm, y, 8), 0);
 	char *e = za_alloc_pages_exact(mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 500 * 4096);
 	CHECK(e == y);
-	CHECK_EQ(resident_pages(e + 256 * 4096, 244), 0);
+	CHECK_EQ(resident_pages(e + 256 * 4096, 244 * 4096), 0);
 	CHECK(all_zero(e, 500));
 	check_accounting(mm, 256 + 500);
 	CHECK_EQ(za_free_pages_exact(mm, e, 500 * 4096), 0);

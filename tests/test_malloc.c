@@ -451,17 +451,6 @@ static void test_fork(void)
 /* ------------------------------------------------------------------------
  * Memory back to the OS
  * ------------------------------------------------------------------------ */
-static long resident_pages(void *p, size_t len)
-{
-	unsigned char vec[4096];
-	long n = 0;
-	CHECK(len <= sizeof(vec) * 4096);
-	CHECK(mincore(p, len, vec) == 0);
-	for (size_t i = 0; i < len / 4096; i++)
-		n += vec[i] & 1;
-	return n;
-}
-
 /* The blocks of a peak: 32 MiB in 64 KiB blocks, all written. */
 static void peak(void **blocks, int n)
 {
