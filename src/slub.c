@@ -214,6 +214,12 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	else if (e < NR_SLAB_NODE_EVENTS)
 		for (int n = 0; n < s->mm->nr_nodes; n++)
 			v += load_relaxed(&s->node[n].stat[e]);
+	else if (e == SL_ALLOC_SLAB || e == SL_FREE_SLAB)
+		for (int n = 0; n < s->mm->nr_nodes; n++) {
+			_Atomic long *count = e == SL_ALLOC_SLAB ? s->node[n].slabs_made :
+								   s->node[n].slabs_freed;
+			v += (uint64_t)(atomic_load(&count[0]) + atomic_load(&count[1]));
+		}
 	return v;
 }
 
@@ -487,10 +493,7 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 
 	struct kmem_cache_node *kn = slab_node(s, slab);
 	atomic_fetch_add(&mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
-	atomic_fetch_add(&kn->nr_slabs, 1);
-	atomic_fetch_add(&kn->nr_pages, 1L << order);
-	atomic_fetch_add(&kn->total_objects, (long)objects);
-	cache_stat(s, SL_ALLOC_SLAB);
+	atomic_fetch_add(&kn->slabs_made[slab_count_index(s, order)], 1);
 	return slab;
 }
 
@@ -503,9 +506,9 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	struct kmem_cache_node *n = slab_node(s, slab);
 	long left = atomic_fetch_sub(&s->mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	VM_BUG_ON_PAGE(s->mm, left < 1L << order, slab);
-	atomic_fetch_sub(&n->nr_slabs, 1);
-	atomic_fetch_sub(&n->nr_pages, 1L << order);
-	atomic_fetch_sub(&n->total_objects, (long)slab_objects(slab));
+	VM_BUG_ON_PAGE(s->mm, slab_objects(slab) != (order == s->order ? s->objects : s->min_objects),
+		       slab);
+	atomic_fetch_add(&n->slabs_freed[slab_count_index(s, order)], 1);
 	_Atomic uint32_t *info = page_slab_info(s->mm, slab);
 	for (unsigned long i = 0; i < 1UL << order; i++)         /* first: see allocate_slab */
 		store_relaxed(&info[i], 0);
@@ -517,7 +520,6 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	}
 	set_page_flags(slab, PG_alloc);
 	za_free_pages(s->mm, za_page_to_virt(s->mm, slab), order);
-	cache_stat(s, SL_FREE_SLAB);
 }
 
 /* ------------------------------------------------------------------------
@@ -1344,8 +1346,9 @@ static long objects_in_use(struct za_kmem_cache *s, long *slabs)
 	for (int node = 0; node < s->mm->nr_nodes; node++) {
 		struct kmem_cache_node *n = &s->node[node];
 		lock_node(n);
-		total += atomic_load(&n->total_objects);
-		*slabs += atomic_load(&n->nr_slabs);
+		struct slab_counts counts = node_slab_counts(s, n);
+		total += counts.objects;
+		*slabs += counts.slabs;
 		for (struct za_list *l = n->partial.next; l != &n->partial; l = l->next) {
 			uint64_t st = slab_state(container_of(l, struct za_page, lru));
 			free_objs += st_objects(st) - st_inuse(st);
@@ -1696,7 +1699,7 @@ void slabinfo_report(struct za_mm *mm, FILE *out)
 		long slabs, total = 0;
 		long active = objects_in_use(s, &slabs);
 		for (int n = 0; n < mm->nr_nodes; n++)
-			total += atomic_load(&s->node[n].total_objects);
+			total += node_slab_counts(s, &s->node[n]).objects;
 		fprintf(out, "%-17s %6ld %6ld %6u %4u %4u : tunables %4u %4u %4u : slabdata %6ld %6ld "
 			     "%6u : order %u\n",
 			s->name, active, total, s->size, s->objects, 1u << s->order, 0u, 0u, 0u, slabs,

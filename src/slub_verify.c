@@ -189,14 +189,13 @@ static int verify_cache(struct za_kmem_cache *s, const struct cache_tally *t)
 		const struct kmem_cache_node *n = &s->node[node];
 		if (verify_node(s, node))
 			return -1;
-		VERIFY(t[node].slabs == atomic_load(&n->nr_slabs) &&
-			   t[node].pages == atomic_load(&n->nr_pages) &&
-			   t[node].objects == atomic_load(&n->total_objects) &&
-			   t[node].frozen == frozen[node],
+		struct slab_counts c = node_slab_counts(s, n);
+		VERIFY(t[node].slabs == c.slabs && t[node].pages == c.pages &&
+			   t[node].objects == c.objects && t[node].frozen == frozen[node],
 		       "cache %s node %d: found %ld slabs, %ld pages, %ld objects, %ld frozen; "
 		       "counted %ld, %ld, %ld, and %ld CPU slabs", s->name, node, t[node].slabs,
-		       t[node].pages, t[node].objects, t[node].frozen, atomic_load(&n->nr_slabs),
-		       atomic_load(&n->nr_pages), atomic_load(&n->total_objects), frozen[node]);
+		       t[node].pages, t[node].objects, t[node].frozen, c.slabs, c.pages, c.objects,
+		       frozen[node]);
 	}
 	return 0;
 }
