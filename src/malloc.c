@@ -587,19 +587,15 @@ static void *extend_block(void *p, unsigned long pages, unsigned long to, size_t
 	return q;
 }
 
-void *za_realloc(void *p, size_t n)
+/* Everything but realloc's fast path. */
+static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 {
-	uint32_t info;
 	if (!p)
 		return za_malloc(n);
 	if (!n) {
 		za_free(p);
 		return NULL;
 	}
-	/* Growing or shrinking within the class: the common case, answered by
-	 * free's checks alone. */
-	if (n <= SMALL_MAX && small_class_of(p, free_signature(p), &info) == size_class(n))
-		return p;
 	if (in_boot_heap(p)) {
 		void *q = za_malloc(n);
 		if (q)
@@ -618,16 +614,6 @@ void *za_realloc(void *p, size_t n)
 			debug_free(p, SIZE_MAX, 1, "realloc");
 		}
 		return q;
-	}
-	/* A page block that keeps its pages only records the new size: the
-	 * common step of a buffer growing a little at a time. */
-	struct za_page *head = n > SMALL_MAX ? live_block_head(p) : NULL;
-	if (head) {
-		unsigned long have = block_word_pages(block_word(head)), need = block_pages(n);
-		if (need <= have && have <= realloc_room(need)) {
-			set_block_word(head, have, n, false);
-			return p;
-		}
 	}
 	/*
 	 * Otherwise the block stays if it can be what malloc(n) would give
@@ -659,6 +645,35 @@ void *za_realloc(void *p, size_t n)
 		free_alloc(p, &b);
 	}
 	return q;
+}
+
+/* Does the live page block p keep its pages for n bytes?  Then it records
+ * n: the common step of a buffer growing a little at a time. */
+static inline bool block_keeps(void *p, size_t n)
+{
+	struct za_page *head = live_block_head(p);
+	if (!head)
+		return false;
+	unsigned long have = block_word_pages(block_word(head)), need = block_pages(n);
+	if (need > have || have > realloc_room(need))
+		return false;
+	set_block_word(head, have, n, false);
+	return true;
+}
+
+/* The fast path, with no frame of its own: growing or shrinking within
+ * the class, answered by free's checks alone, or within a page block's
+ * pages (a page block, not the boot heap's or a debug block: neither
+ * has a live block head). */
+void *za_realloc(void *p, size_t n)
+{
+	uint32_t info;
+	if (likely(p && n && !zm.debug)) {
+		if (n <= SMALL_MAX ? small_class_of(p, free_signature(p), &info) == size_class(n) :
+				     block_keeps(p, n))
+			return p;
+	}
+	return realloc_slow(p, n);
 }
 
 void *za_reallocarray(void *p, size_t count, size_t size)
