@@ -2,7 +2,7 @@
  * SLUB object caches: the kernel's slab order calculation on hand-computed
  * cases (including seed 002's 224-CPU server), alignment and placement,
  * constructors, shrinking, destroy, exact accounting back to the buddy
- * lists, and a multi-threaded run with remote frees where every object
+ * lists (slabs of the fallback order too), and a multi-threaded run with remote frees where every object
  * carries a tag and an owner flag (no object is handed out twice).
  */
 #include "test.h"
@@ -554,6 +554,93 @@ static void test_exhaustion(void)
 	free(objs);
 }
 
+/* The num_objs and num_slabs columns of the cache's slabinfo line. */
+static void slabinfo_counts(za_mm_t *mm, const char *name, long *objs, long *slabs)
+{
+	char line[512];
+	FILE *f = tmpfile();
+	CHECK(f && za_report(mm, "slabinfo", f) == 0);
+	rewind(f);
+	*objs = *slabs = -1;
+	while (fgets(line, sizeof(line), f)) {
+		char n[64];
+		long active, total, active_slabs, total_slabs;
+		if (sscanf(line, "%63s %ld %ld %*u %*u %*u : tunables %*u %*u %*u : slabdata %ld %ld",
+			   n, &active, &total, &active_slabs, &total_slabs) == 5 && !strcmp(n, name)) {
+			*objs = total;
+			*slabs = total_slabs;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * With no free block of the preferred order, a cache makes slabs of its
+ * fallback order (allocate_slab): memory cut into single pages, every
+ * other one allocated, leaves no order-1 block anywhere.  The node counts
+ * slabs of either order apart, and the pages, objects and events that
+ * follow from them stay exact: slabinfo's object count, nr_slab_pages,
+ * alloc_slab against free_slab, and za_verify's walk of every slab.
+ */
+static void test_order_fallback(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	enum { PAGES = 4096, N = 40 };
+	static void *pages[PAGES], *blocks[64];
+	static unsigned int block_order[64];
+	long npages = 0, nblocks = 0;
+	while (npages < PAGES && (pages[npages] = za_alloc_pages(mm, 0, 0)))
+		npages++;
+	CHECK(npages > 1024);
+	for (long i = 0; i < npages; i += 2)            /* every other page back */
+		CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	za_drain_all_pages(mm);
+	/* The block the watermarks kept from the single pages, now above them. */
+	for (unsigned int order = 10; order > 0; order--)
+		while (nblocks < 64 && (blocks[nblocks] = za_alloc_pages(mm, 0, order)))
+			block_order[nblocks++] = order;
+	CHECK(nblocks > 0);
+
+	za_cache_t *c = za_cache_create(mm, "fallback", 2048, 0, 0, NULL);
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	CHECK_EQ(info.order, 3);                        /* 16 objects; order 0 holds 2 */
+	void *objs[N];
+	for (int i = 0; i < N; i++) {
+		CHECK((objs[i] = za_cache_alloc(c, 0)));
+		memset(objs[i], i, 2048);
+	}
+	long long fallbacks = za_cache_stat(c, "order_fallback");
+	CHECK(fallbacks >= N / 2 - 1);                  /* every slab but perhaps one */
+	long slabs = (long)(za_cache_stat(c, "alloc_slab") - za_cache_stat(c, "free_slab"));
+	long total_objs, total_slabs;
+	slabinfo_counts(mm, "fallback", &total_objs, &total_slabs);
+	CHECK_EQ(total_slabs, slabs);
+	long preferred = slabs - (long)fallbacks;       /* nothing freed yet: each slab made once */
+	CHECK_EQ(total_objs, preferred * 16 + (long)fallbacks * 2);
+	CHECK_EQ(za_stat(mm, "nr_slab_pages"), (preferred << 3) + fallbacks);
+	CHECK(za_verify(mm) == 0);
+
+	for (int i = 0; i < N; i++) {
+		CHECK(((unsigned char *)objs[i])[2047] == (unsigned char)i);
+		CHECK_EQ(za_cache_free(c, objs[i]), 0);
+	}
+	za_cache_shrink(c);
+	CHECK_EQ(za_cache_stat(c, "alloc_slab"), za_cache_stat(c, "free_slab"));
+	CHECK_EQ(za_stat(mm, "nr_slab_pages"), 0);
+	slabinfo_counts(mm, "fallback", &total_objs, &total_slabs);
+	CHECK_EQ(total_objs, 0);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_cache_destroy(c), 0);
+	for (long i = 1; i < npages; i += 2)
+		CHECK_EQ(za_free_pages(mm, pages[i], 0), 0);
+	for (long i = 0; i < nblocks; i++)
+		CHECK_EQ(za_free_pages(mm, blocks[i], block_order[i]), 0);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /*
  * A new slab is allocated with the CPU's lock let go (the allocation may
  * reclaim, whose locks fork and za_verify hold while they wait for the CPU
@@ -688,6 +775,7 @@ int main(void)
 	test_cache_descriptors_reused("memory=16M,zones=Normal,cpus=2,kswapd=0");
 	test_cache_descriptors_reused("memory=16M,zones=Normal,cpus=64,kswapd=0,slab_freelist_random=1");
 	test_exhaustion();
+	test_order_fallback();
 	test_verify_finds_corrupt_freelist();
 	test_new_slab_lets_cpu_go();
 	test_threads("memory=128M,zones=Normal");
