@@ -117,12 +117,12 @@ struct kmem_cache_node {
 	_Atomic unsigned long nr_partial;       /* written under list_lock */
 	struct za_list partial;
 	/* Slabs made and freed, of the cache's order [0] and of its fallback
-	 * order [1].  The node's slabs, their pages and objects follow
-	 * (node_slab_counts), and so do the alloc_slab and free_slab events:
-	 * making or freeing a slab is one atomic operation.  A count per
-	 * quantity, and the events apart, made it four, a fifth of
-	 * allocate_slab's time when zabench malloc's sizes cycles its classes
-	 * through new slabs. */
+	 * order [1] (a slab has no other).  The node's slabs, their pages and
+	 * objects follow (node_slab_counts), and so do the alloc_slab and
+	 * free_slab events: making or freeing a slab is one atomic operation
+	 * here, beside the zone's nr_slab_pages.  A count per quantity and
+	 * the event apart took four, most of allocate_slab's time when
+	 * zabench malloc's sizes cycles its classes through new slabs. */
 	_Atomic long slabs_made[2], slabs_freed[2];
 	za_counter_t stat[NR_SLAB_NODE_EVENTS];
 } __attribute__((aligned(ZA_CACHELINE)));

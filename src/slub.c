@@ -506,8 +506,7 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 	struct kmem_cache_node *n = slab_node(s, slab);
 	long left = atomic_fetch_sub(&s->mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	VM_BUG_ON_PAGE(s->mm, left < 1L << order, slab);
-	VM_BUG_ON_PAGE(s->mm, slab_objects(slab) != (order == s->order ? s->objects : s->min_objects),
-		       slab);
+	VM_BUG_ON_PAGE(s->mm, order != s->order && order != s->min_order, slab);
 	atomic_fetch_add(&n->slabs_freed[slab_count_index(s, order)], 1);
 	_Atomic uint32_t *info = page_slab_info(s->mm, slab);
 	for (unsigned long i = 0; i < 1UL << order; i++)         /* first: see allocate_slab */
