@@ -110,11 +110,11 @@ static bool sheaf_fill(unsigned int c, struct sheaf *s, struct thread_cache *tc)
 	if (za_cache_alloc_bulk(cache, 0, n, s->objects)) {
 		s->size = n;
 		reverse(s->objects, n);
-	}
-	else if ((s->objects[0] = za_cache_alloc(cache, 0)))   /* short of memory: one will do */
+	} else if ((s->objects[0] = za_cache_alloc(cache, 0))) {  /* short of memory: one will do */
 		s->size = 1;
-	else
+	} else {
 		return false;
+	}
 	own_slabs(s, tc);
 	return true;
 }

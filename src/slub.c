@@ -1336,25 +1336,27 @@ long slab_shrink_reclaim(struct za_mm *mm)
 	return shrink_all(mm, false);
 }
 
-/* Objects allocated: every object of every slab minus the free ones on the
- * node lists.  Exact once the CPU slabs are flushed. */
-static long objects_in_use(struct za_kmem_cache *s, long *slabs)
+/* Objects allocated: every object of every slab (*all: the nodes' slabs,
+ * pages and objects) minus the free ones on the node lists.  Exact once
+ * the CPU slabs are flushed. */
+static long objects_in_use(struct za_kmem_cache *s, struct slab_counts *all)
 {
-	long total = 0, free_objs = 0;
-	*slabs = 0;
+	long free_objs = 0;
+	*all = (struct slab_counts){ 0 };
 	for (int node = 0; node < s->mm->nr_nodes; node++) {
 		struct kmem_cache_node *n = &s->node[node];
 		lock_node(n);
 		struct slab_counts counts = node_slab_counts(s, n);
-		total += counts.objects;
-		*slabs += counts.slabs;
+		all->slabs += counts.slabs;
+		all->pages += counts.pages;
+		all->objects += counts.objects;
 		for (struct za_list *l = n->partial.next; l != &n->partial; l = l->next) {
 			uint64_t st = slab_state(container_of(l, struct za_page, lru));
 			free_objs += st_objects(st) - st_inuse(st);
 		}
 		unlock_node(n);
 	}
-	return total - free_objs;
+	return all->objects - free_objs;
 }
 
 static void unlink_cache(struct za_kmem_cache *s)
@@ -1411,12 +1413,12 @@ long za_cache_destroy(za_cache_t *s)
 {
 	if (!s)
 		return 0;
-	long slabs;
+	struct slab_counts all;
 	za_cache_shrink(s);
-	long in_use = objects_in_use(s, &slabs);
+	long in_use = objects_in_use(s, &all);
 	if (in_use) {
 		za_report_error(s->mm, "za_cache_destroy(%s): %ld objects still allocated in %ld slabs; "
-				"the cache stays", s->name, in_use, slabs);
+				"the cache stays", s->name, in_use, all.slabs);
 		return in_use;
 	}
 	unlink_cache(s);
@@ -1695,14 +1697,12 @@ void slabinfo_report(struct za_mm *mm, FILE *out)
 		     "<active_slabs> <num_slabs> <sharedavail> : order\n");
 	za_lock(&mm->caches_lock);
 	for (struct za_kmem_cache *s = mm->caches; s; s = s->next) {
-		long slabs, total = 0;
-		long active = objects_in_use(s, &slabs);
-		for (int n = 0; n < mm->nr_nodes; n++)
-			total += node_slab_counts(s, &s->node[n]).objects;
+		struct slab_counts all;
+		long active = objects_in_use(s, &all);
 		fprintf(out, "%-17s %6ld %6ld %6u %4u %4u : tunables %4u %4u %4u : slabdata %6ld %6ld "
 			     "%6u : order %u\n",
-			s->name, active, total, s->size, s->objects, 1u << s->order, 0u, 0u, 0u, slabs,
-			slabs, 0u, s->order);
+			s->name, active, all.objects, s->size, s->objects, 1u << s->order, 0u, 0u, 0u,
+			all.slabs, all.slabs, 0u, s->order);
 	}
 	za_unlock(&mm->caches_lock);
 }
