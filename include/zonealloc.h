@@ -503,14 +503,18 @@ void za_shrinker_unregister(za_mm_t *mm, void *handle);
  *
  * Misuse ends the process with one line on stderr ("zonealloc: double free
  * of 0x... (malloc-64)") and abort(): a pointer zonealloc never returned,
- * one inside an object, a double free, a sized or aligned free that does
- * not match the allocation.  With debug=1 also: writes past the requested
- * size (even by one byte), writes after free, access through a malloc(0)
- * pointer, use of a freed pointer in realloc or malloc_usable_size.
+ * one inside an object, a double free (malloc(0)'s pointers too), a sized
+ * or aligned free that does not match the allocation, access through a
+ * malloc(0) pointer (a SIGSEGV handler, installed at the first malloc(0),
+ * reports it and delivers every other fault to the program's handler as
+ * the kernel would).  With debug=1 also: writes past the requested size
+ * (even by one byte), writes after free, use of a freed pointer in realloc
+ * or malloc_usable_size.
  *
  * Free memory goes back to the OS once it has been free for
- * purge_delay_ms (default 1000; 0: never), by a background thread started
- * when first needed; malloc_trim(0) does it at once.
+ * purge_delay_ms (default 1000; 0: never), by a background thread that
+ * runs while there is work and never keeps the process alive after the
+ * program's last thread ends; malloc_trim(0) does it at once.
  *
  * Statistics at exit, per process (a forked child prints its own):
  *   ZA_STATS=1   a summary -- peak and current RSS and what the arena's

@@ -50,6 +50,7 @@ struct alloc_info {
 	unsigned long pages;            /* A_LARGE */
 	size_t size;                    /* usable */
 	size_t requested;               /* A_LARGE, A_MAPPED: what malloc was asked for */
+	size_t align;                   /* A_LARGE, A_MAPPED: the alignment it was asked for */
 	const char *why;                /* A_BAD */
 	const void *start;              /* A_BAD inside a block: where it starts */
 	bool freed;                     /* A_SMALL, A_BAD: the memory is free */
@@ -134,13 +135,14 @@ static void lookup(const void *p, struct alloc_info *b)
 			unsigned long w = block_word(head), pages = block_word_pages(w);
 			*b = (struct alloc_info){ .kind = A_LARGE, .pages = pages,
 					     .size = pages << PAGE_SHIFT,
-					     .requested = block_word_requested(w), .freed = w & 1 };
+					     .requested = block_word_requested(w),
+					     .align = block_word_align(w), .freed = w & 1 };
 		} else {
 			describe_arena_page(p, b);
 		}
 	} else if (in_boot_heap(p)) {
 		*b = (struct alloc_info){ .kind = A_BOOT, .size = boot_size(p) };
-	} else if ((b->size = vmalloc_size(p, &b->requested))) {
+	} else if ((b->size = vmalloc_size(p, &b->requested, &b->align))) {
 		b->kind = A_MAPPED;
 	}
 }
@@ -149,6 +151,9 @@ static const char *alloc_name(const struct alloc_info *b, char *buf, size_t len)
 {
 	if (b->kind == A_SMALL)
 		snprintf(buf, len, "malloc-%u", class_size(b->cls));
+	else if ((b->kind == A_LARGE || b->kind == A_MAPPED) && b->align > MALLOC_ALIGN)
+		snprintf(buf, len, "%zu-byte block for %zu bytes aligned to %zu", b->size, b->requested,
+			 b->align);
 	else if (b->kind == A_LARGE || b->kind == A_MAPPED)
 		snprintf(buf, len, "%zu-byte block for %zu bytes", b->size, b->requested);
 	else
@@ -159,7 +164,7 @@ static const char *alloc_name(const struct alloc_info *b, char *buf, size_t len)
 /* Looks p up for fn, ending the process unless it is a live allocation. */
 static void lookup_live(const void *p, struct alloc_info *b, const char *fn)
 {
-	char name[40];
+	char name[80];
 	lookup(p, b);
 	if (b->freed && !strcmp(fn, "free"))
 		malloc_misuse("double free of %p (%s)", p,
@@ -396,28 +401,36 @@ static void free_alloc(void *p, const struct alloc_info *b)
 	}
 }
 
-/* Does a sized free's claim match the block?  A small object's class, or
- * exactly the size a page block or mapping was asked for (the last
- * realloc's, C23). */
+/*
+ * Does a sized free's claim -- n bytes, and for free_aligned_sized an
+ * alignment (else 0) -- match the allocation?  A small object's class (a
+ * class serves several sizes and alignments alike, so only debug mode
+ * tells them apart), or exactly the size a page block or mapping was asked
+ * for (the last realloc's, C23) and the alignment it was asked for.
+ */
 static bool matches(const struct alloc_info *b, size_t n, size_t align)
 {
 	struct alloc_info want;
-	plan(n ? n : 1, align, &want);  /* malloc(0)'s stand-in block is 1 byte's */
-	if (b->kind == A_MAPPED)          /* planned so, or a page block that fell back */
-		return want.kind != A_SMALL && n == b->requested;
-	if (want.kind != b->kind)
-		return false;
-	return b->kind == A_SMALL ? want.cls == b->cls : n == b->requested;
+	plan(n ? n : 1, align ? align : MALLOC_ALIGN, &want);  /* malloc(0)'s stand-in is 1 byte's */
+	if (b->kind == A_SMALL || want.kind == A_SMALL)
+		return want.kind == b->kind && want.cls == b->cls;
+	/* a page block or a mapping: planned so, or a page block that fell back */
+	return n == b->requested && (!align || align == b->align);
 }
 
 /* Everything but the fast path.  expect_size/align: a sized free's claim
- * (expect_size SIZE_MAX: none). */
+ * (expect_size SIZE_MAX: none; expect_align 0: none, else at least
+ * malloc's). */
 static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, size_t expect_align,
 						const char *fn)
 {
 	struct alloc_info b;
-	if (!p || in_boot_heap(p) || in_zero_region(p))
+	if (!p || in_boot_heap(p))
 		return;
+	if (in_zero_region(p)) {
+		zero_free(p, expect_size, expect_align, fn);
+		return;
+	}
 	if (!malloc_ready())
 		malloc_misuse("%s(%p): not allocated by zonealloc", fn, p);
 	if (zm.debug) {
@@ -427,12 +440,12 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 	lookup_live(p, &b, fn);
 	if (expect_size != SIZE_MAX && !matches(&b, expect_size, expect_align)) {
 		char name[80], align[40] = "";
-		if (expect_align > MALLOC_ALIGN)
+		if (expect_align)
 			snprintf(align, sizeof(align), ", align %zu", expect_align);
 		malloc_misuse("%s(%p, size %zu%s): the size or alignment does not match the allocation (%s)",
 			      fn, p, expect_size, align, alloc_name(&b, name, sizeof(name)));
 	}
-	if ((uintptr_t)p & (expect_align - 1))
+	if (expect_align && ((uintptr_t)p & (expect_align - 1)))
 		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
 	if (b.kind == A_SMALL)
 		counter_add_atomic(&zm.checked_small_frees, 1);
@@ -519,7 +532,7 @@ FAST_PATH void za_free(void *p)
 	if (unlikely(r < NR_CLASSES))
 		sheaf_free_slow(r, p);
 	else if (unlikely(r == FREE_CHECK))
-		free_slow(p, SIZE_MAX, 1, "free");
+		free_slow(p, SIZE_MAX, 0, "free");
 }
 
 void za_free_sized(void *p, size_t n)
@@ -528,7 +541,7 @@ void za_free_sized(void *p, size_t n)
 	if (unlikely(r < NR_CLASSES))
 		sheaf_free_slow(r, p);
 	else if (unlikely(r == FREE_CHECK) && p)
-		free_slow(p, n, MALLOC_ALIGN, "free_sized");
+		free_slow(p, n, 0, "free_sized");
 }
 
 void za_free_aligned_sized(void *p, size_t align, size_t n)
@@ -565,7 +578,7 @@ static bool resize_block(void *p, unsigned long pages, unsigned long to, size_t 
 {
 	if (za_resize_pages_exact(zm.mm, p, pages << PAGE_SHIFT, to << PAGE_SHIFT))
 		return false;
-	set_block_word(virt_to_page(zm.mm, p), to, n, false);
+	set_block_word(virt_to_page(zm.mm, p), to, n, MALLOC_ALIGN, false);
 	if (to < pages)
 		purge_worker_kick();
 	return true;
@@ -583,7 +596,7 @@ static void *extend_block(void *p, unsigned long pages, unsigned long to, size_t
 		return NULL;
 	if (q != p)
 		memmove(q, p, pages << PAGE_SHIFT);
-	set_block_word(virt_to_page(zm.mm, q), to, n, false);
+	set_block_word(virt_to_page(zm.mm, q), to, n, MALLOC_ALIGN, false);
 	return q;
 }
 
@@ -602,8 +615,10 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 			memcpy(q, p, n < boot_size(p) ? n : boot_size(p));
 		return q;
 	}
-	if (in_zero_region(p))          /* malloc(0)'s: nothing to copy */
+	if (in_zero_region(p)) {        /* malloc(0)'s: nothing to copy */
+		zero_free(p, SIZE_MAX, 0, "realloc");
 		return za_malloc(n);
+	}
 	if (!malloc_ready())
 		malloc_misuse("realloc(%p): not allocated by zonealloc", p);
 	if (zm.debug) {
@@ -611,7 +626,7 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 		void *q = debug_malloc(n, MALLOC_ALIGN, false);
 		if (q) {
 			memcpy(q, p, n < have ? n : have);
-			debug_free(p, SIZE_MAX, 1, "realloc");
+			debug_free(p, SIZE_MAX, 0, "realloc");
 		}
 		return q;
 	}
@@ -657,7 +672,7 @@ static inline bool block_keeps(void *p, size_t n)
 	unsigned long have = block_word_pages(block_word(head)), need = block_pages(n);
 	if (need > have || have > realloc_room(need))
 		return false;
-	set_block_word(head, have, n, false);
+	set_block_word(head, have, n, MALLOC_ALIGN, false);
 	return true;
 }
 
@@ -705,7 +720,7 @@ size_t za_malloc_usable_size(void *p)
 	if (in_boot_heap(p))
 		return boot_size(p);
 	if (in_zero_region(p))
-		return 0;
+		return zero_usable_size(p);
 	if (!malloc_ready())
 		malloc_misuse("malloc_usable_size(%p): not allocated by zonealloc", p);
 	if (zm.debug)

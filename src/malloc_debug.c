@@ -24,6 +24,7 @@
 #include "slab.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -34,9 +35,19 @@
 
 struct dbg_header {                     /* the 16 bytes before the user's pointer */
 	uint32_t magic;
-	uint32_t offset;                /* from the start of the block */
+	uint32_t offset_align;          /* the offset from the block's start, and the alignment */
 	size_t size;                    /* asked for */
 };
+
+/* offset_align: the log2 of the alignment asked for in the top bits, the
+ * offset modulo 2^26 below them (an alignment of 64 MiB or more wraps it). */
+#define OFFSET_BITS 26
+#define OFFSET_MASK ((1u << OFFSET_BITS) - 1)
+
+static uint32_t offset_align(size_t offset, size_t align)
+{
+	return (uint32_t)order_base_2(align) << OFFSET_BITS | ((uint32_t)offset & OFFSET_MASK);
+}
 
 /* ------------------------------------------------------------------------
  * The quarantine: freed large blocks, without access, oldest out first
@@ -204,10 +215,14 @@ void debug_fault(const void *addr)
 			      q->size, (void *)load_relaxed(&q->start));
 }
 
+static void small_quarantine_check_all(void);
+
 void malloc_debug_init(void)
 {
 	size_t arena = zm.mm->nr_pages << PAGE_SHIFT;
 	quarantine.budget = arena / 8 < QUARANTINE_BYTES ? arena / 8 : QUARANTINE_BYTES;
+	malloc_fault_handler_install();
+	atexit(small_quarantine_check_all);
 }
 
 /* ------------------------------------------------------------------------
@@ -246,6 +261,9 @@ static struct {
 	struct held_object slot[SMALL_QUARANTINE_SLOTS];
 	unsigned int oldest, count;
 	size_t bytes;
+	/* Per class, the slot its last object went to: the next allocation of
+	 * the class checks it (small_quarantine_check_newest). */
+	unsigned int newest[NR_CLASSES];
 } small_quarantine;
 
 static void small_quarantine_lock(bool lock)
@@ -253,16 +271,29 @@ static void small_quarantine_lock(bool lock)
 	lock ? za_lock(&small_quarantine.lock) : za_unlock(&small_quarantine.lock);
 }
 
-/* Its poison intact, or the end of the process; then back to its slab. */
-static void small_release(struct held_object o)
+/* Its poison intact, or the end of the process. */
+static void check_poison(const struct held_object *o)
 {
-	for (const char *c = o.p; c < o.end; c++)
+	for (const char *c = o->p; c < o->end; c++)
 		if (*(const unsigned char *)c != FREED_BYTE)
 			malloc_misuse("write after free: object %p modified at byte %zu after it was "
-				      "freed (0x%02x)", (void *)o.p, (size_t)(c - o.p),
+				      "freed (0x%02x)", (void *)o->p, (size_t)(c - o->p),
 				      *(const unsigned char *)c);
+}
+
+/* Checked, then back to its slab. */
+static void small_release(struct held_object o)
+{
+	check_poison(&o);
 	header(o.p)->magic = 0;
 	za_cache_free(virt_to_slab(zm.mm, o.start)->slab_cache, o.start);
+}
+
+/* Is slot i among those the quarantine holds?  Under the lock. */
+static bool slot_held(unsigned int i)
+{
+	return (i + SMALL_QUARANTINE_SLOTS - small_quarantine.oldest) % SMALL_QUARANTINE_SLOTS <
+	       small_quarantine.count;
 }
 
 /* The oldest object out, under the lock. */
@@ -307,6 +338,7 @@ static void small_quarantine_add(char *p, char *start, char *end)
 		gone = take_oldest();
 	unsigned int at = (small_quarantine.oldest + small_quarantine.count) % SMALL_QUARANTINE_SLOTS;
 	small_quarantine.slot[at] = (struct held_object){ p, start, end };
+	small_quarantine.newest[size_class((size_t)(end - start))] = at;
 	small_quarantine.count++;
 	small_quarantine.bytes += (size_t)(end - start);
 	za_unlock(&small_quarantine.lock);
@@ -314,6 +346,34 @@ static void small_quarantine_add(char *p, char *start, char *end)
 		small_release(gone);
 	while (small_evict(false))
 		;
+}
+
+/*
+ * The early check: an allocation of class c checks the object of its class
+ * freed last, if the quarantine still holds it -- a stale pointer mostly
+ * writes soon after the free, and before the quarantine held objects back,
+ * that write was seen when the class allocated next.  One object, so that
+ * the quarantine's reach costs the allocation path nothing more.
+ */
+static void small_quarantine_check_newest(unsigned int c)
+{
+	za_lock(&small_quarantine.lock);
+	unsigned int i = small_quarantine.newest[c];
+	const struct held_object *o = &small_quarantine.slot[i];
+	if (slot_held(i) && o->p && size_class((size_t)(o->end - o->start)) == c)
+		check_poison(o);
+	za_unlock(&small_quarantine.lock);
+}
+
+/* At exit: every object still held, so that a write after free is
+ * reported however few frees followed it. */
+static void small_quarantine_check_all(void)
+{
+	za_lock(&small_quarantine.lock);
+	for (unsigned int n = 0; n < small_quarantine.count; n++)
+		check_poison(&small_quarantine.slot[(small_quarantine.oldest + n) %
+						    SMALL_QUARANTINE_SLOTS]);
+	za_unlock(&small_quarantine.lock);
 }
 
 /* A block of total bytes for an allocation aligned to align, and its end:
@@ -326,6 +386,7 @@ static char *debug_block(size_t total, size_t align, char **end)
 	if (total <= SMALL_MAX) {
 		unsigned int c = size_class(total);
 		za_cache_t *cache = malloc_class_cache(c);
+		small_quarantine_check_newest(c);
 		if ((block = cache ? za_cache_alloc(cache, 0) : NULL))
 			*end = block + class_size(c);
 		return block;
@@ -335,7 +396,7 @@ static char *debug_block(size_t total, size_t align, char **end)
 		return block;
 	}
 	if ((block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE, total)))
-		*end = block + vmalloc_size(block, NULL);
+		*end = block + vmalloc_size(block, NULL, NULL);
 	return block;
 }
 
@@ -350,6 +411,10 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 {
 	size_t pad = align > MALLOC_ALIGN ? align - 1 : 0, total;
 	size_t extra = sizeof(struct dbg_header) + pad + TAIL_MIN;
+	/* Its sheaves stay empty, but the cache makes the thread known: a
+	 * fork's child tells whether its parent had other threads, the purge
+	 * worker sees the thread exit. */
+	this_thread_cache();
 	if (!n) {
 		void *z = zero_alloc(align);
 		if (z)
@@ -365,11 +430,10 @@ void *debug_malloc(size_t n, size_t align, bool zero)
 	if (!block)
 		return NULL;
 	/* block + total is an address: p's computation cannot wrap.  The
-	 * offset is kept modulo 2^32 (an alignment of 4 GiB or more wraps it),
-	 * as live_header compares it. */
+	 * offset is kept modulo 2^26, as live_header compares it. */
 	char *p = (char *)(((uintptr_t)block + sizeof(struct dbg_header) + align - 1) &
 			   ~(uintptr_t)(align - 1));
-	*header(p) = (struct dbg_header){ HDR_LIVE, (uint32_t)(p - block), n };
+	*header(p) = (struct dbg_header){ HDR_LIVE, offset_align((size_t)(p - block), align), n };
 	size_t tail = (size_t)(end - (p + n));
 	fill_tail(p + n, p + n + (tail < PAGE_SIZE ? tail : PAGE_SIZE));
 	if (zero)
@@ -410,11 +474,11 @@ static bool find_block(const void *p, struct dbg_block *b)
 	}
 	/* A mapping starts at the page below the header, or, aligned beyond a
 	 * page, at p less its alignment. */
-	size_t len = vmalloc_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)), NULL);
+	size_t len = vmalloc_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)), NULL, NULL);
 	b->start = (char *)((uintptr_t)h & ~(PAGE_SIZE - 1));
 	for (size_t a = 2 * PAGE_SIZE; !len && a && a <= (uintptr_t)p && !((uintptr_t)p & (a - 1));
 	     a <<= 1)
-		len = vmalloc_size(b->start = (char *)p - a, NULL);
+		len = vmalloc_size(b->start = (char *)p - a, NULL, NULL);
 	b->end = b->start + len;
 	b->mapping = true;
 	return len != 0;
@@ -430,7 +494,8 @@ static struct dbg_header *live_header(const void *p, const char *fn, struct dbg_
 	if (((uintptr_t)p & (MALLOC_ALIGN - 1)) || !find_block(p, b))
 		malloc_misuse("%s(%p): not allocated by zonealloc", fn, p);
 	struct dbg_header *h = header(p);
-	if (h->magic == HDR_LIVE && h->offset == (uint32_t)((char *)p - b->start) &&
+	if (h->magic == HDR_LIVE &&
+	    (h->offset_align & OFFSET_MASK) == ((uint32_t)((char *)p - b->start) & OFFSET_MASK) &&
 	    h->size <= (size_t)(b->end - (char *)p))
 		return h;
 	if (h->magic == 0x6b6b6b6bu || h->magic == HDR_FREED)       /* poisoned by SLUB, or ours */
@@ -450,17 +515,18 @@ static void check_tail(const void *p, const struct dbg_header *h, const char *en
 				      "(byte %zu is 0x%02x)", h->size, p, h->size + i, t[i]);
 }
 
+/* expect_size/align as free_slow's. */
 void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn)
 {
 	struct dbg_block b;
-	if (in_zero_region(p))
-		return;
 	struct dbg_header *h = live_header(p, fn, &b);
+	size_t align = (size_t)1 << (h->offset_align >> OFFSET_BITS);
 	check_tail(p, h, b.end);
 	if (expect_size != SIZE_MAX && expect_size != h->size)
 		malloc_misuse("%s(%p, %zu): the allocation was of %zu bytes", fn, p, expect_size, h->size);
-	if ((uintptr_t)p & (expect_align - 1))
-		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
+	if (expect_align && expect_align != align)
+		malloc_misuse("%s(%p, align %zu): the allocation was aligned to %zu", fn, p,
+			      expect_align, align);
 	if (b.small) {
 		small_quarantine_add(p, b.start, b.end);
 	} else {
@@ -476,5 +542,5 @@ void debug_free(void *p, size_t expect_size, size_t expect_align, const char *fn
 size_t debug_usable_size(const void *p, const char *fn)
 {
 	struct dbg_block b;
-	return in_zero_region(p) ? 0 : live_header(p, fn, &b)->size;
+	return live_header(p, fn, &b)->size;
 }

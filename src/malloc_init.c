@@ -201,6 +201,8 @@ static bool init_front_end(void)
 	zm.large_max_pages = 1UL << (pfn_section_shift(mm) - 2);
 	if (zm.large_max_pages < 1UL << mm->max_order)
 		zm.large_max_pages = 1UL << mm->max_order;
+	if (zm.large_max_pages > BLOCK_MAX_PAGES)       /* what a block's word holds */
+		zm.large_max_pages = BLOCK_MAX_PAGES;
 	zm.free_key = get_random_u64() | 1;
 	init_classes();
 	zm.sheaf_cache = za_cache_create(mm, "malloc-sheaf",
@@ -212,7 +214,6 @@ static bool init_front_end(void)
 	    pthread_key_create(&zm.thread_key, thread_cache_exit))
 		return false;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	malloc_zero_init();
 	if (zm.debug)
 		malloc_debug_init();
 	malloc_stats_init();

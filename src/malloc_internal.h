@@ -190,9 +190,9 @@ bool sheaves_after_fork_child(void);
  * Direct mappings (vmalloc.c)
  * ------------------------------------------------------------------------ */
 void *vmalloc_alloc(size_t size, size_t align, size_t requested);
-/* The mapping's usable size if p starts one (and the size malloc was
- * asked for, if requested is not NULL), else 0. */
-size_t vmalloc_size(const void *p, size_t *requested);
+/* The mapping's usable size if p starts one (and the size and alignment
+ * malloc was asked for, where not NULL), else 0. */
+size_t vmalloc_size(const void *p, size_t *requested, size_t *align);
 /* How many bytes from the start of mapping p may not be zero: reused
  * from the mapping cache (calloc clears them). */
 size_t vmalloc_dirty(const void *p);
@@ -211,6 +211,7 @@ struct vmalloc_stats {
 	uint64_t maps, reuses, frees;   /* new mappings; requests the cache served; frees */
 };
 void vmalloc_stats(struct vmalloc_stats *st);
+int vmalloc_verify(void);               /* za_verify's part: the table and the cache */
 void vmalloc_lock(void);
 void vmalloc_unlock(void);
 
@@ -343,10 +344,13 @@ static inline unsigned long block_pages(size_t n)
 }
 
 /* malloc_zero.c: malloc(0)'s inaccessible addresses (NULL: none left for
- * this alignment) and the fault reporter. */
-void malloc_zero_init(void);
+ * this alignment), their frees and sizes checked as any block's (misuse
+ * ends the process), and the fault reporter. */
 bool in_zero_region(const void *p);
 void *zero_alloc(size_t align);
+void zero_free(const void *p, size_t expect_size, size_t expect_align, const char *fn);
+size_t zero_usable_size(const void *p);
+void malloc_fault_handler_install(void);
 /* size_class(0): a slot past the classes whose sheaf is always empty. */
 #define ZERO_SLOT NR_CLASSES
 
@@ -356,6 +360,7 @@ void malloc_stats_init(void);
 
 /* malloc_purge.c */
 void purge_worker_kick(void);
+void purge_worker_thread_exit(void);
 void purge_worker_after_fork(bool parent_multithreaded);
 void purge_worker_pause(struct za_mm *mm, bool pause);     /* za_verify (mm_layers.c) */
 
@@ -368,20 +373,19 @@ static inline unsigned int object_owner(const void *p)
 }
 
 /*
- * A page block's descriptor (the head of its first piece: runs are made
- * of pieces, mmzone.h) carries in its private word, which belongs to the
- * owner of an allocated block, the block's pages and whether it is freed
- * (in a thread's block cache: a second free is a double free).  The page
- * allocator clears the word of every block it hands out, so a piece head
- * that reads 0 is inside some block, not the start of one.
+ * A page block's descriptor (the head of its first piece: runs are made of
+ * pieces, mmzone.h) carries a word in page->private, which belongs to the
+ * owner of an allocated block: bit 0 freed (kept by a thread for reuse: a
+ * second free is a double free), bits 1..6 the log2 of the alignment it
+ * was asked for, bits 7..27 its pages (at most BLOCK_MAX_PAGES), bits
+ * 28..63 how far the request fell short of them -- so that sized frees are
+ * checked against the exact size and alignment malloc was asked for.  The
+ * page allocator clears the word of every block it hands out, so a piece
+ * head that reads 0 is inside some block, not the start of one.
  */
-/*
- * A malloc page block's head keeps its word in page->private: bit 0 freed
- * (kept by a thread for reuse), bits 1..38 its pages, bits 39..63 how far
- * the request fell short of them (so that sized frees are checked against
- * the exact size malloc was asked for).  0: no malloc block starts here.
- */
-#define BLOCK_SLACK_SHIFT 39
+#define BLOCK_PAGES_SHIFT 7
+#define BLOCK_SLACK_SHIFT 28
+#define BLOCK_MAX_PAGES (1UL << 20)
 
 static inline unsigned long block_word(const struct za_page *head)
 {
@@ -390,7 +394,7 @@ static inline unsigned long block_word(const struct za_page *head)
 
 static inline unsigned long block_word_pages(unsigned long w)
 {
-	return (w >> 1) & ((1UL << (BLOCK_SLACK_SHIFT - 1)) - 1);
+	return (w >> BLOCK_PAGES_SHIFT) & ((1UL << (BLOCK_SLACK_SHIFT - BLOCK_PAGES_SHIFT)) - 1);
 }
 
 static inline size_t block_word_requested(unsigned long w)
@@ -398,12 +402,22 @@ static inline size_t block_word_requested(unsigned long w)
 	return (block_word_pages(w) << PAGE_SHIFT) - (w >> BLOCK_SLACK_SHIFT);
 }
 
-/* requested <= pages' bytes; a freed block's is not kept. */
+static inline size_t block_word_align(unsigned long w)
+{
+	return (size_t)1 << ((w >> 1) & 63);
+}
+
+/* requested <= pages' bytes, align a power of two; a freed block keeps
+ * neither. */
 static inline void set_block_word(struct za_page *head, unsigned long pages, size_t requested,
-				  bool freed)
+				  size_t align, bool freed)
 {
 	unsigned long slack = freed || !pages ? 0 : (pages << PAGE_SHIFT) - requested;
-	set_page_private(head, pages ? slack << BLOCK_SLACK_SHIFT | pages << 1 | freed : 0);
+	unsigned long shift = freed || !pages ? 0 : order_base_2(align);
+	VM_BUG_ON(zm.mm, pages > BLOCK_MAX_PAGES || (pages << PAGE_SHIFT) < requested);
+	set_page_private(head, pages ? slack << BLOCK_SLACK_SHIFT | pages << BLOCK_PAGES_SHIFT |
+					       shift << 1 | freed
+				     : 0);
 }
 
 /* A freed small object carries this in its first word until allocated

@@ -19,18 +19,20 @@
  * A thread that made no call for two rounds gives its sheaves and blocks
  * back at its next call (thread_caches_note_idle).  After three quiet
  * rounds (idle, nothing purged) nothing dirty is left, and the worker
- * sleeps until the next kick.
+ * ends; the next kick starts another.  So a quiet process has no thread of
+ * ours, and a busy one has a helper that never keeps it alive (platform.h):
+ * when a thread of the program exits, the worker looks at once whether it
+ * was the last, and at every round.
  */
 #include "malloc_internal.h"
 #include "slab.h"
 
-#include <signal.h>
-
-enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_IDLE, PURGER_NEVER };
+enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_NEVER };
 
 static struct {
 	_Atomic int state;
-	_Atomic uint32_t wake;          /* futex word, bumped by a kick */
+	_Atomic uint32_t wake;          /* futex word, bumped by a thread's exit */
+	atomic_bool exit_seen;          /* a thread exited since the worker last looked */
 	za_lock_t round;                /* held by the worker for a round's work */
 } purger;
 
@@ -44,19 +46,76 @@ static long long page_activity(za_mm_t *mm)
 	       (long long)(vs.maps + vs.reuses + vs.frees + barns_activity());
 }
 
-static void sleep_until_kicked(void)
+#define EXIT_POLL_NS 1000000u
+
+/*
+ * Sleeps until the next round is due; false once no thread of the program
+ * is left.  A thread's exit (purge_worker_thread_exit) may have been the
+ * program's last, but the thread is still finishing as it says so: the
+ * worker looks at once and after 1, 2, 4, ... ms until the round is due.
+ * Exits meanwhile do not wake it again, so a program that starts and ends
+ * threads all the time costs it a few looks a round.
+ */
+static bool sleep_round(uint64_t period_ns)
 {
+	uint64_t start = za_now_ns(), poll = 0;
 	for (;;) {
 		uint32_t seq = atomic_load(&purger.wake);
-		if (atomic_load(&purger.state) != PURGER_IDLE)
-			return;
-		za_futex_wait(&purger.wake, seq);
+		if (!poll && atomic_load(&purger.exit_seen))
+			poll = EXIT_POLL_NS;
+		uint64_t slept = za_now_ns() - start;
+		if (slept >= period_ns)
+			break;
+		uint64_t nap = period_ns - slept;
+		if (poll) {
+			if (za_program_gone())
+				return false;
+			nap = poll < nap ? poll : nap;
+			poll *= 2;
+		}
+		za_futex_wait_timeout(&purger.wake, seq, nap);
 	}
+	atomic_store(&purger.exit_seen, false);
+	return !za_program_gone();
+}
+
+/* One round: the caches above the buddy lists emptied into them if the
+ * process was idle (else the barns decayed), the per-CPU lists' highs
+ * lowered, old free blocks purged, the mapping cache trimmed to demand,
+ * idle threads noted.  Returns the pages purged. */
+static long purge_round(za_mm_t *mm, bool idle)
+{
+	za_lock(&purger.round);
+	if (idle) {
+		sheaves_flush_barns();
+		cpu_cache_drain();
+		slab_shrink_reclaim(mm);
+		za_drain_all_pages(mm);
+	} else {
+		barns_decay();
+	}
+	za_vmstat_tick(mm);
+	long purged = za_purge(mm, 3);
+	vmalloc_decay(idle);
+	thread_caches_note_idle();
+	za_unlock(&purger.round);
+	return purged;
 }
 
 /* Quiet rounds in a row after which nothing dirty is left: a block freed
  * before the first is purged by the third (za_purge's three epochs). */
 #define QUIET_ROUNDS 3
+
+/* Quiet: the worker may end, and a kick start another.  A kick between
+ * the last look and the store saw RUNNING and left: if anything happened
+ * since `seen`, the worker stays, unless a kick already started another. */
+static bool worker_retires(za_mm_t *mm, long long seen)
+{
+	int off = PURGER_OFF;
+	atomic_store(&purger.state, PURGER_OFF);
+	return page_activity(mm) == seen ||
+	       !atomic_compare_exchange_strong(&purger.state, &off, PURGER_RUNNING);
+}
 
 static void *purge_worker(void *arg)
 {
@@ -64,42 +123,24 @@ static void *purge_worker(void *arg)
 	uint64_t period_ns = (uint64_t)mm->cfg.purge_delay_ms * 500000u;
 	long long seen = page_activity(mm);
 	int quiet = 0;
-	for (;;) {
-		za_futex_wait_timeout(&purger.wake, atomic_load(&purger.wake), period_ns);
+	za_thread_name("za-purge");
+	while (sleep_round(period_ns)) {
 		long long now = page_activity(mm);
 		bool idle = now == seen;
-		za_lock(&purger.round);
-		if (idle) {
-			sheaves_flush_barns();
-			cpu_cache_drain();
-			slab_shrink_reclaim(mm);
-			za_drain_all_pages(mm);
-		} else {
-			barns_decay();
-		}
-		za_vmstat_tick(mm);
-		long purged = za_purge(mm, 3);
-		vmalloc_decay(idle);
-		thread_caches_note_idle();
-		za_unlock(&purger.round);
+		long purged = purge_round(mm, idle);
 		seen = page_activity(mm);
 		quiet = idle && !purged && now == seen ? quiet + 1 : 0;
-		if (quiet == QUIET_ROUNDS) {
-			atomic_store(&purger.state, PURGER_IDLE);
-			/* A kick between the last look and the store saw RUNNING
-			 * and left: look again before sleeping. */
-			int state = PURGER_IDLE;
-			if (page_activity(mm) == seen ||
-			    !atomic_compare_exchange_strong(&purger.state, &state, PURGER_RUNNING))
-				sleep_until_kicked();
-			seen = page_activity(mm);
-			quiet = 0;
+		if (quiet == QUIET_ROUNDS && worker_retires(mm, seen)) {
+			za_thread_exit();
+			return NULL;
 		}
+		quiet %= QUIET_ROUNDS;
 	}
+	atomic_store(&purger.state, PURGER_NEVER);      /* the process ends now */
+	za_thread_exit();
 	return NULL;
 }
 
-/* A thread that takes no signal meant for the program. */
 static void start_worker(void)
 {
 	pthread_attr_t attr;
@@ -117,18 +158,22 @@ static void start_worker(void)
 void purge_worker_kick(void)
 {
 	int state = load_relaxed(&purger.state);
-	if (likely(state == PURGER_RUNNING || state == PURGER_STARTING || state == PURGER_NEVER))
+	if (likely(state != PURGER_OFF))
 		return;
-	if (state == PURGER_IDLE) {
-		if (atomic_compare_exchange_strong(&purger.state, &state, PURGER_RUNNING)) {
-			atomic_fetch_add(&purger.wake, 1);
-			za_futex_wake(&purger.wake, 1);
-		}
-		return;
-	}
 	if (zm.mm->cfg.purge_delay_ms &&
 	    atomic_compare_exchange_strong(&purger.state, &state, PURGER_STARTING))
 		start_worker();
+}
+
+/* A thread of the program is exiting (its cache's destructor): if it is
+ * the last, the worker must not outlive it. */
+void purge_worker_thread_exit(void)
+{
+	if (load_relaxed(&purger.state) == PURGER_RUNNING &&
+	    !atomic_exchange(&purger.exit_seen, true)) {
+		atomic_fetch_add(&purger.wake, 1);
+		za_futex_wake(&purger.wake, 1);
+	}
 }
 
 /* za_verify of the malloc's system: no round of the worker meanwhile
@@ -149,5 +194,6 @@ void purge_worker_pause(struct za_mm *mm, bool pause)
 void purge_worker_after_fork(bool parent_multithreaded)
 {
 	atomic_store(&purger.state, parent_multithreaded ? PURGER_NEVER : PURGER_OFF);
+	atomic_store(&purger.exit_seen, false);
 	purger.round = (za_lock_t){ 0 };        /* the worker may have held it */
 }

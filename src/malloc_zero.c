@@ -5,22 +5,42 @@
  * reserved at the first malloc(0) (address space is what ulimit -v
  * limits).  Once it is used up, or for an alignment it cannot offer many
  * of, or without address space for it, the caller gives a block of its
- * own instead, recorded as a request of 0 bytes.  The size class table sends 0 to a slot whose
- * sheaf is always empty, so no other size pays for this.
+ * own instead, recorded as a request of 0 bytes.  The size class table
+ * sends 0 to a slot whose sheaf is always empty, so no other size pays for
+ * this.
  *
- * The SIGSEGV handler reports faults in zonealloc's own inaccessible
- * memory only -- this region, and in debug mode the quarantined blocks --
- * and hands every other fault to the handler that was there before.
+ * Each 16-byte step of the region has two bits, in two bitmaps mapped
+ * after it: handed out, and freed.  An address is handed out once (the
+ * next offset only grows), so the bits say of any pointer into the region
+ * whether it is a live malloc(0) block, a freed one (a double free), or
+ * never was one (an interior or invented pointer), as free asks of every
+ * other block.  A bitmap's page becomes resident only once 512 KiB of
+ * addresses before it were handed out.
+ *
+ * The SIGSEGV handler, installed when the region is reserved (and in debug
+ * mode at the start, for the quarantine), reports faults in zonealloc's own
+ * inaccessible memory only -- this region, and in debug mode the
+ * quarantined blocks -- and delivers every other fault as the kernel would
+ * have without it (forward_fault).
  */
 #include "malloc_internal.h"
 
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 
 /* 256 Ki distinct addresses: address space is what ulimit -v limits, and
  * the program's other allocations need it more. */
 #define ZERO_REGION (4UL << 20)
 #define ZERO_ALIGN_MAX (ZERO_REGION / 4)
+#define ZERO_SLOTS (ZERO_REGION / MALLOC_ALIGN)
+
+struct zero_bits {
+	_Atomic uint64_t handed[ZERO_SLOTS / 64];
+	_Atomic uint64_t freed[ZERO_SLOTS / 64];
+};
+
 static char *_Atomic zero_region;       /* reserved at the first malloc(0) */
 static _Atomic size_t zero_next;        /* offset of the next free address */
 
@@ -30,21 +50,28 @@ bool in_zero_region(const void *p)
 	return region && (uintptr_t)p - (uintptr_t)region < ZERO_REGION;
 }
 
-/* The region, reserved by whichever thread gets there first; NULL if the
- * address space has no room. */
+static struct zero_bits *zero_bits(char *region)
+{
+	return (struct zero_bits *)(region + ZERO_REGION);
+}
+
+/* The region and its bitmaps, reserved by whichever thread gets there
+ * first; NULL if the address space has no room. */
 static char *zero_region_get(void)
 {
 	char *region = atomic_load_explicit(&zero_region, memory_order_acquire), *none = NULL;
 	if (region)
 		return region;
-	region = mmap(NULL, ZERO_REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		      -1, 0);
+	region = mmap(NULL, ZERO_REGION + sizeof(struct zero_bits), PROT_NONE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (region == MAP_FAILED)
 		return NULL;
-	if (!atomic_compare_exchange_strong(&zero_region, &none, region)) {
-		munmap(region, ZERO_REGION);
+	if (mprotect(zero_bits(region), sizeof(struct zero_bits), PROT_READ | PROT_WRITE) ||
+	    !atomic_compare_exchange_strong(&zero_region, &none, region)) {
+		munmap(region, ZERO_REGION + sizeof(struct zero_bits));
 		return none;
 	}
+	malloc_fault_handler_install();
 	return region;
 }
 
@@ -64,35 +91,128 @@ void *zero_alloc(size_t align)
 		if (start >= ZERO_REGION)
 			return NULL;
 	} while (!atomic_compare_exchange_weak(&zero_next, &at, start + MALLOC_ALIGN));
+	size_t slot = start / MALLOC_ALIGN;
+	atomic_fetch_or_explicit(&zero_bits(region)->handed[slot / 64], 1ULL << (slot % 64),
+				 memory_order_relaxed);
 	return region + start;
 }
 
-static struct sigaction previous_segv;
-
 /*
- * A fault in the malloc(0) region or a quarantined block is reported; any
- * other goes to the handler that was there before (called directly, so
- * that this one stays for the faults after it), or, if there was none,
- * happens again under the default action.
+ * p (in the region) as a live malloc(0) block for fn, or the end of the
+ * process saying what it is; with free, p is freed -- a second free of it
+ * finds the bit set.  The bits of p's slot are p's alone once it was handed
+ * out: only its owner frees it.
  */
-static void segv_handler(int sig, siginfo_t *si, void *uc)
+static void zero_check(const void *p, const char *fn, bool free)
 {
-	const void *addr = si->si_addr;
-	if (in_zero_region(addr))
-		malloc_misuse("read or write through a malloc(0) pointer (%p)", addr);
-	if (zm.debug)
-		debug_fault(addr);
-	if (previous_segv.sa_flags & SA_SIGINFO)
-		previous_segv.sa_sigaction(sig, si, uc);
-	else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN)
-		previous_segv.sa_handler(sig);
-	else
-		signal(sig, SIG_DFL);
+	char *region = atomic_load_explicit(&zero_region, memory_order_acquire);
+	size_t off = (size_t)((const char *)p - region), slot = off / MALLOC_ALIGN;
+	struct zero_bits *bits = zero_bits(region);
+	uint64_t bit = 1ULL << (slot % 64);
+	if ((off % MALLOC_ALIGN) || !(load_relaxed(&bits->handed[slot / 64]) & bit))
+		malloc_misuse("%s(%p): not allocated by malloc (inside the malloc(0) region)", fn, p);
+	uint64_t was = free ? atomic_fetch_or_explicit(&bits->freed[slot / 64], bit,
+							memory_order_relaxed)
+			    : load_relaxed(&bits->freed[slot / 64]);
+	if ((was & bit) && !strcmp(fn, "free"))
+		malloc_misuse("double free of %p (a malloc(0) block)", p);
+	if (was & bit)
+		malloc_misuse("%s(%p): the pointer was freed (a malloc(0) block)", fn, p);
 }
 
-void malloc_zero_init(void)
+void zero_free(const void *p, size_t expect_size, size_t expect_align, const char *fn)
+{
+	if (expect_size != SIZE_MAX && expect_size)
+		malloc_misuse("%s(%p, size %zu): the size or alignment does not match the allocation "
+			      "(a malloc(0) block)", fn, p, expect_size);
+	if (expect_align && ((uintptr_t)p & (expect_align - 1)))
+		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
+	zero_check(p, fn, true);
+}
+
+size_t zero_usable_size(const void *p)
+{
+	zero_check(p, "malloc_usable_size", false);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Faults
+ * ------------------------------------------------------------------------ */
+static struct sigaction previous_segv;
+static atomic_bool handler_installed;
+
+/* SIGSEGV's action back to the default: ours goes, as the program's would
+ * have with SA_RESETHAND. */
+static void restore_default(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+}
+
+/*
+ * A fault that is not ours goes where it would have gone without us: to
+ * the action that was there before, delivered as the kernel delivers a
+ * signal -- under the mask the thread had plus the action's own and the
+ * signal itself unless SA_NODEFER; with SA_RESETHAND the action is reset
+ * first (so a crash handler that returns meets the default action at the
+ * fault's second coming, not itself).  The default action, and SIG_IGN
+ * (which the kernel does not honour for a fault), let a fault the hardware
+ * raised happen again as this returns, with our handler gone; a SIGSEGV a
+ * process sent is ignored, or sent again to take effect as this returns.
+ */
+static void forward_fault(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *prev = &previous_segv;
+	bool sent = si->si_code <= 0;
+	if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
+		if (sent && prev->sa_handler == SIG_IGN)
+			return;
+		restore_default(sig);
+		if (sent)
+			raise(sig);
+		return;
+	}
+	if (prev->sa_flags & SA_RESETHAND)
+		restore_default(sig);
+	sigset_t mask = ((ucontext_t *)uc)->uc_sigmask, old;
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&prev->sa_mask, s) == 1)
+			sigaddset(&mask, s);
+	if (prev->sa_flags & SA_NODEFER)
+		sigdelset(&mask, sig);
+	else
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_SETMASK, &mask, &old);
+	if (prev->sa_flags & SA_SIGINFO)
+		prev->sa_sigaction(sig, si, uc);
+	else
+		prev->sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A fault in the malloc(0) region or a quarantined block is reported;
+ * anything else is forwarded. */
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	if (si->si_code > 0) {          /* raised by the hardware: si_addr is the address */
+		if (in_zero_region(si->si_addr))
+			malloc_misuse("read or write through a malloc(0) pointer (%p)", si->si_addr);
+		if (zm.debug)
+			debug_fault(si->si_addr);
+	}
+	forward_fault(sig, si, uc);
+}
+
+/* Once: the action found is kept before ours replaces it, so that a fault
+ * meanwhile finds it. */
+void malloc_fault_handler_install(void)
 {
 	struct sigaction sa = { .sa_sigaction = segv_handler, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+	if (atomic_exchange(&handler_installed, true))
+		return;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &previous_segv);
+	sigaction(SIGSEGV, NULL, &previous_segv);
+	sigaction(SIGSEGV, &sa, NULL);
 }

@@ -5,10 +5,14 @@
 #include "bitops.h"
 #include "platform.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -35,14 +39,85 @@ bool za_os_release(void *p, size_t size)
 	return madvise(p, size, MADV_DONTNEED) == 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Helper threads
+ *
+ * The C library ends a process when its last thread ends, counting ours:
+ * a helper that outlived the program's threads would keep the process
+ * alive, with every signal blocked.  So each helper, whenever it wakes,
+ * asks whether any thread of the program is left, and returns if none is;
+ * the C library then ends the process as it would have at the program's
+ * last thread (exit(0)).  The kernel counts a process's threads, a leader
+ * that called pthread_exit among them until the process ends (a zombie);
+ * the helpers are counted here, from after their creation until just
+ * before they return, so that the difference errs towards "a thread is
+ * left" while one starts or ends.
+ * ------------------------------------------------------------------------ */
+static _Atomic int nr_helpers;
+static pthread_once_t helpers_once = PTHREAD_ONCE_INIT;
+
+static void helpers_after_fork_child(void)
+{
+	atomic_store(&nr_helpers, 0);   /* a child starts with one thread */
+}
+
+static void helpers_init(void)
+{
+	pthread_atfork(NULL, NULL, helpers_after_fork_child);
+}
+
 int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
+	pthread_once(&helpers_once, helpers_init);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int err = pthread_create(thread, attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		atomic_fetch_add(&nr_helpers, 1);
 	return err;
+}
+
+void za_thread_exit(void)
+{
+	atomic_fetch_sub(&nr_helpers, 1);
+}
+
+void za_thread_name(const char *name)
+{
+	prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* The field after `skip` spaces from s, as a number; -1 if there is none. */
+static long stat_field(const char *s, int skip)
+{
+	for (; skip > 0 && s; skip--)
+		if ((s = strchr(s, ' ')))
+			s++;
+	return s && *s >= '0' && *s <= '9' ? strtol(s, NULL, 10) : -1;
+}
+
+/* /proc/self/stat: after the command's closing parenthesis come the
+ * leader's state (field 3) and, seventeen fields on, the threads (20).
+ * False when it cannot tell (no /proc): the helper then stays. */
+bool za_program_gone(void)
+{
+	char buf[512];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *s = strrchr(buf, ')');
+	if (!s || s[1] != ' ')
+		return false;
+	long threads = stat_field(s + 2, 17);
+	bool leader_gone = s[2] == 'Z';
+	return threads > 0 && threads - leader_gone - atomic_load(&nr_helpers) <= 0;
 }
 
 void za_futex_wait(_Atomic uint32_t *addr, uint32_t val)
@@ -61,7 +136,7 @@ void za_futex_wake(_Atomic uint32_t *addr, int nr)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, nr, NULL, NULL, 0);
 }
 
-static uint64_t now_ns(void)
+uint64_t za_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
@@ -70,7 +145,7 @@ static uint64_t now_ns(void)
 
 uint64_t za_cycles_fallback(void)
 {
-	return now_ns();
+	return za_now_ns();
 }
 
 static uint64_t ns_per_2_32_cycles;   /* fixed point: ns = cycles * this >> 32 */
@@ -79,9 +154,9 @@ static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
 /* Compares the cycle counter against the monotonic clock over 2 ms. */
 static void calibrate(void)
 {
-	uint64_t t0 = now_ns(), c0 = za_cycles(), t1, c1;
+	uint64_t t0 = za_now_ns(), c0 = za_cycles(), t1, c1;
 	do {
-		t1 = now_ns();
+		t1 = za_now_ns();
 		c1 = za_cycles();
 	} while (t1 - t0 < 2000000);
 	uint64_t cycles = c1 - c0 ? c1 - c0 : 1;

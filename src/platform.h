@@ -87,9 +87,19 @@ void za_futex_wake(_Atomic uint32_t *addr, int nr);
 void *za_os_alloc(size_t size);            /* zeroed, page aligned, or NULL */
 void za_os_free(void *p, size_t size);
 bool za_os_release(void *p, size_t size);  /* give the pages back, keep the range */
-/* A background thread that takes no signal meant for the program (all
- * blocked while it is created, so it starts with them blocked); returns
- * pthread_create's error. */
+/*
+ * Helper threads (os.c): the purge worker, kswapd, the vmstat worker.  A
+ * helper takes no signal meant for the program (all blocked while it is
+ * created, so it starts with them blocked), names itself (za_thread_name:
+ * "za-purge", as top -H and /proc/PID/task/TID/comm show it), and never
+ * keeps a process alive: when it wakes it asks za_program_gone(), and if no
+ * thread of the program is left, it calls za_thread_exit() and returns.
+ * za_thread_start returns pthread_create's error.
+ */
 int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+void za_thread_name(const char *name);     /* the calling thread's, 15 characters at most */
+void za_thread_exit(void);
+bool za_program_gone(void);
+uint64_t za_now_ns(void);                  /* CLOCK_MONOTONIC_RAW */
 
 #endif /* ZA_PLATFORM_H */

@@ -556,10 +556,32 @@ static int verify_barn(unsigned int c, struct barn *b)
 	return 0;
 }
 
-/* Every thread's sheaves: within capacity, the spare full or empty. */
+/* A thread's page blocks: each marked freed in its descriptor, of the
+ * pages it is kept as, within the slots and bytes they count. */
+static int verify_blocks(const struct thread_cache *tc)
+{
+	size_t bytes = 0;
+	VERIFY(tc->nr_blocks <= BLOCK_CACHE_SLOTS && tc->block_bytes <= BLOCK_CACHE_BYTES,
+	       "a thread keeps %u page blocks of %zu bytes", tc->nr_blocks, tc->block_bytes);
+	for (unsigned int i = 0; i < tc->nr_blocks; i++) {
+		unsigned long w = block_word(virt_to_page(zm.mm, tc->blocks[i]));
+		bytes += (size_t)tc->block_pages[i] << PAGE_SHIFT;
+		VERIFY((w & 1) && block_word_pages(w) == tc->block_pages[i],
+		       "a thread keeps the page block %p as %u pages freed, its word %#lx",
+		       tc->blocks[i], tc->block_pages[i], w);
+	}
+	VERIFY(bytes == tc->block_bytes, "a thread keeps page blocks of %zu bytes, counted %zu",
+	       bytes, tc->block_bytes);
+	return 0;
+}
+
+/* Every thread's sheaves: within capacity, the spare full or empty; and
+ * its page blocks. */
 static int verify_threads(void)
 {
-	for (const struct thread_cache *tc = zm.threads; tc; tc = tc->next)
+	for (const struct thread_cache *tc = zm.threads; tc; tc = tc->next) {
+		if (verify_blocks(tc))
+			return -1;
 		for (unsigned int c = 0; c < NR_CLASSES; c++) {
 			const struct sheaf *spare = tc->spare[c];
 			if (verify_sheaf(c, tc->main[c], "main") || verify_sheaf(c, spare, "spare") ||
@@ -569,6 +591,7 @@ static int verify_threads(void)
 			       "malloc-%u: a spare sheaf holds %u of %u", class_size(c), spare->size,
 			       spare->capacity);
 		}
+	}
 	return 0;
 }
 
@@ -586,5 +609,5 @@ int malloc_verify(struct za_mm *mm)
 	za_lock(&zm.threads_lock);
 	int r = verify_threads();
 	za_unlock(&zm.threads_lock);
-	return r ? r : cpu_cache_verify();
+	return r || cpu_cache_verify() || vmalloc_verify() ? -1 : 0;
 }

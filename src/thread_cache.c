@@ -109,7 +109,7 @@ void thread_caches_note_idle(void)
 /* The block goes back to the page allocator. */
 static void block_release(void *p, unsigned long pages)
 {
-	set_block_word(virt_to_page(zm.mm, p), 0, 0, false);
+	set_block_word(virt_to_page(zm.mm, p), 0, 0, 0, false);
 	za_free_pages_exact(zm.mm, p, pages << PAGE_SHIFT);
 }
 
@@ -152,7 +152,7 @@ void *block_alloc(unsigned long pages, size_t align, size_t requested)
 			p = take_slot(tc, i);
 	if (!p && !(p = za_alloc_pages_exact(zm.mm, block_gfp(pages), pages << PAGE_SHIFT)))
 		return NULL;
-	set_block_word(virt_to_page(zm.mm, p), pages, requested, false);
+	set_block_word(virt_to_page(zm.mm, p), pages, requested, align, false);
 	return p;
 }
 
@@ -171,7 +171,7 @@ void block_free(void *p, unsigned long pages)
 		unsigned long old_pages = tc->block_pages[0];
 		block_release(take_slot(tc, 0), old_pages);
 	}
-	set_block_word(virt_to_page(zm.mm, p), pages, 0, true);
+	set_block_word(virt_to_page(zm.mm, p), pages, 0, 0, true);
 	tc->blocks[tc->nr_blocks] = p;
 	tc->block_pages[tc->nr_blocks++] = (unsigned int)pages;
 	tc->block_bytes += bytes;
@@ -211,6 +211,7 @@ void thread_cache_exit(void *arg)
 	store_relaxed(&tcache, &exited_tcache);
 	own_tcache = NULL;
 	za_cache_free(zm.thread_cache_cache, tc);
+	purge_worker_thread_exit();
 }
 
 /* malloc_trim: this thread's sheaves back to the slab caches, its blocks

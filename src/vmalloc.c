@@ -31,6 +31,7 @@ struct vmap_area {
 	size_t size;                    /* mapped bytes, a multiple of the page */
 	size_t requested;               /* what malloc was asked for (sized frees) */
 	size_t dirty;                   /* bytes from the start that may not be zero */
+	unsigned int align_shift;       /* log2 of the alignment malloc was asked for */
 };
 
 /* A range of the mapping cache, freed at `seq` (older goes first). */
@@ -43,6 +44,12 @@ struct free_range {
 #define CACHE_RANGES 32
 #define DEMAND_WINDOW_ROUNDS 20
 
+/*
+ * Everything below is under the lock.  Between two holders the cache has a
+ * free slot (nr_cached < CACHE_RANGES): whoever adds a range -- a free, the
+ * tail of a split -- evicts in the same hold until it does, so that any
+ * number of threads freeing at once find room (cache_put).
+ */
 static struct {
 	za_lock_t lock;
 	struct vmap_area *slots;
@@ -103,12 +110,12 @@ static bool reserve_slot(void)
 }
 
 /* Under the lock, with a free slot reserved. */
-static void insert(void *p, size_t size, size_t requested, size_t dirty)
+static void insert(void *p, size_t size, size_t requested, size_t dirty, size_t align)
 {
 	za_lock_assert_held(zm.mm, &vm.lock);
 	VM_BUG_ON(zm.mm, (vm.count + 1) * 2 > vm.capacity);
 	*find_slot(vm.slots, vm.capacity, (uintptr_t)p) =
-		(struct vmap_area){ (uintptr_t)p, size, requested, dirty };
+		(struct vmap_area){ (uintptr_t)p, size, requested, dirty, order_base_2(align) };
 	vm.count++;
 	vm.bytes += size;
 	if (vm.bytes > vm.peak[0])
@@ -116,11 +123,12 @@ static void insert(void *p, size_t size, size_t requested, size_t dirty)
 }
 
 /* Records a mapping and counts it (in *counter: vm.maps or vm.reuses). */
-static bool record(void *p, size_t size, size_t requested, size_t dirty, uint64_t *counter)
+static bool record(void *p, size_t size, size_t requested, size_t dirty, size_t align,
+		   uint64_t *counter)
 {
 	if (!reserve_slot())
 		return false;
-	insert(p, size, requested, dirty);
+	insert(p, size, requested, dirty, align);
 	++*counter;
 	za_unlock(&vm.lock);
 	return true;
@@ -161,11 +169,13 @@ static struct vmap_area find_area(const void *p, bool remove)
 	return found;
 }
 
-size_t vmalloc_size(const void *p, size_t *requested)
+size_t vmalloc_size(const void *p, size_t *requested, size_t *align)
 {
 	struct vmap_area a = find_area(p, false);
 	if (requested)
 		*requested = a.requested;
+	if (align)
+		*align = (size_t)1 << a.align_shift;
 	return a.size;
 }
 
@@ -190,9 +200,12 @@ static void cache_take(unsigned int i)
 	vm.cached[i] = vm.cached[--vm.nr_cached];
 }
 
-/* Keeps [addr, addr + size), merged with the ranges it touches. */
+/* Keeps [addr, addr + size), merged with the ranges it touches, in the
+ * free slot every holder of the lock leaves. */
 static void cache_put(uintptr_t addr, size_t size)
 {
+	za_lock_assert_held(zm.mm, &vm.lock);
+	VM_BUG_ON(zm.mm, vm.nr_cached >= CACHE_RANGES);
 	for (unsigned int i = 0; i < vm.nr_cached;) {
 		struct free_range *r = &vm.cached[i];
 		if (r->addr + r->size == addr || addr + size == r->addr) {
@@ -208,10 +221,12 @@ static void cache_put(uintptr_t addr, size_t size)
 }
 
 /* Takes out the oldest ranges until the cache is within `keep` bytes and
- * has a free slot; they go to out[] (at most CACHE_RANGES) for unmapping. */
+ * has a free slot again; they go to out[] (at most CACHE_RANGES) for
+ * unmapping once the lock is dropped. */
 static unsigned int cache_evict(size_t keep, struct free_range *out)
 {
 	unsigned int n = 0;
+	za_lock_assert_held(zm.mm, &vm.lock);
 	while (vm.nr_cached && (vm.cached_bytes > keep || vm.nr_cached == CACHE_RANGES)) {
 		unsigned int old = 0;
 		for (unsigned int i = 1; i < vm.nr_cached; i++)
@@ -245,12 +260,13 @@ static int cache_fit(size_t len)
 }
 
 /*
- * A page-aligned mapping of len bytes from the cache, recorded, or NULL.
+ * A page-aligned mapping of len bytes from the cache, recorded with the
+ * request's size and alignment (at most a page), or NULL.
  * A larger range is split (its tail stays cached); a smaller one is grown
  * by mremap, after which only the growth is new memory.  With the lock
  * held and a slot reserved; returns with it released.
  */
-static void *cache_alloc(size_t len, size_t requested)
+static void *cache_alloc(size_t len, size_t requested, size_t align)
 {
 	int i = cache_fit(len);
 	if (i < 0) {
@@ -260,9 +276,9 @@ static void *cache_alloc(size_t len, size_t requested)
 	struct free_range r = vm.cached[i];
 	cache_take((unsigned int)i);
 	if (r.size >= len) {
-		if (r.size > len)
+		if (r.size > len)       /* into the slot r left */
 			cache_put(r.addr + len, r.size - len);
-		insert((void *)r.addr, len, requested, len);
+		insert((void *)r.addr, len, requested, len, align);
 		vm.reuses++;
 		za_unlock(&vm.lock);
 		return (void *)r.addr;
@@ -273,7 +289,8 @@ static void *cache_alloc(size_t len, size_t requested)
 		munmap((void *)r.addr, r.size);
 		return NULL;
 	}
-	if (!record(q, len, requested, r.size, &vm.reuses)) {  /* the growth is new, zero */
+	/* the growth is new, zero */
+	if (!record(q, len, requested, r.size, align, &vm.reuses)) {
 		munmap(q, len);
 		return NULL;
 	}
@@ -337,7 +354,7 @@ void *vmalloc_alloc(size_t size, size_t align, size_t requested)
 	if (!extra) {
 		if (!reserve_slot())
 			goto nomem;
-		void *p = cache_alloc(len, requested);
+		void *p = cache_alloc(len, requested, align);
 		if (p)
 			return p;
 	}
@@ -362,7 +379,7 @@ void *vmalloc_alloc(size_t size, size_t align, size_t requested)
 	/* hugepages=1: 2 MiB pages where the kernel can (THP), as for the arena */
 	if (zm.mm->cfg.hugepages)
 		madvise(p, len, MADV_HUGEPAGE);
-	if (!record(p, len, requested, 0, &vm.maps)) {
+	if (!record(p, len, requested, 0, align, &vm.maps)) {
 		munmap(p, len);
 		goto nomem;
 	}
@@ -373,9 +390,12 @@ nomem:
 }
 
 /* The mapping goes to the cache (keep), and what the cache may not keep
- * now goes back to the OS. */
+ * now -- beyond the allowance, or for the free slot -- goes back to the
+ * OS: both in one hold of the lock, which another thread's free may be
+ * waiting for. */
 static bool free_mapping(void *p, bool keep)
 {
+	struct free_range out[CACHE_RANGES];
 	struct vmap_area a = find_area(p, true);
 	if (!a.addr)
 		return false;
@@ -386,8 +406,9 @@ static bool free_mapping(void *p, bool keep)
 	za_lock(&vm.lock);
 	vm.frees++;
 	cache_put(a.addr, a.size);
+	unsigned int n = cache_evict(cache_allowance(), out);
 	za_unlock(&vm.lock);
-	cache_give_back(false);
+	unmap_ranges(out, n);
 	purge_worker_kick();
 	return true;
 }
@@ -417,9 +438,9 @@ void *vmalloc_realloc(void *p, size_t size)
 	void *q = mremap(p, old.size, len, MREMAP_MAYMOVE);
 	za_lock(&vm.lock);
 	if (q == MAP_FAILED)
-		insert(p, old.size, old.requested, old.size);
+		insert(p, old.size, old.requested, old.size, (size_t)1 << old.align_shift);
 	else
-		insert(q, len, size, len);
+		insert(q, len, size, len, MALLOC_ALIGN);    /* realloc's: malloc's alignment */
 	za_unlock(&vm.lock);
 	if (q == MAP_FAILED) {
 		errno = ENOMEM;
@@ -444,4 +465,73 @@ void vmalloc_lock(void)
 void vmalloc_unlock(void)
 {
 	za_unlock(&vm.lock);
+}
+
+/* ------------------------------------------------------------------------
+ * za_verify's part (under the lock)
+ * ------------------------------------------------------------------------ */
+/* Do [a, a + alen) and [b, b + blen) share a byte (or, with touch, meet)? */
+static bool ranges_meet(uintptr_t a, size_t alen, uintptr_t b, size_t blen, bool touch)
+{
+	return touch ? a <= b + blen && b <= a + alen : a < b + blen && b < a + alen;
+}
+
+/* The table holds vm.count mappings of vm.bytes, each in the slot a
+ * lookup of its start finds. */
+static int verify_table(void)
+{
+	size_t count = 0, bytes = 0;
+	for (size_t i = 0; i < vm.capacity; i++) {
+		const struct vmap_area *a = &vm.slots[i];
+		if (!a->addr)
+			continue;
+		count++;
+		bytes += a->size;
+		VERIFY(find_slot(vm.slots, vm.capacity, a->addr) == a,
+		       "mapping %#lx of %zu bytes is not where a lookup finds it",
+		       (unsigned long)a->addr, a->size);
+		VERIFY(a->size && !(a->size & (PAGE_SIZE - 1)) && a->requested <= a->size,
+		       "mapping %#lx: %zu bytes for a request of %zu", (unsigned long)a->addr,
+		       a->size, a->requested);
+	}
+	VERIFY(count == vm.count && bytes == vm.bytes,
+	       "the mapping table holds %zu mappings of %zu bytes, counted %zu of %zu", count,
+	       bytes, vm.count, vm.bytes);
+	return 0;
+}
+
+/* The cache has a free slot and holds what it counts, in ranges apart
+ * from each other (touching ones merge) and from every live mapping. */
+static int verify_cache(void)
+{
+	size_t bytes = 0;
+	VERIFY(vm.nr_cached < CACHE_RANGES, "the mapping cache holds %u ranges, its slots %d",
+	       vm.nr_cached, CACHE_RANGES);
+	for (unsigned int i = 0; i < vm.nr_cached; i++) {
+		const struct free_range *r = &vm.cached[i];
+		bytes += r->size;
+		VERIFY(r->size && !((r->addr | r->size) & (PAGE_SIZE - 1)),
+		       "the mapping cache's range %#lx of %zu bytes is not whole pages",
+		       (unsigned long)r->addr, r->size);
+		for (unsigned int j = i + 1; j < vm.nr_cached; j++)
+			VERIFY(!ranges_meet(r->addr, r->size, vm.cached[j].addr, vm.cached[j].size, true),
+			       "the mapping cache's ranges %#lx and %#lx meet unmerged",
+			       (unsigned long)r->addr, (unsigned long)vm.cached[j].addr);
+		for (size_t s = 0; s < vm.capacity; s++)
+			VERIFY(!vm.slots[s].addr ||
+				       !ranges_meet(r->addr, r->size, vm.slots[s].addr, vm.slots[s].size, false),
+			       "the mapping cache's range %#lx overlaps the live mapping %#lx",
+			       (unsigned long)r->addr, (unsigned long)vm.slots[s].addr);
+	}
+	VERIFY(bytes == vm.cached_bytes, "the mapping cache holds %zu bytes, counted %zu", bytes,
+	       vm.cached_bytes);
+	return 0;
+}
+
+int vmalloc_verify(void)
+{
+	za_lock(&vm.lock);
+	int r = verify_table() || verify_cache() ? -1 : 0;
+	za_unlock(&vm.lock);
+	return r;
 }

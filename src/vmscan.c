@@ -514,6 +514,19 @@ static void atomic_max(_Atomic int *v, int x)
 		;
 }
 
+/* Until a wakeup (or destroy).  A helper never keeps the process alive
+ * (platform.h): once a second it looks whether the program is gone. */
+#define KSWAPD_LOOK_NS 1000000000u
+
+static void kswapd_deep_sleep(struct kswapd *k, uint32_t seq)
+{
+	while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop)) {
+		za_futex_wait_timeout(&k->wake_seq, seq, KSWAPD_LOOK_NS);
+		if (atomic_load(&k->wake_seq) == seq && za_program_gone())
+			atomic_store(&k->stop, true);
+	}
+}
+
 /*
  * Sleeps until woken, forgetting the highest zone the wakers asked for
  * (highest, what kswapd balanced) -- unless one asked for a higher zone
@@ -535,8 +548,7 @@ static void kswapd_sleep(struct kswapd *k, uint32_t seq, int highest)
 		atomic_max(&k->highest_zone, highest);
 		ev_add_atomic(&k->mm->stat, EV_KSWAPD_HIGH_WMARK_HIT_QUICKLY, 1);
 	} else {
-		while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop))
-			za_futex_wait(&k->wake_seq, seq);
+		kswapd_deep_sleep(k, seq);
 	}
 	atomic_store(&k->sleeping, false);
 }
@@ -544,6 +556,7 @@ static void kswapd_sleep(struct kswapd *k, uint32_t seq, int highest)
 static void *kswapd_main(void *arg)
 {
 	struct kswapd *k = arg;
+	za_thread_name("za-kswapd");
 	while (!atomic_load(&k->stop)) {
 		uint32_t seq = atomic_load(&k->wake_seq);
 		int highest = atomic_load(&k->highest_zone);
@@ -553,6 +566,7 @@ static void *kswapd_main(void *arg)
 		else
 			balance_node(k, highest);
 	}
+	za_thread_exit();
 	return NULL;
 }
 
@@ -618,7 +632,7 @@ int vmscan_init(struct za_mm *mm)
 			return -1;
 		*k = (struct kswapd){ .mm = mm, .node = n };
 		mm->nodes[n].kswapd = k;
-		if (pthread_create(&k->thread, NULL, kswapd_main, k)) {
+		if (za_thread_start(&k->thread, NULL, kswapd_main, k)) {
 			mm->nodes[n].kswapd = NULL;
 			za_os_free(k, sizeof(*k));
 			errno = EAGAIN;

@@ -700,11 +700,15 @@ void za_vmstat_tick(za_mm_t *mm)
 static void *vmstat_main(void *arg)
 {
 	struct vmstat_worker *w = arg;
+	za_thread_name("za-vmstat");
 	while (!atomic_load(&w->stop)) {
 		za_futex_wait_timeout(&w->stop, 0, w->interval_ns);
+		if (za_program_gone())
+			break;
 		if (!atomic_load(&w->stop))
 			za_vmstat_tick(w->mm);
 	}
+	za_thread_exit();
 	return NULL;
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* C23's sized frees: not in this C library's headers, found at run time. */
 static void call_free_sized(void *p, size_t n)
@@ -162,6 +163,33 @@ int main(int argc, char **argv)
 		call_free_sized(alloc(100 << 20), (100 << 20) - 100);
 	if (!strcmp(c, "free-aligned-mismatch"))
 		call_free_aligned_sized(opaque(aligned_alloc(64, 100)), 4096, 100);
+	/* A smaller alignment than the allocation's, which the pointer meets. */
+	if (!strcmp(c, "free-aligned-mismatch-block"))
+		call_free_aligned_sized(opaque(aligned_alloc(65536, 20000)), 4096, 20000);
+	if (!strcmp(c, "free-aligned-mismatch-mapping"))
+		call_free_aligned_sized(opaque(aligned_alloc(1 << 21, 100 << 20)), 4096, 100 << 20);
+	/* malloc(0)'s pointers are checked as any other block's. */
+	if (!strcmp(c, "malloc0-double-free")) {
+		p = alloc(0);
+		free(opaque(p));
+		for (int i = 0; i < 10; i++)
+			sink = malloc(0);
+		free(p);
+	}
+	if (!strcmp(c, "malloc0-free-offset"))
+		free(opaque(alloc(0) + 1));
+	if (!strcmp(c, "malloc0-realloc-freed")) {
+		p = alloc(0);
+		free(opaque(p));
+		sink = realloc(p, 10);
+	}
+	if (!strcmp(c, "malloc0-usable-size-freed")) {
+		p = alloc(0);
+		free(opaque(p));
+		printf("%zu\n", malloc_usable_size(p));
+	}
+	if (!strcmp(c, "malloc0-free-sized-mismatch"))
+		call_free_sized(alloc(0), 8);
 	/* Debug mode only. */
 	if (!strcmp(c, "overflow-small")) {
 		p = alloc(10);
@@ -184,6 +212,24 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 5000; i++)
 			free(opaque(alloc(24)));
 	}
+	/* A stale write, then no more frees of the class: reported at exit. */
+	if (!strcmp(c, "write-after-free-small-exit")) {
+		p = alloc(40);
+		free(opaque(p));
+		((volatile char *)p)[5] = 'x';
+		return 0;
+	}
+	/* ... and at once, by the class's next allocation. */
+	if (!strcmp(c, "write-after-free-small-next")) {
+		p = alloc(40);
+		free(opaque(p));
+		((volatile char *)p)[5] = 'x';
+		sink = malloc(40);
+		fprintf(stderr, "misuse: case '%s' was not caught\n", c);
+		_exit(2);               /* not at exit: this case is the early check's */
+	}
+	if (!strcmp(c, "free-aligned-mismatch-small"))
+		call_free_aligned_sized(opaque(aligned_alloc(64, 100)), 32, 100);
 	if (!strcmp(c, "write-after-free-large")) {
 		p = alloc(100000);
 		free(opaque(p));

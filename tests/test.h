@@ -9,6 +9,7 @@
 #include "../src/sanitizers.h"     /* ZA_TSAN, ZA_ASAN */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,40 @@ static inline unsigned long long test_rand(unsigned long long *state)
 	x ^= x >> 27;
 	*state = x;
 	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Runs the cases named on the command line, or all of them; an unknown
+ * name is an error that lists the known ones. */
+struct test_case {
+	const char *name;
+	void (*run)(void);
+};
+
+static inline int run_test_cases(const char *program, int argc, char **argv,
+				 const struct test_case *cases, size_t n)
+{
+	for (int a = 1; a < argc; a++) {
+		size_t i = 0;
+		while (i < n && strcmp(cases[i].name, argv[a]))
+			i++;
+		if (i == n) {
+			fprintf(stderr, "%s: no case '%s'; the cases are:", program, argv[a]);
+			for (i = 0; i < n; i++)
+				fprintf(stderr, " %s", cases[i].name);
+			fprintf(stderr, "\n");
+			return 2;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool named = argc < 2;
+		for (int a = 1; a < argc && !named; a++)
+			named = !strcmp(cases[i].name, argv[a]);
+		if (named) {
+			cases[i].run();
+			printf("%s: %s ok\n", program, cases[i].name);
+		}
+	}
+	return 0;
 }
 
 #endif

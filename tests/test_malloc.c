@@ -20,6 +20,14 @@
 #include <unistd.h>
 
 static za_mm_t *mm;
+/* The purge worker's delay: its rounds (half of it) are far apart from the
+ * swings of test_barn_follows_swing, whose barn would otherwise decay
+ * within one; under TSan a swing takes some 15 times longer. */
+#ifdef ZA_TSAN
+#define PURGE_DELAY_MS 1500
+#else
+#define PURGE_DELAY_MS 100
+#endif
 /* The smallest request the malloc maps (mapped_min). */
 static size_t map_min;
 
@@ -531,7 +539,7 @@ static void test_trim_and_purge(void)
 	CHECK_EQ(resident_of(blocks, N), 0);
 
 	/* The purge worker does the same on its own once they have been free
-	 * for purge_delay_ms (set to 100 in main), all but the last 8 blocks,
+	 * for purge_delay_ms (PURGE_DELAY_MS), all but the last 8 blocks,
 	 * which this thread keeps for its next allocations (2 MiB at most). */
 	peak(blocks, N);
 	CHECK(resident_of(blocks, N) == N * 16);
@@ -548,7 +556,7 @@ static void test_trim_and_purge(void)
  * mapping, no page faulted in anew), its 2 MiB tail stays kept and merges
  * back on the next free; a larger request grows a kept mapping (its pages
  * move, the growth is zero); calloc clears what it reuses; and an idle
- * process gives them all back (purge_delay_ms is 100 here).
+ * process gives them all back (purge_delay_ms is PURGE_DELAY_MS here).
  */
 static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
 {
@@ -692,7 +700,7 @@ static void test_idle_thread_gives_back(size_t call_size)
 	bool gave_back = false;
 	for (int call = 1; call <= IDLE_CALLS && !gave_back; call++) {
 		za_free(za_malloc(1 << 20));    /* memory back: the worker runs */
-		usleep(250000);                 /* five rounds */
+		usleep(PURGE_DELAY_MS * 2500);  /* five rounds */
 		long long before = za_stat(mm, "nr_slab_pages");
 		atomic_store(&idle_calls, call);
 		while (atomic_load(&idle_done) != call + 1)
@@ -709,7 +717,7 @@ static void test_idle_thread_gives_back(size_t call_size)
  * and dropped over and over, 4096 objects of one class go through the
  * slab cache -- slabs made and freed -- only while the barn's limit
  * learns the swing; then a round takes no slab.  The purge worker's rounds
- * (purge_delay_ms is 100 here) give back what a barn holds once the
+ * (purge_delay_ms is PURGE_DELAY_MS here) give back what a barn holds once the
  * program stops using the class, though it stays busy.  And when the
  * program moves on to another class, what the idle barn holds goes back
  * at once to serve it: the second class's 4096 objects (960 pages of
@@ -801,32 +809,44 @@ static void test_mallinfo(void)
 	za_free(q);
 }
 
-int main(void)
+static void test_idle_thread_gives_back_small(void)
 {
+	test_idle_thread_gives_back(16);
+}
+
+static void test_idle_thread_gives_back_block(void)
+{
+	test_idle_thread_gives_back(64 << 10);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "sizes", test_sizes },
+		{ "contract", test_contract },
+		{ "realloc", test_realloc },
+		{ "aligned", test_aligned },
+		{ "sized_free", test_sized_free },
+		{ "mallinfo", test_mallinfo },
+		{ "threads", test_threads },
+		{ "remote_first", test_remote_first },
+		{ "fork", test_fork },
+		{ "idle_thread_gives_back_small", test_idle_thread_gives_back_small },
+		{ "idle_thread_gives_back_block", test_idle_thread_gives_back_block },
+		{ "page_lists_tuned", test_page_lists_tuned },
+		{ "barn_follows_swing", test_barn_follows_swing },
+		{ "trim_and_purge", test_trim_and_purge },
+		{ "large_reuse_and_decay", test_large_reuse_and_decay },
+		{ "giant_runs", test_giant_runs },
+	};
 	/* over the caller's ZA_CONFIG (ctest's percpu=lock run) */
 	char config[256];
 	const char *outer = getenv("ZA_CONFIG");
-	snprintf(config, sizeof(config), "%s%spurge_delay_ms=100", outer ? outer : "", outer ? "," : "");
+	snprintf(config, sizeof(config), "%s%spurge_delay_ms=%d", outer ? outer : "", outer ? "," : "",
+		 PURGE_DELAY_MS);
 	setenv("ZA_CONFIG", config, 1);
 	CHECK((mm = za_malloc_system()));
 	CHECK_STR_HAS(za_mm_config_string(mm), "deferred_init=1");
 	map_min = mapped_min();
-	test_sizes();
-	test_contract();
-	test_realloc();
-	test_aligned();
-	test_sized_free();
-	test_mallinfo();
-	test_threads();
-	test_remote_first();
-	test_fork();
-	test_idle_thread_gives_back(16);
-	test_idle_thread_gives_back(64 << 10);
-	test_page_lists_tuned();
-	test_barn_follows_swing();
-	test_trim_and_purge();
-	test_large_reuse_and_decay();
-	test_giant_runs();
-	printf("test_malloc: ok\n");
-	return 0;
+	return run_test_cases("test_malloc", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

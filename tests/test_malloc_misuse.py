@@ -35,6 +35,13 @@ DEFAULT_CASES = {
     "free-sized-near-block": r"free_sized\(0x[0-9a-f]+, size 19000\): the size or alignment does not match the allocation \(32768-byte block for 20000 bytes\)",
     "free-sized-near-mapping": r"free_sized\(0x[0-9a-f]+, size 104857500\): the size or alignment does not match the allocation \(104857600-byte block for 104857600 bytes\)",
     "free-aligned-mismatch": r"free_aligned_sized\(0x[0-9a-f]+, size 100, align 4096\): the size or alignment does not match the allocation \(malloc-128\)",
+    "free-aligned-mismatch-block": r"free_aligned_sized\(0x[0-9a-f]+, size 20000, align 4096\): the size or alignment does not match the allocation \(65536-byte block for 20000 bytes aligned to 65536\)",
+    "free-aligned-mismatch-mapping": r"free_aligned_sized\(0x[0-9a-f]+, size 104857600, align 4096\): the size or alignment does not match the allocation \(104857600-byte block for 104857600 bytes aligned to 2097152\)",
+    "malloc0-double-free": r"double free of 0x[0-9a-f]+ \(a malloc\(0\) block\)",
+    "malloc0-free-offset": r"free\(0x[0-9a-f]+\): not allocated by malloc \(inside the malloc\(0\) region\)",
+    "malloc0-realloc-freed": r"realloc\(0x[0-9a-f]+\): the pointer was freed \(a malloc\(0\) block\)",
+    "malloc0-usable-size-freed": r"malloc_usable_size\(0x[0-9a-f]+\): the pointer was freed \(a malloc\(0\) block\)",
+    "malloc0-free-sized-mismatch": r"free_sized\(0x[0-9a-f]+, size 8\): the size or alignment does not match the allocation \(a malloc\(0\) block\)",
 }
 
 CXX_CASES = {
@@ -46,6 +53,9 @@ DEBUG_CASES = {
     "overflow-small": r"heap overflow: the 10-byte block at 0x[0-9a-f]+ was written past its end \(byte 10",
     "overflow-large": r"heap overflow: the 100000-byte block at 0x[0-9a-f]+ was written past its end \(byte 100000",
     "write-after-free-small": r"write after free: object 0x[0-9a-f]+ modified",
+    "write-after-free-small-exit": r"write after free: object 0x[0-9a-f]+ modified at byte 5",
+    "write-after-free-small-next": r"write after free: object 0x[0-9a-f]+ modified at byte 5",
+    "free-aligned-mismatch-small": r"free_aligned_sized\(0x[0-9a-f]+, align 32\): the allocation was aligned to 64",
     "write-after-free-large": r"use after free: 0x[0-9a-f]+ is inside the freed 100000-byte block",
     "read-after-free-large": r"use after free: 0x[0-9a-f]+ is inside the freed 100000-byte block",
     "realloc-freed": r"realloc\(0x[0-9a-f]+\): the pointer was freed",
