@@ -615,9 +615,12 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 			memcpy(q, p, n < boot_size(p) ? n : boot_size(p));
 		return q;
 	}
-	if (in_zero_region(p)) {        /* malloc(0)'s: nothing to copy */
-		zero_free(p, SIZE_MAX, 0, "realloc");
-		return za_malloc(n);
+	if (in_zero_region(p)) {        /* malloc(0)'s: nothing to copy; kept if no memory */
+		zero_usable_size(p, "realloc");
+		void *q = za_malloc(n);
+		if (q)
+			zero_free(p, SIZE_MAX, 0, "realloc");
+		return q;
 	}
 	if (!malloc_ready())
 		malloc_misuse("realloc(%p): not allocated by zonealloc", p);
@@ -720,7 +723,7 @@ size_t za_malloc_usable_size(void *p)
 	if (in_boot_heap(p))
 		return boot_size(p);
 	if (in_zero_region(p))
-		return zero_usable_size(p);
+		return zero_usable_size(p, "malloc_usable_size");
 	if (!malloc_ready())
 		malloc_misuse("malloc_usable_size(%p): not allocated by zonealloc", p);
 	if (zm.debug)

@@ -349,7 +349,7 @@ static inline unsigned long block_pages(size_t n)
 bool in_zero_region(const void *p);
 void *zero_alloc(size_t align);
 void zero_free(const void *p, size_t expect_size, size_t expect_align, const char *fn);
-size_t zero_usable_size(const void *p);
+size_t zero_usable_size(const void *p, const char *fn);       /* 0, if p is live */
 void malloc_fault_handler_install(void);
 /* size_class(0): a slot past the classes whose sheaf is always empty. */
 #define ZERO_SLOT NR_CLASSES

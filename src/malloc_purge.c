@@ -27,13 +27,16 @@
 #include "malloc_internal.h"
 #include "slab.h"
 
-enum { PURGER_OFF, PURGER_STARTING, PURGER_RUNNING, PURGER_NEVER };
+#include <sys/resource.h>
+
+enum { PURGER_OFF, PURGER_RUNNING, PURGER_NEVER };
 
 static struct {
 	_Atomic int state;
 	_Atomic uint32_t wake;          /* futex word, bumped by a thread's exit */
 	atomic_bool exit_seen;          /* a thread exited since the worker last looked */
 	za_lock_t round;                /* held by the worker for a round's work */
+	sigset_t program_mask;          /* of the thread that started the worker */
 } purger;
 
 /* Pages allocated and freed, mappings made, reused and freed, sheaves
@@ -46,37 +49,38 @@ static long long page_activity(za_mm_t *mm)
 	       (long long)(vs.maps + vs.reuses + vs.frees + barns_activity());
 }
 
-#define EXIT_POLL_NS 1000000u
+#define EXIT_POLL_NS 1000000u           /* the first look after a thread's exit */
+#define EXIT_POLL_MAX_NS 500000000u
 
 /*
- * Sleeps until the next round is due; false once no thread of the program
- * is left.  A thread's exit (purge_worker_thread_exit) may have been the
- * program's last, but the thread is still finishing as it says so: the
- * worker looks at once and after 1, 2, 4, ... ms until the round is due.
- * Exits meanwhile do not wake it again, so a program that starts and ends
- * threads all the time costs it a few looks a round.
+ * Sleeps until the next round is due; false once the program is gone
+ * (za_helper_sleep looks about once a second).  A thread's exit
+ * (purge_worker_thread_exit) may have been the program's last, but the
+ * thread is still finishing as it says so: the worker looks after 1, 2, 4,
+ * ... ms, and starts over at 1 ms on the next exit -- at most a look per
+ * exit or millisecond, whichever is fewer.
  */
 static bool sleep_round(uint64_t period_ns)
 {
 	uint64_t start = za_now_ns(), poll = 0;
 	for (;;) {
 		uint32_t seq = atomic_load(&purger.wake);
-		if (!poll && atomic_load(&purger.exit_seen))
+		if (atomic_exchange(&purger.exit_seen, false))
 			poll = EXIT_POLL_NS;
 		uint64_t slept = za_now_ns() - start;
 		if (slept >= period_ns)
-			break;
+			return true;
 		uint64_t nap = period_ns - slept;
-		if (poll) {
-			if (za_program_gone())
+		if (!poll) {
+			if (!za_helper_sleep(&purger.wake, seq, nap))
 				return false;
-			nap = poll < nap ? poll : nap;
-			poll *= 2;
+			continue;
 		}
-		za_futex_wait_timeout(&purger.wake, seq, nap);
+		za_futex_wait_timeout(&purger.wake, seq, nap < poll ? nap : poll);
+		if (za_program_gone())
+			return false;
+		poll = poll < EXIT_POLL_MAX_NS ? 2 * poll : 0;
 	}
-	atomic_store(&purger.exit_seen, false);
-	return !za_program_gone();
 }
 
 /* One round: the caches above the buddy lists emptied into them if the
@@ -131,26 +135,37 @@ static void *purge_worker(void *arg)
 		seen = page_activity(mm);
 		quiet = idle && !purged && now == seen ? quiet + 1 : 0;
 		if (quiet == QUIET_ROUNDS && worker_retires(mm, seen)) {
-			za_thread_exit();
+			za_thread_exit(NULL);
 			return NULL;
 		}
 		quiet %= QUIET_ROUNDS;
 	}
 	atomic_store(&purger.state, PURGER_NEVER);      /* the process ends now */
-	za_thread_exit();
+	za_thread_exit(&purger.program_mask);
 	return NULL;
 }
 
+/* A worker's stack is a program thread's (the C library's default): when
+ * the program is gone, the process's exit -- its atexit handlers, its
+ * destructors -- runs on it.  Under an address-space limit (ulimit -v),
+ * which the reservation counts against, 256 KiB. */
+#define LIMITED_STACK (256 << 10)
+
+/* The state is RUNNING before the thread exists, so that no kick starts a
+ * second one, and a worker that retires at once is not followed by a
+ * store that would say it runs. */
 static void start_worker(void)
 {
 	pthread_attr_t attr;
 	pthread_t thread;
+	struct rlimit as;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 << 10);
-	int err = za_thread_start(&thread, &attr, purge_worker, zm.mm);
+	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+		pthread_attr_setstacksize(&attr, LIMITED_STACK);
+	if (za_thread_start(&thread, &attr, purge_worker, zm.mm, &purger.program_mask))
+		atomic_store(&purger.state, PURGER_NEVER);
 	pthread_attr_destroy(&attr);
-	atomic_store(&purger.state, err ? PURGER_NEVER : PURGER_RUNNING);
 }
 
 /* Memory went back to the page allocator: make sure the worker runs.
@@ -161,16 +176,17 @@ void purge_worker_kick(void)
 	if (likely(state != PURGER_OFF))
 		return;
 	if (zm.mm->cfg.purge_delay_ms &&
-	    atomic_compare_exchange_strong(&purger.state, &state, PURGER_STARTING))
+	    atomic_compare_exchange_strong(&purger.state, &state, PURGER_RUNNING))
 		start_worker();
 }
 
 /* A thread of the program is exiting (its cache's destructor): if it is
- * the last, the worker must not outlive it. */
+ * the last, the worker must not outlive it.  The first exit since the
+ * worker last looked wakes it; a worker that is not asleep finds the flag. */
 void purge_worker_thread_exit(void)
 {
-	if (load_relaxed(&purger.state) == PURGER_RUNNING &&
-	    !atomic_exchange(&purger.exit_seen, true)) {
+	if (!atomic_exchange(&purger.exit_seen, true) &&
+	    load_relaxed(&purger.state) == PURGER_RUNNING) {
 		atomic_fetch_add(&purger.wake, 1);
 		za_futex_wake(&purger.wake, 1);
 	}

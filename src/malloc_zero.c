@@ -130,9 +130,9 @@ void zero_free(const void *p, size_t expect_size, size_t expect_align, const cha
 	zero_check(p, fn, true);
 }
 
-size_t zero_usable_size(const void *p)
+size_t zero_usable_size(const void *p, const char *fn)
 {
-	zero_check(p, "malloc_usable_size", false);
+	zero_check(p, fn, false);
 	return 0;
 }
 
@@ -205,14 +205,19 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	forward_fault(sig, si, uc);
 }
 
-/* Once: the action found is kept before ours replaces it, so that a fault
- * meanwhile finds it. */
+/* Once.  Ours runs where the action it replaces would have (its
+ * SA_ONSTACK: the alternate stack; SA_RESTART for a signal sent); the
+ * action found is kept before ours replaces it, so that a fault meanwhile
+ * finds it, and the one replaced is kept as the exchange found it, should
+ * the program have changed it meanwhile. */
 void malloc_fault_handler_install(void)
 {
-	struct sigaction sa = { .sa_sigaction = segv_handler, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+	struct sigaction sa = { .sa_sigaction = segv_handler }, found;
 	if (atomic_exchange(&handler_installed, true))
 		return;
+	sigaction(SIGSEGV, NULL, &found);
+	previous_segv = found;
+	sa.sa_flags = SA_SIGINFO | (found.sa_flags & (SA_ONSTACK | SA_RESTART));
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, NULL, &previous_segv);
-	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGSEGV, &sa, &previous_segv);
 }

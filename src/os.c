@@ -46,47 +46,88 @@ bool za_os_release(void *p, size_t size)
  * a helper that outlived the program's threads would keep the process
  * alive, with every signal blocked.  So each helper, whenever it wakes,
  * asks whether any thread of the program is left, and returns if none is;
- * the C library then ends the process as it would have at the program's
- * last thread (exit(0)).  The kernel counts a process's threads, a leader
- * that called pthread_exit among them until the process ends (a zombie);
- * the helpers are counted here, from after their creation until just
- * before they return, so that the difference errs towards "a thread is
- * left" while one starts or ends.
+ * the C library then ends the process on it as it would have on the
+ * program's last thread (exit(0)), under the signal mask of the program
+ * thread that started it.
+ *
+ * The kernel counts a process's threads, a leader that called pthread_exit
+ * among them until the process ends (a zombie); the helpers are counted
+ * here, from after their creation until just before they return, so that
+ * a helper starting or ending makes the answer "a thread is left".  The
+ * count is one word with the pid it belongs to (a forked child starts with
+ * none: a word of another pid counts none) and a generation every start
+ * and end bumps, so that a look at /proc/self/stat between two equal words
+ * saw no helper come or go.
  * ------------------------------------------------------------------------ */
-static _Atomic int nr_helpers;
-static pthread_once_t helpers_once = PTHREAD_ONCE_INIT;
+#define HELPERS_PID_SHIFT 40
+#define HELPERS_GEN_SHIFT 16
+#define HELPERS_COUNT_MASK 0xffffu
+#define HELPERS_GEN_MASK 0xffffffu
 
-static void helpers_after_fork_child(void)
+static _Atomic uint64_t helpers;
+
+static unsigned int helpers_of(uint64_t w, uint64_t pid)
 {
-	atomic_store(&nr_helpers, 0);   /* a child starts with one thread */
+	return w >> HELPERS_PID_SHIFT == pid ? (unsigned int)(w & HELPERS_COUNT_MASK) : 0;
 }
 
-static void helpers_init(void)
+static void helpers_add(int delta)
 {
-	pthread_atfork(NULL, NULL, helpers_after_fork_child);
+	uint64_t pid = (uint64_t)getpid(), w = atomic_load(&helpers), next;
+	do {
+		uint64_t gen = ((w >> HELPERS_GEN_SHIFT) + 1) & HELPERS_GEN_MASK;
+		uint64_t count = (helpers_of(w, pid) + (unsigned int)delta) & HELPERS_COUNT_MASK;
+		next = pid << HELPERS_PID_SHIFT | gen << HELPERS_GEN_SHIFT | count;
+	} while (!atomic_compare_exchange_weak(&helpers, &w, next));
 }
 
-int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		    sigset_t *program_mask)
 {
-	sigset_t all, old;
-	pthread_once(&helpers_once, helpers_init);
+	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_sigmask(SIG_SETMASK, &all, program_mask);
 	int err = pthread_create(thread, attr, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_sigmask(SIG_SETMASK, program_mask, NULL);
 	if (!err)
-		atomic_fetch_add(&nr_helpers, 1);
+		helpers_add(1);
 	return err;
 }
 
-void za_thread_exit(void)
+void za_thread_exit(const sigset_t *program_mask)
 {
-	atomic_fetch_sub(&nr_helpers, 1);
+	helpers_add(-1);
+	if (program_mask)
+		pthread_sigmask(SIG_SETMASK, program_mask, NULL);
 }
 
 void za_thread_name(const char *name)
 {
 	prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* A helper's sleep: until *word is no longer val or ns have passed
+ * (UINT64_MAX: only the former).  It looks whether the program is gone at
+ * most and at least about once a second; false once it is. */
+#define HELPER_LOOK_NS 1000000000u
+static __thread uint64_t helper_last_look;
+
+bool za_helper_sleep(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
+{
+	uint64_t start = za_now_ns();
+	while (atomic_load(word) == val) {
+		uint64_t now = za_now_ns();
+		if (now - start >= ns)
+			return true;
+		if (now - helper_last_look >= HELPER_LOOK_NS) {
+			helper_last_look = now;
+			if (za_program_gone())
+				return false;
+		}
+		uint64_t nap = ns - (now - start);
+		za_futex_wait_timeout(word, val, nap < HELPER_LOOK_NS ? nap : HELPER_LOOK_NS);
+	}
+	return true;
 }
 
 /* The field after `skip` spaces from s, as a number; -1 if there is none. */
@@ -100,16 +141,18 @@ static long stat_field(const char *s, int skip)
 
 /* /proc/self/stat: after the command's closing parenthesis come the
  * leader's state (field 3) and, seventeen fields on, the threads (20).
- * False when it cannot tell (no /proc): the helper then stays. */
+ * False when it cannot tell (no /proc, a helper came or went): the
+ * helper then stays, and asks again later. */
 bool za_program_gone(void)
 {
 	char buf[512];
+	uint64_t before = atomic_load(&helpers);
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0)
+	if (n <= 0 || atomic_load(&helpers) != before)
 		return false;
 	buf[n] = 0;
 	const char *s = strrchr(buf, ')');
@@ -117,7 +160,7 @@ bool za_program_gone(void)
 		return false;
 	long threads = stat_field(s + 2, 17);
 	bool leader_gone = s[2] == 'Z';
-	return threads > 0 && threads - leader_gone - atomic_load(&nr_helpers) <= 0;
+	return threads > 0 && threads - leader_gone - helpers_of(before, (uint64_t)getpid()) <= 0;
 }
 
 void za_futex_wait(_Atomic uint32_t *addr, uint32_t val)

@@ -7,6 +7,7 @@
 #define ZA_PLATFORM_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,15 +91,23 @@ bool za_os_release(void *p, size_t size);  /* give the pages back, keep the rang
 /*
  * Helper threads (os.c): the purge worker, kswapd, the vmstat worker.  A
  * helper takes no signal meant for the program (all blocked while it is
- * created, so it starts with them blocked), names itself (za_thread_name:
- * "za-purge", as top -H and /proc/PID/task/TID/comm show it), and never
- * keeps a process alive: when it wakes it asks za_program_gone(), and if no
- * thread of the program is left, it calls za_thread_exit() and returns.
- * za_thread_start returns pthread_create's error.
+ * created, so it starts with them blocked; the creator's mask is kept in
+ * *program_mask), names itself (za_thread_name: "za-purge", as top -H and
+ * /proc/PID/task/TID/comm show it), and never keeps a process alive: it
+ * sleeps in za_helper_sleep, which asks za_program_gone() about once a
+ * second, and if no thread of the program is left, it calls
+ * za_thread_exit(program_mask) -- the C library ends the process on it
+ * then, under the program's mask -- and returns; otherwise, when it ends,
+ * za_thread_exit(NULL).  za_thread_start returns pthread_create's
+ * error.
  */
-int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+int za_thread_start(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		    sigset_t *program_mask);
 void za_thread_name(const char *name);     /* the calling thread's, 15 characters at most */
-void za_thread_exit(void);
+void za_thread_exit(const sigset_t *program_mask);
+/* Sleeps until *word is not val or ns pass (UINT64_MAX: no limit); false
+ * if the program is gone meanwhile. */
+bool za_helper_sleep(_Atomic uint32_t *word, uint32_t val, uint64_t ns);
 bool za_program_gone(void);
 uint64_t za_now_ns(void);                  /* CLOCK_MONOTONIC_RAW */
 

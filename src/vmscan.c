@@ -45,6 +45,8 @@ struct kswapd {
 	_Atomic int order;
 	_Atomic int highest_zone;
 	atomic_int failures;            /* balance runs in a row that reclaimed nothing */
+	bool program_gone;              /* stopped because no thread of the program is left */
+	sigset_t program_mask;          /* of the thread that started it */
 };
 
 struct scan_control {
@@ -514,16 +516,15 @@ static void atomic_max(_Atomic int *v, int x)
 		;
 }
 
-/* Until a wakeup (or destroy).  A helper never keeps the process alive
- * (platform.h): once a second it looks whether the program is gone. */
-#define KSWAPD_LOOK_NS 1000000000u
-
+/* Until a wakeup (or destroy), or the program is gone: a helper never
+ * keeps the process alive (platform.h). */
 static void kswapd_deep_sleep(struct kswapd *k, uint32_t seq)
 {
 	while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop)) {
-		za_futex_wait_timeout(&k->wake_seq, seq, KSWAPD_LOOK_NS);
-		if (atomic_load(&k->wake_seq) == seq && za_program_gone())
+		if (!za_helper_sleep(&k->wake_seq, seq, UINT64_MAX)) {
+			k->program_gone = true;
 			atomic_store(&k->stop, true);
+		}
 	}
 }
 
@@ -566,7 +567,7 @@ static void *kswapd_main(void *arg)
 		else
 			balance_node(k, highest);
 	}
-	za_thread_exit();
+	za_thread_exit(k->program_gone ? &k->program_mask : NULL);
 	return NULL;
 }
 
@@ -632,7 +633,7 @@ int vmscan_init(struct za_mm *mm)
 			return -1;
 		*k = (struct kswapd){ .mm = mm, .node = n };
 		mm->nodes[n].kswapd = k;
-		if (za_thread_start(&k->thread, NULL, kswapd_main, k)) {
+		if (za_thread_start(&k->thread, NULL, kswapd_main, k, &k->program_mask)) {
 			mm->nodes[n].kswapd = NULL;
 			za_os_free(k, sizeof(*k));
 			errno = EAGAIN;

@@ -684,6 +684,7 @@ struct vmstat_worker {
 	pid_t pid;                      /* the process it runs in (not a forked child) */
 	uint64_t interval_ns;
 	_Atomic uint32_t stop;          /* futex word */
+	sigset_t program_mask;          /* of the thread that started it */
 };
 
 /* Per CPU, per zone, as each CPU's worker would: the decay of the
@@ -700,15 +701,11 @@ void za_vmstat_tick(za_mm_t *mm)
 static void *vmstat_main(void *arg)
 {
 	struct vmstat_worker *w = arg;
+	bool alive;
 	za_thread_name("za-vmstat");
-	while (!atomic_load(&w->stop)) {
-		za_futex_wait_timeout(&w->stop, 0, w->interval_ns);
-		if (za_program_gone())
-			break;
-		if (!atomic_load(&w->stop))
-			za_vmstat_tick(w->mm);
-	}
-	za_thread_exit();
+	while ((alive = za_helper_sleep(&w->stop, 0, w->interval_ns)) && !atomic_load(&w->stop))
+		za_vmstat_tick(w->mm);
+	za_thread_exit(alive ? NULL : &w->program_mask);
 	return NULL;
 }
 
@@ -725,7 +722,7 @@ int vmstat_worker_start(struct za_mm *mm)
 	}
 	*w = (struct vmstat_worker){ .mm = mm, .pid = getpid(),
 				     .interval_ns = (uint64_t)mm->cfg.vmstat_interval_ms * 1000000u };
-	int err = za_thread_start(&w->thread, NULL, vmstat_main, w);
+	int err = za_thread_start(&w->thread, NULL, vmstat_main, w, &w->program_mask);
 	if (err) {
 		za_os_free(w, sizeof(*w));
 		za_set_last_error("za_mm_create: cannot start the vmstat worker (vmstat_interval_ms=0 "

@@ -85,6 +85,15 @@ static void main_exits(void *(*fn)(void *))
 	pthread_exit(NULL);
 }
 
+/* The process's exit runs on whichever thread ends last, the malloc's own
+ * if it outlived the program's: with a stack a program's exit can use. */
+static void big_atexit(void)
+{
+	volatile char frame[2 << 20];
+	memset((char *)frame, 1, sizeof(frame));
+	say(frame[12345] == 1 ? "atexit ran\n" : "atexit broken\n");
+}
+
 /* main calls exit while threads allocate. */
 static void *allocate_forever(void *arg)
 {
@@ -262,6 +271,10 @@ int main(int argc, char **argv)
 		main_exits(sleep_then_return);
 	if (!strcmp(c, "main-exits-then-sigterm"))
 		main_exits(allocate_then_wait);
+	if (!strcmp(c, "main-exits-atexit")) {
+		atexit(big_atexit);
+		main_exits(allocate_then_return);
+	}
 	if (!strcmp(c, "exit-while-allocating"))
 		return exit_while_allocating();
 	if (!strcmp(c, "fork-from-thread"))

@@ -99,6 +99,7 @@ static void check_prefix(unsigned char *p, size_t n, size_t keep, unsigned int t
 enum { MAP_THREADS = 8, MAP_BLOCKS = 40, MAP_ROUNDS = 100 / SCALE };
 static pthread_barrier_t map_barrier;
 static unsigned char *live_maps[MAP_THREADS][MAP_BLOCKS];
+static size_t live_sizes[MAP_THREADS][MAP_BLOCKS];
 
 /* Only the first and last 64 bytes and one every 256 KiB carry the tag:
  * the frees should follow each other closely, as in a program that drops
@@ -113,7 +114,7 @@ static void *map_thread(void *arg)
 {
 	int id = (int)(uintptr_t)arg;
 	unsigned long long rnd = 0x9e37 + (unsigned long long)id;
-	size_t sizes[MAP_BLOCKS];
+	size_t *sizes = live_sizes[id];
 	void *spacers[MAP_BLOCKS];
 	for (int round = 0; round < MAP_ROUNDS; round++) {
 		for (int i = 0; i < MAP_BLOCKS; i++) {
@@ -150,7 +151,9 @@ static void check_maps_disjoint(void)
 		for (int b = a + 1; b < MAP_THREADS * MAP_BLOCKS; b++) {
 			unsigned char *p = live_maps[a / MAP_BLOCKS][a % MAP_BLOCKS];
 			unsigned char *q = live_maps[b / MAP_BLOCKS][b % MAP_BLOCKS];
-			CHECK(p + MAP_MIN <= q || q + MAP_MIN <= p);
+			size_t p_len = live_sizes[a / MAP_BLOCKS][a % MAP_BLOCKS];
+			size_t q_len = live_sizes[b / MAP_BLOCKS][b % MAP_BLOCKS];
+			CHECK(p + p_len <= q || q + q_len <= p);
 		}
 }
 
@@ -374,8 +377,10 @@ static void purge_worker_lifecycle(void)
 			pthread_join(t, NULL);
 		}
 		/* Purged by a worker, which then ended. */
-		CHECK(purge_worker_ends());
+		for (int ms = 0; ms < 10000 && za_stat(mm, "pgpurge") - purged < 128; ms += 5)
+			usleep(5000);
 		CHECK(za_stat(mm, "pgpurge") - purged >= 128);
+		CHECK(purge_worker_ends());
 	}
 	CHECK(za_verify(mm) == 0);
 }

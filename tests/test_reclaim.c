@@ -658,9 +658,11 @@ static bool kswapd_held(void *ctx)
 	return atomic_load(&hold_state) == 2;
 }
 
-static bool normal_scanned(void *mm)
+/* kswapd counts a batch scanned before it reclaims from it: the steal is
+ * what to wait for. */
+static bool normal_reclaimed(void *mm)
 {
-	return za_stat(mm, "pgscan_kswapd_Normal") > 0;
+	return za_stat(mm, "pgsteal_kswapd_Normal") > 0;
 }
 
 static void test_kswapd_highest_zone(void)
@@ -694,8 +696,8 @@ static void test_kswapd_highest_zone(void)
 	/* A waker that could use Normal, while kswapd runs. */
 	CHECK((pages[n++] = za_alloc_pages(mm, 0, 0)));
 	atomic_store(&hold_state, 3);
-	CHECK(wait_for(normal_scanned, mm));
-	CHECK(za_stat(mm, "pgsteal_kswapd_Normal") > 0);
+	CHECK(wait_for(normal_reclaimed, mm));
+	CHECK(za_stat(mm, "pgscan_kswapd_Normal") > 0);
 	za_shrinker_unregister(mm, hold);
 	free_all(mm, pages, n);
 	CHECK_EQ(za_file_close(f), 0);
