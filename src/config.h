@@ -53,7 +53,7 @@ struct za_config {
 	char percpu[8];                 /* "rseq" or "lock" (rseq.h) */
 	char percpu_index[8];           /* "cpu" or "cid" */
 	char rseq_area[8];              /* "libc" or "own" (rseq.c) */
-	char malloc_cache[8];           /* "thread" or "cpu" (malloc_percpu.c) */
+	char malloc_cache[8];           /* "thread" or "cpu" (malloc/cpu_cache.c) */
 	/* SLUB */
 	int64_t slub_min_order;
 	int64_t slub_max_order;

@@ -6,7 +6,7 @@
  * locks and node locks), the quicklists (per-CPU locks), and the malloc
  * front end, which is known here only by the checks of its sheaves.
  */
-#include "malloc_internal.h"
+#include "malloc/internal.h"
 #include "mm_layers.h"
 #include "quicklist.h"
 #include "slab.h"

@@ -23,7 +23,7 @@ import sys
 PUBLIC_PREFIX = "za_"
 INTERNAL_PREFIX = "za__"  # reserved for a global that must not be API; none today
 
-# What libzonealloc-malloc.so provides beyond the za_ API (src/malloc.c,
+# What libzonealloc-malloc.so provides beyond the za_ API (src/malloc/malloc.c,
 # ZA_MALLOC_OVERRIDE): the C library's names ...
 MALLOC_FAMILY = {
     "malloc", "free", "calloc", "realloc", "reallocarray", "memalign",

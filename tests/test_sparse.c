@@ -3,10 +3,10 @@
  * zones grow into them, conversions across sections, growth of a
  * fragmented zone, address-space limits, the section_size key, and the
  * near table that free's fast path reads.  Links the library's objects:
- * the near table is internal (mmzone.h, malloc_internal.h).
+ * the near table is internal (mmzone.h, malloc/internal.h).
  */
 #include "test.h"
-#include "malloc_internal.h"
+#include "malloc/internal.h"
 
 #include <sys/mman.h>
 #include <sys/resource.h>

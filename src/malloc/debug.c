@@ -15,12 +15,12 @@
  * Large blocks and mappings, once freed, stay mapped without access for a
  * while (a quarantine), so that a use after free faults at once; their
  * pages go back to the OS meanwhile, and a fault in one is reported
- * (malloc_zero.c's handler asks debug_fault).
+ * (zero.c's handler asks debug_fault).
  *
  * Sizes come from the program: every sum below is checked, and a request
  * no address space can hold fails with ENOMEM before anything is mapped.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 #include "slab.h"
 
 #include <errno.h>
@@ -94,7 +94,7 @@ static struct {
 static void release(uintptr_t start, size_t len, bool mapping)
 {
 	if (mapping) {
-		vmalloc_unmap((void *)start);
+		mapping_unmap((void *)start);
 	} else {
 		mprotect((void *)start, len, PROT_READ | PROT_WRITE);
 		za_free_pages(zm.mm, (void *)start, get_order(len));
@@ -205,7 +205,7 @@ static const struct quarantined *quarantined(const void *p)
 }
 
 /* ------------------------------------------------------------------------
- * Faults in quarantined blocks (malloc_zero.c's handler asks)
+ * Faults in quarantined blocks (zero.c's handler asks)
  * ------------------------------------------------------------------------ */
 void debug_fault(const void *addr)
 {
@@ -395,8 +395,8 @@ static char *debug_block(size_t total, size_t align, char **end)
 		*end = block + (PAGE_SIZE << order);
 		return block;
 	}
-	if ((block = vmalloc_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE, total)))
-		*end = block + vmalloc_size(block, NULL, NULL);
+	if ((block = mapping_alloc(total, align > PAGE_SIZE ? align : PAGE_SIZE, total)))
+		*end = block + mapping_size(block, NULL, NULL);
 	return block;
 }
 
@@ -474,11 +474,11 @@ static bool find_block(const void *p, struct dbg_block *b)
 	}
 	/* A mapping starts at the page below the header, or, aligned beyond a
 	 * page, at p less its alignment. */
-	size_t len = vmalloc_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)), NULL, NULL);
+	size_t len = mapping_size((void *)((uintptr_t)h & ~(PAGE_SIZE - 1)), NULL, NULL);
 	b->start = (char *)((uintptr_t)h & ~(PAGE_SIZE - 1));
 	for (size_t a = 2 * PAGE_SIZE; !len && a && a <= (uintptr_t)p && !((uintptr_t)p & (a - 1));
 	     a <<= 1)
-		len = vmalloc_size(b->start = (char *)p - a, NULL, NULL);
+		len = mapping_size(b->start = (char *)p - a, NULL, NULL);
 	b->end = b->start + len;
 	b->mapping = true;
 	return len != 0;

@@ -23,7 +23,7 @@
  * Lock order: the barn lock and threads_lock are leaves; nothing else is
  * taken, and no memory is allocated or freed, while one is held.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 #include "slab.h"
 
 #include <string.h>
@@ -609,5 +609,5 @@ int malloc_verify(struct za_mm *mm)
 	za_lock(&zm.threads_lock);
 	int r = verify_threads();
 	za_unlock(&zm.threads_lock);
-	return r || cpu_cache_verify() || vmalloc_verify() ? -1 : 0;
+	return r || cpu_cache_verify() || mappings_verify() ? -1 : 0;
 }

@@ -7,7 +7,7 @@
  * descriptors (a second free is a double free), oldest first, within a
  * few slots and bytes; malloc takes the newest of the size it needs.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 
 #include <string.h>
 

@@ -23,7 +23,7 @@
  * quarantined blocks -- and delivers every other fault as the kernel would
  * have without it (forward_fault).
  */
-#include "malloc_internal.h"
+#include "internal.h"
 
 #include <signal.h>
 #include <string.h>

@@ -21,12 +21,12 @@
  * front of the pointer.  The table lives in memory from the OS, not from
  * malloc; its lock is a leaf, and no system call is made under it.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <sys/mman.h>
 
-struct vmap_area {
+struct mapping {
 	uintptr_t addr;                 /* 0: empty slot */
 	size_t size;                    /* mapped bytes, a multiple of the page */
 	size_t requested;               /* what malloc was asked for (sized frees) */
@@ -52,7 +52,7 @@ struct free_range {
  */
 static struct {
 	za_lock_t lock;
-	struct vmap_area *slots;
+	struct mapping *slots;
 	size_t capacity;                /* a power of two, or 0 */
 	size_t count, bytes;            /* live mappings */
 	/* the mapping cache */
@@ -71,7 +71,7 @@ static size_t slot_of(uintptr_t addr, size_t capacity)
 }
 
 /* Linear probing: the slot holding addr, or the empty slot ending its run. */
-static struct vmap_area *find_slot(struct vmap_area *slots, size_t capacity, uintptr_t addr)
+static struct mapping *find_slot(struct mapping *slots, size_t capacity, uintptr_t addr)
 {
 	size_t i = slot_of(addr, capacity);
 	while (slots[i].addr && slots[i].addr != addr)
@@ -91,11 +91,11 @@ static bool reserve_slot(void)
 		za_unlock(&vm.lock);
 
 		size_t cap = old_cap ? 2 * old_cap : 256;
-		struct vmap_area *slots = za_os_alloc(cap * sizeof(*slots));
+		struct mapping *slots = za_os_alloc(cap * sizeof(*slots));
 		if (!slots)
 			return false;
 		za_lock(&vm.lock);
-		struct vmap_area *old = vm.slots;
+		struct mapping *old = vm.slots;
 		if (vm.capacity == old_cap) {           /* nobody grew it meanwhile */
 			for (size_t i = 0; i < old_cap; i++)
 				if (old[i].addr)
@@ -115,7 +115,7 @@ static void insert(void *p, size_t size, size_t requested, size_t dirty, size_t 
 	za_lock_assert_held(zm.mm, &vm.lock);
 	VM_BUG_ON(zm.mm, (vm.count + 1) * 2 > vm.capacity);
 	*find_slot(vm.slots, vm.capacity, (uintptr_t)p) =
-		(struct vmap_area){ (uintptr_t)p, size, requested, dirty, order_base_2(align) };
+		(struct mapping){ (uintptr_t)p, size, requested, dirty, order_base_2(align) };
 	vm.count++;
 	vm.bytes += size;
 	if (vm.bytes > vm.peak[0])
@@ -136,7 +136,7 @@ static bool record(void *p, size_t size, size_t requested, size_t dirty, size_t 
 
 /* Removes the slot, shifting back the entries of its probe run (no
  * tombstones).  Under the lock. */
-static void remove_slot(struct vmap_area *hole)
+static void remove_slot(struct mapping *hole)
 {
 	size_t mask = vm.capacity - 1, i = (size_t)(hole - vm.slots);
 	za_lock_assert_held(zm.mm, &vm.lock);
@@ -150,17 +150,17 @@ static void remove_slot(struct vmap_area *hole)
 			i = j;
 		}
 	}
-	vm.slots[i] = (struct vmap_area){ 0 };
+	vm.slots[i] = (struct mapping){ 0 };
 }
 
 /* p's record, taken out of the table if remove; all zero if p starts no
  * mapping. */
-static struct vmap_area find_area(const void *p, bool remove)
+static struct mapping find_area(const void *p, bool remove)
 {
-	struct vmap_area found = { 0 };
+	struct mapping found = { 0 };
 	za_lock(&vm.lock);
 	if (vm.capacity) {
-		struct vmap_area *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
+		struct mapping *a = find_slot(vm.slots, vm.capacity, (uintptr_t)p);
 		found = *a;
 		if (a->addr && remove)
 			remove_slot(a);
@@ -169,9 +169,9 @@ static struct vmap_area find_area(const void *p, bool remove)
 	return found;
 }
 
-size_t vmalloc_size(const void *p, size_t *requested, size_t *align)
+size_t mapping_size(const void *p, size_t *requested, size_t *align)
 {
-	struct vmap_area a = find_area(p, false);
+	struct mapping a = find_area(p, false);
 	if (requested)
 		*requested = a.requested;
 	if (align)
@@ -179,7 +179,7 @@ size_t vmalloc_size(const void *p, size_t *requested, size_t *align)
 	return a.size;
 }
 
-size_t vmalloc_dirty(const void *p)
+size_t mapping_dirty(const void *p)
 {
 	return find_area(p, false).dirty;
 }
@@ -314,7 +314,7 @@ static bool cache_give_back(bool everything)
  * window moves on every DEMAND_WINDOW_ROUNDS rounds, and the cache gives
  * back what exceeds the allowance -- all of it when the process is idle.
  */
-void vmalloc_decay(bool everything)
+void mapping_cache_decay(bool everything)
 {
 	za_lock(&vm.lock);
 	if (++vm.rounds >= DEMAND_WINDOW_ROUNDS) {
@@ -346,7 +346,7 @@ static size_t page_round(size_t size)
  * cache if it can (page alignment), else map align more, then unmap the
  * misaligned head and the tail.  Every sum is checked: a request no
  * address space can hold is ENOMEM, never a wrapped length. */
-void *vmalloc_alloc(size_t size, size_t align, size_t requested)
+void *mapping_alloc(size_t size, size_t align, size_t requested)
 {
 	size_t len = page_round(size), extra = align > PAGE_SIZE ? align : 0, map;
 	if (!len || __builtin_add_overflow(len, extra, &map) || map > PTRDIFF_MAX)
@@ -396,7 +396,7 @@ nomem:
 static bool free_mapping(void *p, bool keep)
 {
 	struct free_range out[CACHE_RANGES];
-	struct vmap_area a = find_area(p, true);
+	struct mapping a = find_area(p, true);
 	if (!a.addr)
 		return false;
 	if (!keep) {
@@ -413,12 +413,12 @@ static bool free_mapping(void *p, bool keep)
 	return true;
 }
 
-bool vmalloc_free(void *p)
+bool mapping_free(void *p)
 {
 	return free_mapping(p, true);
 }
 
-bool vmalloc_unmap(void *p)
+bool mapping_unmap(void *p)
 {
 	return free_mapping(p, false);
 }
@@ -427,14 +427,14 @@ bool vmalloc_unmap(void *p)
  * no copy.  NULL (p untouched) without memory.  The record goes before the
  * range is released (another thread may map it at once) and comes back if
  * mremap fails; taking a record out keeps a slot free for its return. */
-void *vmalloc_realloc(void *p, size_t size)
+void *mapping_realloc(void *p, size_t size)
 {
 	size_t len = page_round(size);
 	if (!len) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	struct vmap_area old = find_area(p, true);
+	struct mapping old = find_area(p, true);
 	void *q = mremap(p, old.size, len, MREMAP_MAYMOVE);
 	za_lock(&vm.lock);
 	if (q == MAP_FAILED)
@@ -449,20 +449,20 @@ void *vmalloc_realloc(void *p, size_t size)
 	return q;
 }
 
-void vmalloc_stats(struct vmalloc_stats *st)
+void mapping_stats(struct mapping_stats *st)
 {
 	za_lock(&vm.lock);
-	*st = (struct vmalloc_stats){ vm.count, vm.bytes, vm.cached_bytes, vm.maps, vm.reuses,
+	*st = (struct mapping_stats){ vm.count, vm.bytes, vm.cached_bytes, vm.maps, vm.reuses,
 				     vm.frees };
 	za_unlock(&vm.lock);
 }
 
-void vmalloc_lock(void)
+void mappings_lock(void)
 {
 	za_lock(&vm.lock);
 }
 
-void vmalloc_unlock(void)
+void mappings_unlock(void)
 {
 	za_unlock(&vm.lock);
 }
@@ -482,7 +482,7 @@ static int verify_table(void)
 {
 	size_t count = 0, bytes = 0;
 	for (size_t i = 0; i < vm.capacity; i++) {
-		const struct vmap_area *a = &vm.slots[i];
+		const struct mapping *a = &vm.slots[i];
 		if (!a->addr)
 			continue;
 		count++;
@@ -528,7 +528,7 @@ static int verify_cache(void)
 	return 0;
 }
 
-int vmalloc_verify(void)
+int mappings_verify(void)
 {
 	za_lock(&vm.lock);
 	int r = verify_table() || verify_cache() ? -1 : 0;

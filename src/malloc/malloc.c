@@ -1,6 +1,6 @@
 /*
  * The malloc front end: the C allocation functions on one default memory
- * system, created on first use (malloc.h shows the layers).
+ * system, created on first use (internal.h shows the layers).
  *
  * The common paths are malloc and free of a small size on a thread whose
  * sheaf of that class is neither empty nor full: an array pop or push, no
@@ -15,7 +15,7 @@
  * ZA_MALLOC_OVERRIDE into libzonealloc-malloc.so, where the same functions
  * are also malloc(), free(), ... and the C++ operators.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 #include "slab.h"
 
 #include <errno.h>
@@ -142,7 +142,7 @@ static void lookup(const void *p, struct alloc_info *b)
 		}
 	} else if (in_boot_heap(p)) {
 		*b = (struct alloc_info){ .kind = A_BOOT, .size = boot_size(p) };
-	} else if ((b->size = vmalloc_size(p, &b->requested, &b->align))) {
+	} else if ((b->size = mapping_size(p, &b->requested, &b->align))) {
 		b->kind = A_MAPPED;
 	}
 }
@@ -259,10 +259,10 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, size_t align)
 		/* The arena's own memory is exhausted (or the address space
 		 * left for it): a mapping of the request's size may still fit. */
 		void *p = block_alloc(b.pages, align, asked);
-		return p ? p : vmalloc_alloc(n, align, asked);
+		return p ? p : mapping_alloc(n, align, asked);
 	}
 	default:
-		return vmalloc_alloc(n, align, asked);
+		return mapping_alloc(n, align, asked);
 	}
 }
 
@@ -304,7 +304,7 @@ void *za_calloc(size_t count, size_t size)
 	if (p && view_has(&malloc_arena, p))
 		memset(p, 0, n);
 	else if (p && !in_boot_heap(p)) {
-		size_t dirty = vmalloc_dirty(p);
+		size_t dirty = mapping_dirty(p);
 		memset(p, 0, dirty < n ? dirty : n);
 	}
 	return p;
@@ -394,7 +394,7 @@ static void free_alloc(void *p, const struct alloc_info *b)
 		block_free(p, b->pages);
 		break;
 	case A_MAPPED:
-		vmalloc_free(p);
+		mapping_free(p);
 		break;
 	default:
 		break;
@@ -644,7 +644,7 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 	lookup_live(p, &b, "realloc");
 	plan(n, MALLOC_ALIGN, &want);
 	void *q = NULL;
-	if (want.kind == A_MAPPED && b.kind == A_MAPPED && (q = vmalloc_realloc(p, n)))
+	if (want.kind == A_MAPPED && b.kind == A_MAPPED && (q = mapping_realloc(p, n)))
 		return q;               /* else copied: mremap refuses a range of two mappings */
 	if (want.kind == A_LARGE && b.kind == A_LARGE) {
 		unsigned long room = realloc_room(want.pages);
@@ -745,10 +745,10 @@ int za_malloc_trim(size_t pad)
 	cpu_cache_drain();
 	za_shrink_slabs(zm.mm);
 	za_drain_all_pages(zm.mm);
-	vmalloc_decay(true);
+	mapping_cache_decay(true);
 	return za_purge(zm.mm, 0) > 0;
 }
 
 #ifdef ZA_MALLOC_OVERRIDE
-#include "malloc_override.c"
+#include "override.c"
 #endif

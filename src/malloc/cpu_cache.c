@@ -22,7 +22,7 @@
  * slab caches'.  A drain (malloc_trim, the idle purge) and za_verify stop
  * every index and fence, and own the stacks until they start them again.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 #include "percpu.h"
 #include "slab.h"
 

@@ -1,7 +1,18 @@
 /*
- * The malloc front end's shared types: size classes, per-thread sheaves and
- * the barn (sheaf.c), direct mappings (vmalloc.c), debug mode
- * (malloc_debug.c), and the one default instance (malloc.c).
+ * The malloc front end's internal header: its shared types, and the calls
+ * its files make of each other.
+ *
+ *   malloc.c        the entry points (malloc, free, realloc, ...), what a pointer is
+ *   override.c      their C library and C++ names, for libzonealloc-malloc.so
+ *   init.c          the default system's bootstrap, the classes' caches, fork
+ *   thread_cache.c  a thread's cache: its life, its page blocks
+ *   sheaf.c         per-thread sheaves and the per-class barns
+ *   cpu_cache.c     malloc_cache=cpu: per-CPU object stacks instead of sheaves
+ *   mappings.c      direct mappings and the mapping cache
+ *   zero.c          malloc(0)'s addresses, the fault reporter
+ *   debug.c         debug mode: headers, tails, poison and quarantines
+ *   purge.c         the purge worker: free memory back to the OS
+ *   stats.c         ZA_STATS and za_malloc_stats()
  *
  *   malloc(n), n <= 16 KiB  ->  this thread's sheaf of n's class
  *                                 -> the class's barn of full sheaves
@@ -10,7 +21,7 @@
  *   32 KiB < n <= 64 MiB    ->  a run of whole pages (za_alloc_pages_exact):
  *                               a quarter of a section (16 MiB, the largest
  *                               block, under ulimit -v)
- *   beyond,                 ->  a direct mapping (vmalloc.c)
+ *   beyond,                 ->  a direct mapping (mappings.c)
  *   or the arena is full
  *
  * Only the first step is the common path, and it is plain loads and stores
@@ -187,33 +198,33 @@ void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *
 bool sheaves_after_fork_child(void);
 
 /* ------------------------------------------------------------------------
- * Direct mappings (vmalloc.c)
+ * Direct mappings (mappings.c)
  * ------------------------------------------------------------------------ */
-void *vmalloc_alloc(size_t size, size_t align, size_t requested);
+void *mapping_alloc(size_t size, size_t align, size_t requested);
 /* The mapping's usable size if p starts one (and the size and alignment
  * malloc was asked for, where not NULL), else 0. */
-size_t vmalloc_size(const void *p, size_t *requested, size_t *align);
+size_t mapping_size(const void *p, size_t *requested, size_t *align);
 /* How many bytes from the start of mapping p may not be zero: reused
  * from the mapping cache (calloc clears them). */
-size_t vmalloc_dirty(const void *p);
+size_t mapping_dirty(const void *p);
 /* Frees p if it starts a mapping (into the mapping cache); false if not. */
-bool vmalloc_free(void *p);
+bool mapping_free(void *p);
 /* The same, straight back to the OS (debug mode's quarantine, whose
  * mappings have lost their access). */
-bool vmalloc_unmap(void *p);
-void *vmalloc_realloc(void *p, size_t size);
+bool mapping_unmap(void *p);
+void *mapping_realloc(void *p, size_t size);
 /* The purge worker's round: the mapping cache follows demand (everything:
  * idle, or malloc_trim). */
-void vmalloc_decay(bool everything);
-struct vmalloc_stats {
+void mapping_cache_decay(bool everything);
+struct mapping_stats {
 	size_t count, bytes;            /* live mappings */
 	size_t cached_bytes;            /* freed, kept for reuse */
 	uint64_t maps, reuses, frees;   /* new mappings; requests the cache served; frees */
 };
-void vmalloc_stats(struct vmalloc_stats *st);
-int vmalloc_verify(void);               /* za_verify's part: the table and the cache */
-void vmalloc_lock(void);
-void vmalloc_unlock(void);
+void mapping_stats(struct mapping_stats *st);
+int mappings_verify(void);               /* za_verify's part: the table and the cache */
+void mappings_lock(void);
+void mappings_unlock(void);
 
 /* ------------------------------------------------------------------------
  * The default instance (malloc.c)
@@ -222,7 +233,7 @@ struct za_malloc {
 	za_mm_t *mm;
 	uint64_t free_key;              /* signature of a freed small object */
 	bool debug;
-	bool cpu_cache;                 /* malloc_cache=cpu (malloc_percpu.c) */
+	bool cpu_cache;                 /* malloc_cache=cpu (cpu_cache.c) */
 	bool count_hits;                /* ZA_STATS asked for statistics (count_hit) */
 	unsigned long large_max_pages;  /* the largest run: a quarter section */
 	struct malloc_class classes[NR_CLASSES];
@@ -259,7 +270,7 @@ static inline __attribute__((always_inline)) void count_hit(za_counter_t *c)
 }
 
 /* ------------------------------------------------------------------------
- * malloc_cache=cpu: per-CPU object stacks (malloc_percpu.c)
+ * malloc_cache=cpu: per-CPU object stacks (cpu_cache.c)
  * ------------------------------------------------------------------------ */
 /* An object's successor sits after its freed signature. */
 static const struct rseq_link object_link = { .off = sizeof(uint64_t) };
@@ -306,7 +317,7 @@ void cpu_cache_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t
 int cpu_cache_verify(void);             /* za_verify's part */
 void cpu_cache_lock(bool lock);         /* fork */
 
-/* malloc_init.c: the bootstrap, the boot heap, class caches, misuse. */
+/* init.c: the bootstrap, the boot heap, class caches, misuse. */
 enum { BOOT_NONE, BOOT_RUNNING, BOOT_DONE, BOOT_FAILED };
 extern _Atomic int malloc_boot_state;
 /* The system's sparse view, copied once the system exists (until then
@@ -343,7 +354,7 @@ static inline unsigned long block_pages(size_t n)
 	return pages <= 1UL << PCP_MAX_ORDER ? 1UL << get_order(n) : pages;
 }
 
-/* malloc_zero.c: malloc(0)'s inaccessible addresses (NULL: none left for
+/* zero.c: malloc(0)'s inaccessible addresses (NULL: none left for
  * this alignment), their frees and sizes checked as any block's (misuse
  * ends the process), and the fault reporter. */
 bool in_zero_region(const void *p);
@@ -354,11 +365,11 @@ void malloc_fault_handler_install(void);
 /* size_class(0): a slot past the classes whose sheaf is always empty. */
 #define ZERO_SLOT NR_CLASSES
 
-/* malloc_stats.c: reads ZA_STATS and ZA_STATS_FILE, and if asked for,
+/* stats.c: reads ZA_STATS and ZA_STATS_FILE, and if asked for,
  * has the statistics printed at exit. */
 void malloc_stats_init(void);
 
-/* malloc_purge.c */
+/* purge.c */
 void purge_worker_kick(void);
 void purge_worker_thread_exit(void);
 void purge_worker_after_fork(bool parent_multithreaded);
@@ -430,7 +441,7 @@ static inline uint64_t free_signature(const void *p)
 }
 
 /* ------------------------------------------------------------------------
- * Debug mode (malloc_debug.c)
+ * Debug mode (debug.c)
  * ------------------------------------------------------------------------ */
 void malloc_debug_init(void);
 /* A fault at addr in a quarantined block: reported (does not return). */

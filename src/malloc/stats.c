@@ -2,7 +2,7 @@
  * What the malloc front end can say about itself: mallinfo2() and the
  * statistics ZA_STATS asks for at exit (also za_malloc_stats()).
  */
-#include "malloc_internal.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,8 +36,8 @@ struct mallinfo2 za_mallinfo2(void)
 		snprintf(name, sizeof(name), "nr_free_blocks_order%u", o);
 		mi.ordblks += (size_t)za_stat(mm, name);
 	}
-	struct vmalloc_stats vs;
-	vmalloc_stats(&vs);
+	struct mapping_stats vs;
+	mapping_stats(&vs);
 	mi.hblks = vs.count;
 	mi.hblkhd = vs.bytes;
 	mi.arena = (size_t)managed * PAGE_SIZE;
@@ -205,11 +205,11 @@ void za_malloc_stats(FILE *out)
 {
 	za_mm_t *mm = za_malloc_system();
 	struct rusage ru;
-	struct vmalloc_stats vs;
+	struct mapping_stats vs;
 	if (!mm)
 		return;
 	getrusage(RUSAGE_SELF, &ru);
-	vmalloc_stats(&vs);
+	mapping_stats(&vs);
 	fprintf(out, "zonealloc: malloc statistics (pid %d)\n", (int)getpid());
 	fprintf(out, "  peak RSS %.1f MiB, now %.1f MiB; arena: %lld MiB managed, %lld MiB in use, "
 		"%lld MiB purged to the OS; %zu direct mappings (%.1f MiB), %.1f MiB of freed ones "

@@ -5,7 +5,7 @@
  * the size classes and their caches made on first use, and the locks a
  * fork takes so that the child finds none held.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 #include "slab.h"
 
 #include <errno.h>
@@ -312,14 +312,14 @@ static void fork_prepare(void)
 		za_lock(&zm.barns[c].lock);
 	za_lock(&zm.threads_lock);
 	malloc_debug_lock(true);
-	vmalloc_lock();
+	mappings_lock();
 	mm_lock_all(zm.mm);
 }
 
 static void fork_unlock(bool in_child)
 {
 	mm_unlock_all(zm.mm, in_child);
-	vmalloc_unlock();
+	mappings_unlock();
 	malloc_debug_lock(false);
 	za_unlock(&zm.threads_lock);
 	for (unsigned int c = 0; c < NR_CLASSES; c++)

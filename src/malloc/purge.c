@@ -15,7 +15,7 @@
  * are emptied into them first, so that what they hold is purged too a
  * delay later, and the mapping cache is given back.  Busy rounds give back
  * half of what each barn held unused all round (barns_decay) and what the
- * mapping cache holds beyond recent demand (vmalloc.c).
+ * mapping cache holds beyond recent demand (mappings.c).
  * A thread that made no call for two rounds gives its sheaves and blocks
  * back at its next call (thread_caches_note_idle).  After three quiet
  * rounds (idle, nothing purged) nothing dirty is left, and the worker
@@ -24,7 +24,7 @@
  * when a thread of the program exits, the worker looks at once whether it
  * was the last, and at every round.
  */
-#include "malloc_internal.h"
+#include "internal.h"
 #include "slab.h"
 
 #include <sys/resource.h>
@@ -43,8 +43,8 @@ static struct {
  * exchanged at the barns. */
 static long long page_activity(za_mm_t *mm)
 {
-	struct vmalloc_stats vs;
-	vmalloc_stats(&vs);
+	struct mapping_stats vs;
+	mapping_stats(&vs);
 	return za_stat(mm, "pgalloc") + za_stat(mm, "pgfree") +
 	       (long long)(vs.maps + vs.reuses + vs.frees + barns_activity());
 }
@@ -100,7 +100,7 @@ static long purge_round(za_mm_t *mm, bool idle)
 	}
 	za_vmstat_tick(mm);
 	long purged = za_purge(mm, 3);
-	vmalloc_decay(idle);
+	mapping_cache_decay(idle);
 	thread_caches_note_idle();
 	za_unlock(&purger.round);
 	return purged;
