@@ -18,7 +18,7 @@
  * enters the lists aligned, of this zone and from no state, and leaves
  * them free and of the order it was listed at.
  */
-#include "mmzone.h"
+#include "internal.h"
 
 static const char *const mt_names[MT_TYPES] = { "Unmovable", "Movable", "Reclaimable" };
 

@@ -1,6 +1,7 @@
 /*
  * Error reporting and the invariant checker.
  */
+#include "internal.h"
 #include "mm_layers.h"
 #include "pcp.h"
 

@@ -47,4 +47,16 @@ void za__vm_bug(const struct za_mm *mm, const char *file, int line, const char *
 	} while (0)
 #endif
 
+/* za_verify's checks, in every layer's verify hook: a broken invariant is
+ * recorded ("verify: ...", za_last_error) and the hook returns -1, letting
+ * go of its locks on the way out; za_verify reports it then, so that no
+ * error handler runs under the allocator's locks (it may allocate). */
+#define VERIFY(cond, ...)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			za_set_last_error("verify: " __VA_ARGS__);             \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
 #endif /* ZA_DEBUG_VM_H */

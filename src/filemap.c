@@ -16,6 +16,7 @@
  * dirtied behind reclaim's back is noticed and kept.  What was written is
  * what is read, across any eviction, until close.
  */
+#include "internal.h"
 #include "percpu.h"
 #include "vmscan.h"
 

@@ -4,6 +4,7 @@
  * the cache from the page descriptor: O(1), no lookup structure.
  */
 #include "slab.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -9,7 +9,7 @@
  * mappings.  A chunk is MAP_NORESERVE: what is never handed out is never
  * touched, so a chunk's unused tail costs address space, not memory.
  */
-#include "mmzone.h"
+#include "internal.h"
 
 #include <string.h>
 

@@ -11,6 +11,7 @@
  * system the size of the machine's memory starts in microseconds and costs
  * what it uses -- which is what a malloc needs.
  */
+#include "internal.h"
 #include "mm_layers.h"
 #include "pcp.h"
 #include "percpu.h"

@@ -38,6 +38,15 @@ struct mm_layer {
 	void (*pause)(struct za_mm *mm, bool pause);
 };
 
+/* mm_init.c: every lock of the system, the page allocator's and every
+ * layer's, in order (the malloc front end takes them for fork). */
+void mm_lock_all(struct za_mm *mm);
+void mm_unlock_all(struct za_mm *mm, bool in_child);
+
+/* vmstat.c: does counter i (za_stat_name's index) belong in a summary of
+ * this system, if it is not zero?  (The malloc's statistics ask.) */
+bool stat_in_summary(const struct za_mm *mm, int i);
+
 /* The most events a layer may have (vmstat.c folds them into a buffer). */
 #define MAX_LAYER_EVENTS 32
 

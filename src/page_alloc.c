@@ -3,7 +3,7 @@
  * path at the low watermark, slow path at the min watermark), and the free
  * path with its checks.
  */
-#include "mmzone.h"
+#include "internal.h"
 #include "pcp.h"
 #include "quicklist.h"
 #include "vmscan.h"

@@ -14,7 +14,7 @@
  * are neither free nor allocated, so no one can be handed a block whose
  * memory is being released.
  */
-#include "mmzone.h"
+#include "internal.h"
 
 #include <errno.h>
 

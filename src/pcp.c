@@ -34,6 +34,7 @@
  * The hit paths are inline in pcp.h; this file has the batch work.
  */
 #include "pcp.h"
+#include "internal.h"
 #include "percpu.h"
 
 #include <errno.h>

@@ -25,6 +25,7 @@
  * destructor plus a page-allocator free.
  */
 #include "quicklist.h"
+#include "internal.h"
 #include "bitops.h"
 #include "percpu.h"
 

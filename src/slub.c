@@ -32,6 +32,7 @@
  * handed out; the lock comments below are za_lock_assert_held calls there.
  */
 #include "slab.h"
+#include "internal.h"
 #include "percpu.h"
 
 #include <errno.h>

@@ -14,6 +14,7 @@
  * without debug flags never run any of this.
  */
 #include "slab.h"
+#include "internal.h"
 #include "percpu.h"
 
 #include <stdarg.h>

@@ -24,7 +24,7 @@
  * "inside a block", as a zero slab info word means "no slab" (slab.h):
  * adding a section writes its header page only.
  */
-#include "mmzone.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <sys/mman.h>

@@ -2,6 +2,7 @@
  * Counters (folded from their per-CPU, per-zone and global parts on read)
  * and the kernel-format text reports.
  */
+#include "internal.h"
 #include "mm_layers.h"
 #include "pcp.h"
 

@@ -6,6 +6,7 @@
  * fork takes so that the child finds none held.
  */
 #include "internal.h"
+#include "mm_layers.h"
 #include "slab.h"
 
 #include <errno.h>

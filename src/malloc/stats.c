@@ -3,6 +3,7 @@
  * statistics ZA_STATS asks for at exit (also za_malloc_stats()).
  */
 #include "internal.h"
+#include "mm_layers.h"
 
 #include <errno.h>
 #include <fcntl.h>
