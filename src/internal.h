@@ -24,19 +24,39 @@ static inline unsigned int run_piece_order(const struct za_mm *mm, unsigned long
 	return o < mm->max_order ? o : mm->max_order;
 }
 
-/* buddy.c — all under the zone lock */
-bool buddy_range_free(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
-bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
-bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt);
-void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
+/* The pages a run of size bytes takes. */
+static inline unsigned long size_to_pages(size_t size)
+{
+	return (unsigned long)(size >> PAGE_SHIFT) + !!(size & (PAGE_SIZE - 1));
+}
+
+/* The largest run: a run is one piece of address space, so one section. */
+static inline unsigned long run_max_pages(const struct za_mm *mm)
+{
+	return 1UL << pfn_section_shift(mm);
+}
+
+/* Is the page the head of a free block of the order in the lists? */
+static inline bool page_is_buddy(const struct za_page *buddy, unsigned int order)
+{
+	return (page_flags(buddy) & PG_buddy) && page_order(buddy) == order;
+}
+
+/* buddy.c -- all under the zone lock.  The free lists' primitives (runs.c
+ * takes and gives back ranges with them): */
+void add_free_pages(struct za_zone *z, long n);
+void add_to_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt,
+		      bool tail, bool dirty, unsigned long epoch);
+bool del_from_free_list(struct za_zone *z, struct za_page *page, unsigned int order);
+void take_block(struct za_zone *z, struct za_page *page, unsigned int low, unsigned int high,
+		int mt);
+struct za_page *first_free(struct za_zone *z, unsigned int order, int mt);
+/* When a migratetype's lists are empty, try these, in this order. */
+extern const int fallbacks[MT_TYPES][MT_TYPES - 1];
 /* cpu: the CPU taking the pages, for the tracepoints; nofragment: no
  * fallback below a pageblock (alloc_nofragment). */
-struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
-				  int cpu, bool nofragment);
-void buddy_free_around(struct za_zone *z, unsigned long pfn, unsigned long end, int mt,
-		       unsigned long reach, unsigned long *lo, unsigned long *hi);
-struct za_page *buddy_rmqueue_giant(struct za_zone *z, unsigned long n, int mt,
-				    unsigned long grown_from, bool borrow);
+struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int mt, int cpu,
+			      bool trace_locked, bool nofragment);
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
 			      bool nofragment);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
@@ -54,6 +74,26 @@ const char *migratetype_name(int mt);
 
 /* page_alloc.c */
 void setup_zone_watermarks(struct za_mm *mm);
+/* Why a block or run to free is not one (reported by bad_run). */
+const char *why_not_allocated(uint32_t flags);
+const char *check_block_body(const struct za_mm *mm, unsigned long pfn, unsigned int order);
+int bad_run(struct za_mm *mm, const char *fn, const void *addr, size_t size, const char *why);
+
+/* runs.c -- under the zone lock but for nothing: placing a run, taking a
+ * range off the free lists and giving it back, and marking a run's pieces
+ * allocated (mark_run) or not (unmark_run). */
+bool buddy_range_free(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
+bool buddy_take_range(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
+bool buddy_has_dirty(struct za_zone *z, unsigned int order, int mt);
+void buddy_free_range(struct za_zone *z, unsigned long pfn, unsigned long n);
+struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigned long n, int mt,
+				  int cpu, bool nofragment);
+void buddy_free_around(struct za_zone *z, unsigned long pfn, unsigned long end, int mt,
+		       unsigned long reach, unsigned long *lo, unsigned long *hi);
+struct za_page *buddy_rmqueue_giant(struct za_zone *z, unsigned long n, int mt,
+				    unsigned long grown_from, bool borrow);
+void mark_run(struct za_zone *z, unsigned long pfn, unsigned long n, int mt);
+void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n);
 
 /* memblock.c: metadata, zeroed, packed into chunks from the OS and freed
  * together at destroy.  The system's descriptor comes first, in the first

@@ -162,47 +162,6 @@ static struct za_page *rmqueue_buddy(struct za_zone *z, const struct alloc_conte
 	return page;
 }
 
-/* Marks the run [pfn, pfn + n), just taken off the free lists, allocated:
- * each piece a block of its own, the first one knowing the run's length.
- * Under the zone lock. */
-static void mark_run(struct za_zone *z, unsigned long pfn, unsigned long n, int mt)
-{
-	struct za_mm *mm = z->mm;
-	unsigned long end = pfn + n;
-	zone_lock_assert_held(z);
-	pfn_to_page(mm, pfn)->run_pages = (unsigned int)n;
-	for (unsigned int o; pfn < end; pfn += 1UL << o) {
-		struct za_page *piece = pfn_to_page(mm, pfn);
-		VM_BUG_ON_PAGE(mm, page_flags(piece) & ~PG_mem_dirty, piece);
-		o = run_piece_order(mm, pfn, end);
-		set_page_order(piece, o);
-		piece->zone = (uint8_t)z->id;
-		set_page_mt(piece, mt);
-		set_page_private(piece, 0);
-		set_page_flags(piece, PG_alloc | PG_run);
-	}
-}
-
-/* The run's pieces lose their marks (it is being freed or resized; a
- * block of an order is a run of one piece).  Under the zone lock. */
-static void unmark_run(struct za_mm *mm, unsigned long pfn, unsigned long n)
-{
-	unsigned long end = pfn + n;
-	struct za_page *head = pfn_to_page(mm, pfn);
-	zone_lock_assert_held(pfn_zone(mm, pfn));
-	head->run_pages = 0;
-	for (unsigned int o; pfn < end; pfn += 1UL << o) {
-		struct za_page *piece = pfn_to_page(mm, pfn);
-		o = run_piece_order(mm, pfn, end);
-		VM_BUG_ON_PAGE(mm, (page_flags(piece) & (PG_alloc | PG_run)) !=
-				   (PG_alloc | (page_flags(head) & PG_run)) || page_order(piece) != o,
-			       piece);
-		if (piece != head)
-			set_page_flags(piece, 0);
-	}
-	set_page_flags(head, 0);        /* last: the checks above compare with it */
-}
-
 /* Under the zone lock: the run of ac->nr_pages at page, just off the free
  * lists, becomes allocated (a run beyond the largest block traces as one
  * of max_order). */
@@ -495,11 +454,6 @@ void *za_alloc_pages(za_mm_t *mm, za_gfp_t gfp, unsigned int order)
 	return alloc_pages(mm, -1, gfp, order, 0);
 }
 
-static unsigned long size_to_pages(size_t size)
-{
-	return (unsigned long)(size >> PAGE_SHIFT) + !!(size & (PAGE_SIZE - 1));
-}
-
 /*
  * A run of n pages beyond the largest block, from zone z: the kernel's
  * alloc_contig_pages for free memory only (no migration, reclaim or
@@ -527,12 +481,6 @@ static struct za_page *rmqueue_giant(struct za_zone *z, struct alloc_context *ac
 		grown_from = zone_init_end_pfn(z);
 		deferred_grow_zone_by(z, n + (1UL << z->mm->max_order));
 	}
-}
-
-/* The largest run: a run is one piece of address space, so one section. */
-static unsigned long run_max_pages(const struct za_mm *mm)
-{
-	return 1UL << pfn_section_shift(mm);
 }
 
 static void *alloc_giant(za_mm_t *mm, za_gfp_t gfp, unsigned long n)
@@ -593,8 +541,7 @@ static int bad_block(struct za_mm *mm, const char *fn, const void *addr, unsigne
 	return bad_call(mm, fn, addr, arg, why);
 }
 
-static int bad_run(struct za_mm *mm, const char *fn, const void *addr, size_t size,
-		   const char *why)
+int bad_run(struct za_mm *mm, const char *fn, const void *addr, size_t size, const char *why)
 {
 	char arg[40];
 	snprintf(arg, sizeof(arg), "size %zu", size);
@@ -607,7 +554,7 @@ static int bad_free(struct za_mm *mm, const void *addr, unsigned int order, cons
 }
 
 /* debug=1: no page inside the block may head a block of its own. */
-static const char *check_block_body(const struct za_mm *mm, unsigned long pfn, unsigned int order)
+const char *check_block_body(const struct za_mm *mm, unsigned long pfn, unsigned int order)
 {
 	for (unsigned long i = 1; i < 1UL << order; i++) {
 		uint32_t f = page_flags(pfn_to_page(mm, pfn + i));
@@ -621,7 +568,7 @@ static const char *check_block_body(const struct za_mm *mm, unsigned long pfn, u
 
 #define RUN_PIECE "part of a run of za_alloc_pages_exact (free it with za_free_pages_exact)"
 
-static const char *why_not_allocated(uint32_t flags)
+const char *why_not_allocated(uint32_t flags)
 {
 	if (flags & PG_buddy)
 		return "double free (the block is already in the buddy lists)";
@@ -743,183 +690,4 @@ int za_resize_pages(za_mm_t *mm, void *addr, unsigned int order, unsigned int ne
 		return -1;
 	}
 	return 0;
-}
-
-/* ------------------------------------------------------------------------
- * Runs of any number of pages
- * ------------------------------------------------------------------------ */
-
-/* Why the pages [pfn, pfn + n) are not an allocated run of that size, or
- * NULL.  Under the zone lock, so that two frees of one run cannot both
- * pass; debug=1 also checks the pages inside the pieces. */
-static const char *check_run(const struct za_mm *mm, unsigned long pfn, unsigned long n)
-{
-	unsigned long end = pfn + n, start = pfn;
-	zone_lock_assert_held(pfn_zone(mm, pfn));
-	if (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, end - 1))
-		return "the size does not match the allocation";
-	/* A block of an order is a run of its pages; of a run's pieces, only
-	 * the first knows the run's length (the others: 0). */
-	const struct za_page *head = pfn_to_page(mm, pfn);
-	uint32_t run = page_flags(head) & PG_run;
-	unsigned long len = run ? head->run_pages : 1UL << page_order(head);
-	if ((page_flags(head) & PG_alloc) && len != n)
-		return run && !len ? "inside a run of za_alloc_pages_exact" :
-				     "the size does not match the allocation";
-	for (unsigned int o; pfn < end; pfn += 1UL << o) {
-		uint32_t f = page_flags(pfn_to_page(mm, pfn));
-		const char *why;
-		o = run_piece_order(mm, pfn, end);
-		if (!(f & PG_alloc))
-			return pfn == start ? why_not_allocated(f) : "the size does not match the allocation";
-		if (f & PG_slab)
-			return "the block is a slab of an object cache";
-		if (page_order(pfn_to_page(mm, pfn)) != o || (f & PG_run) != run)
-			return "the size does not match the allocation";
-		if (mm->debug && (why = check_block_body(mm, pfn, o)))
-			return why;
-	}
-	return NULL;
-}
-
-/* Why addr cannot start a run of n pages, before looking at the pages. */
-static const char *bad_run_address(const struct za_mm *mm, const void *addr, unsigned long n)
-{
-	if (!virt_is_memory(mm, addr))
-		return "address outside the arena";
-	if ((uintptr_t)addr & (PAGE_SIZE - 1))
-		return "not the start of an allocated block";
-	return n > run_max_pages(mm) ? "size above a section" : NULL;
-}
-
-int za_free_pages_exact(za_mm_t *mm, void *addr, size_t size)
-{
-	static const char fn[] = "za_free_pages_exact";
-	unsigned long n = size ? size_to_pages(size) : 1;
-	const char *why = bad_run_address(mm, addr, n);
-	if (why)
-		return bad_run(mm, fn, addr, size, why);
-	unsigned long pfn = virt_to_pfn(mm, addr);
-	if (!(page_flags(virt_to_page(mm, addr)) & PG_run) && !(n & (n - 1)) && !(pfn & (n - 1)))
-		return za_free_pages(mm, addr, order_base_2(n));        /* a block of an order */
-	struct za_zone *z = pfn_zone(mm, pfn);
-	uint64_t t0 = zone_lock(z);
-	if (!(why = check_run(mm, pfn, n))) {
-		unmark_run(mm, pfn, n);
-		buddy_free_range(z, pfn, n);
-		ev_add(&z->stat, EV_PGFREE, n);
-	}
-	zone_unlock(z, t0, NO_CAUSE);
-	return why ? bad_run(mm, fn, addr, size, why) : 0;
-}
-
-/* Under the zone lock: the run of n pages at pfn is now the run of m
- * pages at start, which holds it; the owner's word (the head's private)
- * moves to the new head. */
-static void remark_run(struct za_zone *z, unsigned long pfn, unsigned long n,
-		       unsigned long start, unsigned long m, int mt)
-{
-	struct za_page *head = pfn_to_page(z->mm, pfn);
-	unsigned long owner = page_private(head);
-	unmark_run(z->mm, pfn, n);
-	set_page_private(head, 0);
-	mark_run(z, start, m, mt);
-	set_page_private(pfn_to_page(z->mm, start), owner);
-}
-
-/* Under the zone lock: the run of n pages at pfn becomes m pages long. */
-static bool resize_run(struct za_zone *z, unsigned long pfn, unsigned long n, unsigned long m)
-{
-	struct za_mm *mm = z->mm;
-	zone_lock_assert_held(z);
-	int mt = page_mt(pfn_to_page(mm, pfn));
-	if (m > n && (pfn_to_section_nr(mm, pfn) != pfn_to_section_nr(mm, pfn + m - 1) ||
-		      !buddy_take_range(z, pfn + n, m - n, mt)))
-		return false;           /* a run is one piece of address space */
-	zone_check_below_high(z);
-	remark_run(z, pfn, n, pfn, m, mt);
-	if (m < n)
-		buddy_free_range(z, pfn + m, n - m);
-	ev_add(&z->stat, m > n ? EV_PGALLOC : EV_PGFREE, m > n ? m - n : n - m);
-	return true;
-}
-
-/*
- * Under the zone lock: the run of n pages at pfn becomes one of m > n
- * pages at *start <= pfn, taking the free pages after it, then as many
- * before it as it still needs; false, nothing changed, if they are too
- * few.  The old head's owner word goes to the new head.
- */
-static bool extend_run(struct za_zone *z, unsigned long pfn, unsigned long n, unsigned long m,
-		       unsigned long *start)
-{
-	struct za_mm *mm = z->mm;
-	unsigned long lo, hi;
-	int mt = page_mt(pfn_to_page(mm, pfn));
-	buddy_free_around(z, pfn, pfn + n, mt, m - n, &lo, &hi);
-	if (hi - lo < m)
-		return false;
-	unsigned long after = hi - (pfn + n) < m - n ? hi - (pfn + n) : m - n;
-	*start = pfn - (m - n - after);
-	if ((after && !buddy_range_free(z, pfn + n, after, mt)) ||
-	    (*start < pfn && !buddy_range_free(z, *start, pfn - *start, mt)))
-		return false;
-	bool taken = (!after || buddy_take_range(z, pfn + n, after, mt)) &&
-		     (*start == pfn || buddy_take_range(z, *start, pfn - *start, mt));
-	VM_BUG_ON(mm, !taken);
-	zone_check_below_high(z);
-	remark_run(z, pfn, n, *start, m, mt);
-	ev_add(&z->stat, EV_PGALLOC, m - n);
-	return true;
-}
-
-/*
- * za_resize_pages_exact and za_extend_pages_exact: the checks, then
- * resize_run or extend_run under the zone lock.  *start: where the run
- * starts after.  0, or -1 with EINVAL (reported) for a bad call, ENOMEM
- * (not reported) when the pages it needs are not free.
- */
-static int change_run(za_mm_t *mm, const char *fn, void *addr, size_t size, size_t new_size,
-		      bool extend, unsigned long *start)
-{
-	unsigned long n = size ? size_to_pages(size) : 1, m = new_size ? size_to_pages(new_size) : 1;
-	const char *why = bad_run_address(mm, addr, n);
-	if (!why && m > run_max_pages(mm))
-		why = "new size above a section";
-	else if (!why && extend && m <= n)
-		why = "new size not larger";
-	if (why)
-		return bad_run(mm, fn, addr, size, why);
-	unsigned long pfn = virt_to_pfn(mm, addr);
-	struct za_zone *z = pfn_zone(mm, pfn);
-	bool done = true;
-	*start = pfn;
-	uint64_t t0 = zone_lock(z);
-	if (!(why = check_run(mm, pfn, n)) && m != n)
-		done = extend ? extend_run(z, pfn, n, m, start) : resize_run(z, pfn, n, m);
-	zone_unlock(z, t0, NO_CAUSE);
-	if (why)
-		return bad_run(mm, fn, addr, size, why);
-	if (!done) {
-		za_set_last_error("%s(%p): %s", fn, addr,
-				  extend ? "too few free pages around the allocation"
-					 : "the pages after the allocation are not free");
-		errno = ENOMEM;
-		return -1;
-	}
-	return 0;
-}
-
-void *za_extend_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
-{
-	unsigned long start;
-	if (change_run(mm, "za_extend_pages_exact", addr, size, new_size, true, &start))
-		return NULL;
-	return pfn_to_virt(mm, start);
-}
-
-int za_resize_pages_exact(za_mm_t *mm, void *addr, size_t size, size_t new_size)
-{
-	unsigned long start;
-	return change_run(mm, "za_resize_pages_exact", addr, size, new_size, false, &start);
 }
