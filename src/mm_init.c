@@ -15,7 +15,6 @@
 #include "mm_layers.h"
 #include "pcp.h"
 #include "percpu.h"
-#include "quicklist.h"
 #include "rseq.h"
 
 #include <errno.h>
@@ -290,13 +289,9 @@ static int init_layout(struct za_mm *mm)
 	mm->zonelists = memblock_alloc_array(mm, 2 * mm->nr_nodes, struct za_zone **);
 	struct za_pcp *pcp = memblock_alloc_array(mm, (size_t)nr_zones * (size_t)mm->nr_cpus,
 						       struct za_pcp);
-	mm->nr_quick = (int)cfg->nr_quick;
-	mm->quicklists_on = cfg->quicklists;
-	mm->quicklists = quicklists_alloc(mm);
 	mm->cpu_stat = memblock_alloc_array(mm, mm->nr_cpus, struct za_events);
 	if (!mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
-	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp ||
-	    !mm->quicklists || !mm->cpu_stat) {
+	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp || !mm->cpu_stat) {
 		errno = ENOMEM;
 		return -1;
 	}

@@ -2,7 +2,7 @@
  * The layers above the page allocator, as the memory system sees them:
  * created and destroyed with it, locked for fork, counted, reported and
  * verified through one table (mm_layers.c), so that the page allocator
- * calls none of them by name.
+ * and reclaim call none of them by name.
  */
 #ifndef ZA_MM_LAYERS_H
 #define ZA_MM_LAYERS_H
@@ -28,6 +28,14 @@ struct mm_layer {
 	void (*fold_events)(struct za_mm *mm, uint64_t *totals);
 	/* Pages it holds free for its users, per node (< 0: all), if any. */
 	long (*held_pages)(const struct za_mm *mm, int node);
+	/* Pages reclaim may take back from it, as a shrinker (registered by
+	 * the reclaim layer's init): how many it holds, and freeing up to nr
+	 * (returning how many it freed). */
+	unsigned long (*count)(void *mm);
+	unsigned long (*scan)(void *mm, unsigned long nr);
+	/* The allocation slow path, after a reclaim round that did not do:
+	 * give back at once all it holds free for its users. */
+	void (*drain)(struct za_mm *mm);
 	/* A za_report() of its own. */
 	const char *report_name;
 	void (*report)(struct za_mm *mm, FILE *out);

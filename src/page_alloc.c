@@ -5,7 +5,7 @@
  */
 #include "internal.h"
 #include "pcp.h"
-#include "quicklist.h"
+#include "mm_layers.h"
 #include "vmscan.h"
 #include "percpu.h"
 
@@ -284,6 +284,14 @@ static void drain_zonelist(struct za_mm *mm, const struct alloc_context *ac)
 }
 
 /* fair_zone: every local zone gets its batch back (high - low watermark). */
+/* What the layers above hold free for their users (quicklists). */
+static void drain_layers(struct za_mm *mm)
+{
+	for (int i = 0; i < NR_MM_LAYERS; i++)
+		if (mm_layers[i].drain)
+			mm_layers[i].drain(mm);
+}
+
 static void reset_alloc_batches(const struct alloc_context *ac)
 {
 	for (struct za_zone **zp = ac->zonelist; *zp; zp++)
@@ -339,7 +347,7 @@ alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
 		if ((page = get_page_from_freelist(ac, WMARK_MIN, false, false)))
 			break;
 		if (!drained) {         /* what the caches hold, once */
-			za_quicklist_shrink(mm);
+			drain_layers(mm);
 			drain_zonelist(mm, ac);
 			drained = true;
 			if ((page = get_page_from_freelist(ac, WMARK_MIN, false, false)))

@@ -45,11 +45,21 @@ static struct quicklist *ql(struct za_mm *mm, int cpu, int nr)
 	return (struct quicklist *)((char *)mm->quicklists + ((size_t)cpu << mm->ql_shift)) + nr;
 }
 
-struct quicklist *quicklists_alloc(struct za_mm *mm)
+/* The layer's init: the lists of every CPU, each CPU's on a power-of-two
+ * stride. */
+int quicklist_init(struct za_mm *mm)
 {
+	mm->nr_quick = (int)mm->cfg.nr_quick;
+	mm->quicklists_on = mm->cfg.quicklists;
 	mm->ql_shift = order_base_2(sizeof(struct quicklist) * (size_t)mm->nr_quick);
 	mm->ql_rseq = mm->percpu_rseq && mm->nr_nodes == 1;
-	return memblock_alloc(mm, (size_t)mm->nr_cpus << mm->ql_shift, _Alignof(struct quicklist));
+	mm->quicklists = memblock_alloc(mm, (size_t)mm->nr_cpus << mm->ql_shift,
+					_Alignof(struct quicklist));
+	if (!mm->quicklists) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
 }
 
 static const struct rseq_link ql_link = { .off = 0 };
@@ -404,7 +414,26 @@ long za_quicklist_shrink(za_mm_t *mm)
 /* ------------------------------------------------------------------------
  * The quicklist layer's hooks (mm_layers.c)
  * ------------------------------------------------------------------------ */
+/* Also after a creation that failed before the lists were made. */
 void quicklist_exit(struct za_mm *mm)
+{
+	if (mm->quicklists)
+		za_quicklist_shrink(mm);
+}
+
+/* The shrinker: the lists' pages, and all of them freed whatever nr. */
+unsigned long quicklist_count(void *mm)
+{
+	return za_quicklist_total_size(mm);
+}
+
+unsigned long quicklist_scan(void *mm, unsigned long nr)
+{
+	(void)nr;
+	return (unsigned long)za_quicklist_shrink(mm);
+}
+
+void quicklist_drain(struct za_mm *mm)
 {
 	za_quicklist_shrink(mm);
 }

@@ -28,10 +28,11 @@ struct quicklist {
 	za_counter_t stat[NR_QL_EVENTS];
 } __attribute__((aligned(ZA_CACHELINE)));
 
-/* mm_init.c: the lists of every CPU, each CPU's on a power-of-two stride. */
-struct quicklist *quicklists_alloc(struct za_mm *mm);
-
 /* The quicklist layer's hooks (mm_layers.c). */
+int quicklist_init(struct za_mm *mm);
+unsigned long quicklist_count(void *mm);
+unsigned long quicklist_scan(void *mm, unsigned long nr);
+void quicklist_drain(struct za_mm *mm);
 long quicklist_pages(const struct za_mm *mm, int node);     /* node < 0: all */
 void quicklist_stat_fold(struct za_mm *mm, uint64_t *totals);
 const char *quicklist_event_name(int e);

@@ -334,14 +334,21 @@ static inline struct za_page *virt_to_slab(const struct za_mm *mm, const void *a
 
 /* slub.c */
 int slab_free_object(struct za_page *slab, void *obj, void *caller);   /* kfree */
+void cache_link_init(struct za_kmem_cache *s);     /* the free pointer as the sections see it */
+void lock_node(struct kmem_cache_node *n);          /* list_lock, counted */
+void unlock_node(struct kmem_cache_node *n);
 void *slab_alloc_caller(struct za_kmem_cache *s, za_gfp_t gfp, void *caller);
 void slab_stat_fold(struct za_mm *mm, uint64_t *totals);
-void slabinfo_report(struct za_mm *mm, FILE *out);
 const char *slab_event_name(int i);
-void slub_destroy_all(struct za_mm *mm);
 long slab_shrink_reclaim(struct za_mm *mm);
+unsigned long slab_count(void *mm);
+unsigned long slab_scan(void *mm, unsigned long nr);
+
+/* slab_common.c: the layer's exit, fork locks and report. */
+void slub_destroy_all(struct za_mm *mm);
 void slab_lock_all(struct za_mm *mm, bool lock);
 void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode);
+void slabinfo_report(struct za_mm *mm, FILE *out);
 
 /* slub_verify.c */
 int slab_verify(struct za_mm *mm);

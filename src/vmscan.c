@@ -26,8 +26,7 @@
  */
 #include "vmscan.h"
 #include "pcp.h"
-#include "quicklist.h"
-#include "slab.h"
+#include "mm_layers.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -370,40 +369,6 @@ static unsigned long shrinker_count(struct za_mm *mm)
 	return n;
 }
 
-/*
- * The built-in shrinkers: slab caches and quicklists, both counted and
- * scanned in pages.  slub.c frees empty slabs only all at once, flushing
- * every CPU's slabs (slab_shrink_reclaim), so the slab scan runs only when
- * reclaim asks for as many pages as the caches hold -- at priority 0, or
- * when they hold less than a cluster -- instead of emptying them for a
- * request of a few pages.
- */
-static unsigned long slab_count(void *mm)
-{
-	return (unsigned long)mm_slab_pages(mm);
-}
-
-static unsigned long slab_scan(void *mm, unsigned long nr)
-{
-	long before = mm_slab_pages(mm);
-	if ((long)nr < before)
-		return 0;
-	slab_shrink_reclaim(mm);
-	long after = mm_slab_pages(mm);
-	return before > after ? (unsigned long)(before - after) : 0;
-}
-
-static unsigned long ql_count(void *mm)
-{
-	return za_quicklist_total_size(mm);
-}
-
-static unsigned long ql_scan(void *mm, unsigned long nr)
-{
-	(void)nr;
-	return (unsigned long)za_quicklist_shrink(mm);
-}
-
 unsigned long reclaimable_pages(struct za_mm *mm, struct za_zone **zonelist)
 {
 	unsigned long n = 0;
@@ -624,9 +589,10 @@ int vmscan_init(struct za_mm *mm)
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&mm->reclaim_lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
-	if (!za_shrinker_register(mm, slab_count, slab_scan, mm) ||
-	    !za_shrinker_register(mm, ql_count, ql_scan, mm))
-		return -1;
+	for (int i = 0; i < NR_MM_LAYERS; i++)
+		if (mm_layers[i].count && !za_shrinker_register(mm, mm_layers[i].count,
+								 mm_layers[i].scan, mm))
+			return -1;
 	for (int n = 0; n < mm->nr_nodes && mm->cfg.kswapd; n++) {
 		struct kswapd *k = za_os_alloc(sizeof(*k));
 		if (!k)

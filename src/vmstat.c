@@ -313,13 +313,13 @@ static long zone_gauge(struct za_zone *z, enum gauge g)
 
 static long gauge_value(struct za_mm *mm, enum gauge g, int zone_idx)
 {
-	long (*quicklist_pages)(const struct za_mm *, int) = mm_layers[LAYER_QUICKLIST].held_pages;
+	long (*held_pages)(const struct za_mm *, int) = mm_layers[LAYER_QUICKLIST].held_pages;
 	if (g == G_NR_QUICKLIST_PAGES)
-		return quicklist_pages(mm, -1);   /* kept per CPU, not per zone */
+		return held_pages(mm, -1);        /* kept per CPU, not per zone */
 	if (g == G_NR_SECTIONS)
 		return (long)load_relaxed(&mm->nr_present_sections);   /* not per zone */
 	if (g >= G_NR_QUICKLIST_PAGES_NODE)
-		return quicklist_pages(mm, (int)(g - G_NR_QUICKLIST_PAGES_NODE));
+		return held_pages(mm, (int)(g - G_NR_QUICKLIST_PAGES_NODE));
 	long v = 0;
 	for (int id = 0; id < nr_all_zones(mm); id++)
 		if (zone_idx < 0 || mm->zone_by_id[id]->idx == zone_idx)
