@@ -181,6 +181,7 @@ void *cpu_cache_alloc(unsigned int c)
 		errno = ENOMEM;
 		return NULL;
 	}
+	VM_BUG_ON(zm.mm, object_class(p) != c);     /* a stack holds its class's objects */
 	*(uint64_t *)p = 0;     /* no longer free */
 	return p;
 }
@@ -188,6 +189,7 @@ void *cpu_cache_alloc(unsigned int c)
 void cpu_cache_free(unsigned int c, void *obj)
 {
 	struct rseq_percpu pc = cpu_cache_percpu(zm.mm, c);
+	VM_BUG_ON(zm.mm, object_class(obj) != c || *(uint64_t *)obj != free_signature(obj));
 	if (unlikely(rseq_push_retry(zm.mm, &pc, &object_link, obj, obj, RSEQ_PUSH_ONE + 1,
 				     cpu_cache_limit(c) | RSEQ_FOLD, 0, 0) != RSEQ_OK))
 		cpu_cache_free_slow(c, obj);

@@ -148,12 +148,14 @@ static void quarantine_add(uintptr_t start, size_t len, size_t size, bool mappin
 		release(load_relaxed(&gone.start), load_relaxed(&gone.len), gone.mapping);
 	}
 	struct quarantined *q = &quarantine.slot[(quarantine.oldest + quarantine.count) % QUARANTINE_SLOTS];
+	VM_BUG_ON(zm.mm, load_relaxed(&q->start));         /* the slot after the newest is free */
 	store_relaxed(&q->len, len);
 	q->size = size;
 	q->mapping = mapping;
 	store_relaxed(&q->start, start);
 	quarantine.count++;
 	quarantine.bytes += len;
+	VM_BUG_ON(zm.mm, quarantine.count > 1 && quarantine.bytes > quarantine.budget);
 	za_unlock(&quarantine.lock);
 }
 
@@ -284,6 +286,7 @@ static void check_poison(const struct held_object *o)
 /* Checked, then back to its slab. */
 static void small_release(struct held_object o)
 {
+	VM_BUG_ON(zm.mm, o.p < o.start || o.p >= o.end || header(o.p)->magic != HDR_FREED);
 	check_poison(&o);
 	header(o.p)->magic = 0;
 	za_cache_free(virt_to_slab(zm.mm, o.start)->slab_cache, o.start);
@@ -341,6 +344,7 @@ static void small_quarantine_add(char *p, char *start, char *end)
 	small_quarantine.newest[size_class((size_t)(end - start))] = at;
 	small_quarantine.count++;
 	small_quarantine.bytes += (size_t)(end - start);
+	VM_BUG_ON(zm.mm, small_quarantine.count > SMALL_QUARANTINE_SLOTS);
 	za_unlock(&small_quarantine.lock);
 	if (gone.p)
 		small_release(gone);

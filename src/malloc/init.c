@@ -170,7 +170,12 @@ static void init_classes(void)
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		struct malloc_class *mc = &zm.classes[c];
 		mc->size = class_size(c);
+		/* Classes grow, each a multiple of malloc's alignment, the last
+		 * SMALL_MAX; a size finds the first class that holds it. */
+		VM_BUG_ON(zm.mm, mc->size % MALLOC_ALIGN || (c && mc->size <= zm.classes[c - 1].size) ||
+				 size_class(mc->size) != c || (c == NR_CLASSES - 1 && mc->size != SMALL_MAX));
 		mc->capacity = sheaf_capacity(mc->size);
+		VM_BUG_ON(zm.mm, mc->capacity > SHEAF_MAX_CAPACITY);
 		/* About 64 KiB of full sheaves per class in the barn, 2..8. */
 		unsigned int full = (64u << 10) / (mc->capacity * mc->size);
 		zm.barns[c].base_full = full < 2 ? 2 : full > 8 ? 8 : full;
@@ -267,6 +272,7 @@ za_cache_t *malloc_class_cache(unsigned int c)
 		unsigned int flags = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
 						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : ZA_SLAB_FREEPTR_EARLY;
 		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
+		VM_BUG_ON(zm.mm, cache && cache->object_size != mc->size);
 		if (cache) {
 			_Static_assert(NR_CLASSES < 255, "a class is a slab page's tag (slab.h)");
 			cache->owner_tag = c;

@@ -375,6 +375,13 @@ void purge_worker_thread_exit(void);
 void purge_worker_after_fork(bool parent_multithreaded);
 void purge_worker_pause(struct za_mm *mm, bool pause);     /* za_verify (mm_layers.c) */
 
+/* The class of the malloc slab object p (NR_CLASSES and more: not one),
+ * from its page's slab info word. */
+static inline unsigned int object_class(const void *p)
+{
+	return slab_info_tag(load_relaxed(view_slab_info(&malloc_arena, p)));
+}
+
 /* The id of the thread that last filled a sheaf from p's slab (slab.h's
  * slab info): p's objects belong in that thread's main sheaf, in any
  * other's remote one. */

@@ -206,10 +206,11 @@ static void plan(size_t n, size_t align, struct alloc_info *b)
 /* The hit: the main sheaf's last object, no longer carrying the freed
  * signature. */
 static inline __attribute__((always_inline)) void *sheaf_pop(struct thread_cache *tc,
-							      struct sheaf *s)
+							      struct sheaf *s, unsigned int c)
 {
 	VM_BUG_ON(zm.mm, !s->size || s->size > s->capacity);
 	void *p = s->objects[--s->size];
+	VM_BUG_ON(zm.mm, object_class(p) != c);     /* a sheaf holds its class's objects */
 	count_hit(&tc->alloc_hits);
 	*(uint64_t *)p = 0;
 	return p;
@@ -220,7 +221,7 @@ static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 	struct thread_cache *tc = load_relaxed(&tcache);
 	struct sheaf *s = tc->main[c];
 	if (likely(s->size))
-		return sheaf_pop(tc, s);
+		return sheaf_pop(tc, s, c);
 	if (zm.cpu_cache)
 		return cpu_cache_alloc(c);
 	void *p = sheaf_alloc_slow(c);
@@ -228,6 +229,7 @@ static inline __attribute__((always_inline)) void *class_alloc(unsigned int c)
 		errno = ENOMEM;
 		return NULL;
 	}
+	VM_BUG_ON(zm.mm, object_class(p) != c);
 	*(uint64_t *)p = 0;     /* no longer free */
 	return p;
 }
@@ -281,7 +283,7 @@ FAST_PATH void *za_malloc(size_t n)
 	struct thread_cache *tc = load_relaxed(&tcache);
 	struct sheaf *s = tc->main[c];
 	if (likely(s->size))
-		return sheaf_pop(tc, s);
+		return sheaf_pop(tc, s, c);
 	if (zm.cpu_cache && c != ZERO_SLOT)
 		return cpu_cache_alloc(c);
 	/* A miss goes the whole way: the system may not exist yet. */
@@ -438,6 +440,7 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 		return;
 	}
 	lookup_live(p, &b, fn);
+	VM_BUG_ON(zm.mm, b.kind == A_BAD || b.freed);
 	if (expect_size != SIZE_MAX && !matches(&b, expect_size, expect_align)) {
 		char name[80], align[40] = "";
 		if (expect_align)
@@ -521,6 +524,7 @@ static inline __attribute__((always_inline)) unsigned int free_fast(void *p, siz
 	struct sheaf *sh = slab_info_owner(info) == tc->id ? tc->main[c] : tc->remote[c];
 	if (unlikely(sh->size >= sh->capacity))
 		return c;
+	VM_BUG_ON(zm.mm, sh->capacity != zm.classes[c].capacity);
 	sh->objects[sh->size++] = p;
 	count_hit(&tc->free_hits);
 	return FREE_DONE;
@@ -579,6 +583,7 @@ static bool resize_block(void *p, unsigned long pages, unsigned long to, size_t 
 	if (za_resize_pages_exact(zm.mm, p, pages << PAGE_SHIFT, to << PAGE_SHIFT))
 		return false;
 	set_block_word(virt_to_page(zm.mm, p), to, n, MALLOC_ALIGN, false);
+	VM_BUG_ON(zm.mm, live_block_head(p) != virt_to_page(zm.mm, p));
 	if (to < pages)
 		purge_worker_kick();
 	return true;

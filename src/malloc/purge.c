@@ -89,6 +89,7 @@ static bool sleep_round(uint64_t period_ns)
  * idle threads noted.  Returns the pages purged. */
 static long purge_round(za_mm_t *mm, bool idle)
 {
+	VM_BUG_ON(mm, atomic_load(&purger.state) == PURGER_OFF);        /* a worker runs */
 	za_lock(&purger.round);
 	if (idle) {
 		sheaves_flush_barns();
@@ -156,6 +157,7 @@ static void *purge_worker(void *arg)
  * store that would say it runs. */
 static void start_worker(void)
 {
+	VM_BUG_ON(zm.mm, atomic_load(&purger.state) != PURGER_RUNNING);
 	pthread_attr_t attr;
 	pthread_t thread;
 	struct rlimit as;

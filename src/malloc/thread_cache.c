@@ -34,6 +34,7 @@ static struct thread_cache *thread_cache_create(void)
 	*tc = boot_tcache;
 	tc->id = (uint16_t)(atomic_fetch_add_explicit(&zm.thread_ids, 1, memory_order_relaxed) %
 			    0xFFFF + 1);
+	VM_BUG_ON(zm.mm, own_tcache || !tc->id);       /* one cache a thread; 0 is no owner */
 	za_lock(&zm.threads_lock);
 	tc->next = zm.threads;
 	if (tc->next)
@@ -93,6 +94,7 @@ void thread_caches_note_idle(void)
 {
 	za_lock(&zm.threads_lock);
 	for (struct thread_cache *tc = zm.threads; tc; tc = tc->next) {
+		VM_BUG_ON(zm.mm, tc->next && tc->next->prev != tc);
 		uint64_t seen = load_relaxed(&tc->alloc_hits) + load_relaxed(&tc->alloc_misses) +
 				load_relaxed(&tc->free_hits) + load_relaxed(&tc->free_misses);
 		tc->idle_rounds = seen == tc->activity ? tc->idle_rounds + 1 : 0;
@@ -109,6 +111,7 @@ void thread_caches_note_idle(void)
 /* The block goes back to the page allocator. */
 static void block_release(void *p, unsigned long pages)
 {
+	VM_BUG_ON(zm.mm, block_word_pages(block_word(virt_to_page(zm.mm, p))) != pages);
 	set_block_word(virt_to_page(zm.mm, p), 0, 0, 0, false);
 	za_free_pages_exact(zm.mm, p, pages << PAGE_SHIFT);
 }
@@ -117,6 +120,9 @@ static void block_release(void *p, unsigned long pages)
 static void *take_slot(struct thread_cache *tc, unsigned int i)
 {
 	void *p = tc->blocks[i];
+	/* A kept block is marked freed, as many pages as its slot says. */
+	VM_BUG_ON(zm.mm, i >= tc->nr_blocks || block_word(virt_to_page(zm.mm, p)) !=
+					      (tc->block_pages[i] << BLOCK_PAGES_SHIFT | 1));
 	tc->block_bytes -= tc->block_pages[i] << PAGE_SHIFT;
 	tc->nr_blocks--;
 	memmove(&tc->blocks[i], &tc->blocks[i + 1], (tc->nr_blocks - i) * sizeof(void *));
@@ -171,6 +177,7 @@ void block_free(void *p, unsigned long pages)
 		unsigned long old_pages = tc->block_pages[0];
 		block_release(take_slot(tc, 0), old_pages);
 	}
+	VM_BUG_ON(zm.mm, block_word(virt_to_page(zm.mm, p)) & 1);      /* free caught the double free */
 	set_block_word(virt_to_page(zm.mm, p), pages, 0, 0, true);
 	tc->blocks[tc->nr_blocks] = p;
 	tc->block_pages[tc->nr_blocks++] = (unsigned int)pages;
@@ -194,8 +201,10 @@ static void release_blocks(struct thread_cache *tc)
 void thread_cache_exit(void *arg)
 {
 	struct thread_cache *tc = arg;
+	VM_BUG_ON(zm.mm, tc != own_tcache);
 	sheaves_give_back(tc);
 	release_blocks(tc);
+	VM_BUG_ON(zm.mm, tc->nr_blocks || tc->block_bytes);
 	za_lock(&zm.threads_lock);
 	if (tc->prev)
 		tc->prev->next = tc->next;

@@ -92,8 +92,10 @@ void *zero_alloc(size_t align)
 			return NULL;
 	} while (!atomic_compare_exchange_weak(&zero_next, &at, start + MALLOC_ALIGN));
 	size_t slot = start / MALLOC_ALIGN;
-	atomic_fetch_or_explicit(&zero_bits(region)->handed[slot / 64], 1ULL << (slot % 64),
-				 memory_order_relaxed);
+	uint64_t was = atomic_fetch_or_explicit(&zero_bits(region)->handed[slot / 64],
+						1ULL << (slot % 64), memory_order_relaxed);
+	/* Handed out once, aligned as asked. */
+	VM_BUG_ON(zm.mm, (was >> (slot % 64) & 1) || (uintptr_t)(region + start) % align);
 	return region + start;
 }
 
