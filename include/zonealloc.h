@@ -1,12 +1,14 @@
 /*
  * zonealloc — the Linux kernel's physical memory allocation stack in user space.
  *
- * A memory system (za_mm_t) owns one reserved range of virtual memory, the
- * "arena", which plays the role of physical memory: it is split into NUMA
- * nodes, each node into zones (e.g. DMA32 below Normal), and handed out in
- * 4 KiB pages by a buddy allocator with per-CPU page lists in front of it.
- * Every page has a descriptor (struct page); addresses, page frame numbers
- * and descriptors convert into each other in O(1).
+ * A memory system (za_mm_t) owns an "arena" of memory, which plays the role
+ * of physical memory: its page frame numbers are split into NUMA nodes, each
+ * node's into zones (e.g. DMA32 below Normal), and handed out in 4 KiB pages
+ * by a buddy allocator with per-CPU page lists in front of it.  The arena's
+ * virtual memory is mapped from the OS a section at a time (the kernel's
+ * sparse memory model), wherever the OS puts it.  Every page has a
+ * descriptor (struct page); addresses, page frame numbers and descriptors
+ * convert into each other in O(1).
  *
  * Everything is an instance: two differently configured systems can live in
  * one process, which is how A/B measurements are made.  Every function here

@@ -278,8 +278,8 @@ static const struct key *find_key(const char *name, int len)
  * (cpus, memory, llc_per_cpu) are left alone; so is pcp_batch_scale_max,
  * a Kconfig value (5 by default since it appeared).
  *
- * Sources: ../shared/design/linux-mm-digest.md (sections 3.2, 4.8, 4.9,
- * 7.2, 10.9, 11.2), docs/seeds.md, the kernel's kmem/page_alloc patch mails.
+ * Sources: the kernel's git history of mm/page_alloc.c, mm/slub.c and
+ * include/linux/mmzone.h, docs/seeds.md, the kmem/page_alloc patch mails.
  * [likely] marks a release read from merge-window logs, not from a tag.
  * ------------------------------------------------------------------------ */
 #define KV(a, b, c) ((unsigned int)(a) << 16 | (unsigned int)(b) << 8 | (unsigned int)(c))

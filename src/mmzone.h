@@ -363,7 +363,7 @@ struct za_mm {
 	long rseq_cpu_offset;           /* thread pointer to rseq cpu_id or mm_cid, 0 without rseq */
 	bool percpu_rseq;               /* the fast paths are restartable sections (rseq.h) */
 	bool rseq_own_area;             /* threads register rseq_cpu_offset's area themselves */
-	int nr_cpu_bindings;            /* threads bound by za_bind_cpu (percpu.h) */
+	_Atomic int nr_cpu_bindings;    /* threads bound by za_bind_cpu (percpu.h) */
 	bool bulkfree_outside_lock, lock_stats, debug;
 	bool fair_zone, kswapd_wake_high;
 	/* The per-CPU lists (pcp.h): which orders they cache, how a

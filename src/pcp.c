@@ -945,8 +945,7 @@ uint64_t pcp_front_events(const struct za_zone *z, enum za_event item)
 	uint64_t n = 0;
 	for (int cpu = 0; cpu < z->mm->nr_cpus; cpu++)
 		for (unsigned int t = 0; t < MT_TYPES; t++) {
-			uint64_t tally = __atomic_load_n(&z->pcp[cpu].front[order * MT_TYPES + t].tally,
-							 __ATOMIC_RELAXED);
+			uint64_t tally = rseq_tally_load(&z->pcp[cpu].front[order * MT_TYPES + t]);
 			n += alloc ? tally_pops(tally) : tally_pushes(tally);
 		}
 	return n;
@@ -958,8 +957,7 @@ long pcp_front_pages(const struct za_zone *z)
 	long n = 0;
 	for (int cpu = 0; z->mm->pcp_front && cpu < z->mm->nr_cpus; cpu++)
 		for (unsigned int pindex = 0; pindex < NR_LOWORDER_PCP_LISTS; pindex++) {
-			uint64_t tally = __atomic_load_n(&z->pcp[cpu].front[pindex].tally,
-							 __ATOMIC_RELAXED);
+			uint64_t tally = rseq_tally_load(&z->pcp[cpu].front[pindex]);
 			n += (long)(tally & RSEQ_LEN_MASK) << pindex_to_order(z->mm, pindex);
 		}
 	return n;

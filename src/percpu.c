@@ -25,10 +25,11 @@ int za_bind_cpu(za_mm_t *mm, int cpu)
 		return -1;
 	}
 	if (cpu_binding.mm)
-		__atomic_fetch_sub((int *)&cpu_binding.mm->nr_cpu_bindings, 1, __ATOMIC_RELAXED);
+		atomic_fetch_sub_explicit((_Atomic int *)&cpu_binding.mm->nr_cpu_bindings, 1,
+					  memory_order_relaxed);
 	cpu_binding = (struct cpu_binding){ cpu >= 0 ? mm : NULL, cpu };
 	if (cpu >= 0)
-		__atomic_fetch_add(&mm->nr_cpu_bindings, 1, __ATOMIC_RELAXED);
+		atomic_fetch_add_explicit(&mm->nr_cpu_bindings, 1, memory_order_relaxed);
 	return 0;
 }
 

@@ -57,7 +57,7 @@ static inline unsigned int rseq_index(const struct za_mm *mm)
  * thread is bound to. */
 static inline int this_cpu(const struct za_mm *mm)
 {
-	if (unlikely(__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED)) &&
+	if (unlikely(load_relaxed(&mm->nr_cpu_bindings)) &&
 	    cpu_binding.mm == mm && cpu_binding.cpu < mm->nr_cpus)
 		return cpu_binding.cpu;
 	if (likely(mm->rseq_cpu_offset)) {
@@ -73,7 +73,7 @@ static inline int this_cpu(const struct za_mm *mm)
  * by the CPU it runs on, not the one it plays. */
 static inline bool percpu_unbound(const struct za_mm *mm)
 {
-	return likely(!__atomic_load_n(&mm->nr_cpu_bindings, __ATOMIC_RELAXED));
+	return likely(!load_relaxed(&mm->nr_cpu_bindings));
 }
 
 static inline bool percpu_sections(const struct za_mm *mm)

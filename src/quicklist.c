@@ -83,7 +83,7 @@ static bool ql_sections(const struct za_mm *mm)
 
 static long ql_len(const struct quicklist *q)
 {
-	return (long)(__atomic_load_n(&q->stack.tally, __ATOMIC_RELAXED) & RSEQ_LEN_MASK);
+	return (long)(rseq_tally_load(&q->stack) & RSEQ_LEN_MASK);
 }
 
 /* A page a list of this node may hold: an allocated order-0 page of the
@@ -112,7 +112,7 @@ static void ql_fold(struct za_mm *mm, struct quicklist *q)
 		return;
 	counter_add(&q->stat[QL_HIT], tally_pops(t));
 	counter_add(&q->stat[QL_FREE], tally_pushes(t));
-	__atomic_store_n(&q->stack.tally, t & RSEQ_LEN_MASK, __ATOMIC_RELAXED);
+	rseq_tally_store(&q->stack, t & RSEQ_LEN_MASK);
 }
 
 static bool ql_lock(struct za_mm *mm, struct quicklist *q, bool wait)
@@ -166,7 +166,7 @@ static void *stack_pop(struct quicklist *q)
 		return NULL;
 	q->stack.head = p[0];
 	p[0] = NULL;
-	__atomic_store_n(&q->stack.tally, q->stack.tally - 1, __ATOMIC_RELAXED);
+	rseq_tally_store(&q->stack, q->stack.tally - 1);
 	return p;
 }
 
@@ -174,7 +174,7 @@ static void stack_push(struct quicklist *q, void *p)
 {
 	*(void **)p = q->stack.head;
 	q->stack.head = p;
-	__atomic_store_n(&q->stack.tally, q->stack.tally + 1, __ATOMIC_RELAXED);
+	rseq_tally_store(&q->stack, q->stack.tally + 1);
 }
 
 /*
@@ -188,7 +188,7 @@ static bool lock_path_helps(struct za_mm *mm, int nr)
 	unsigned int index = rseq_index(mm);
 	if (index >= (unsigned int)mm->nr_cpus)
 		return true;
-	uint64_t t = __atomic_load_n(&ql(mm, (int)index, nr)->stack.tally, __ATOMIC_RELAXED);
+	uint64_t t = rseq_tally_load(&ql(mm, (int)index, nr)->stack);
 	return ((t + RSEQ_PUSH_ONE) & RSEQ_FOLD) || ((t + RSEQ_POP_ONE) & RSEQ_FOLD);
 }
 
@@ -291,7 +291,7 @@ static enum ql_push_result ql_push(struct za_mm *mm, int nr, void *p)
 		if (likely(rseq_push_retry(mm, &pc, &ql_link, p, p, RSEQ_PUSH_ONE + 1,
 					   RSEQ_FOLD | QL_FULL, 0, 0) == RSEQ_OK))
 			return QL_PUSHED;
-		if (__atomic_load_n(&ql(mm, this_cpu(mm), nr)->stack.head, __ATOMIC_RELAXED) == p)
+		if (rseq_head_load(&ql(mm, this_cpu(mm), nr)->stack) == p)
 			return QL_TOP_TWICE;
 		if (!lock_path_helps(mm, nr))
 			return QL_RELEASE;
@@ -491,7 +491,7 @@ void quicklist_stat_fold(struct za_mm *mm, uint64_t *totals)
 	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
 		for (int nr = 0; nr < mm->nr_quick; nr++) {
 			struct quicklist *q = ql(mm, cpu, nr);
-			uint64_t t = __atomic_load_n(&q->stack.tally, __ATOMIC_RELAXED);
+			uint64_t t = rseq_tally_load(&q->stack);
 			for (int e = 0; e < NR_QL_EVENTS; e++)
 				totals[e] += load_relaxed(&q->stat[e]);
 			totals[QL_HIT] += tally_pops(t);

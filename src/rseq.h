@@ -54,6 +54,23 @@ struct rseq_stack {
 	uint64_t tally;
 } __attribute__((aligned(16)));
 
+/* The sections' assembly writes a stack's words as plain words, so they
+ * are not _Atomic; C code reads and sets them relaxed, through these. */
+static inline void *rseq_head_load(const struct rseq_stack *s)
+{
+	return __atomic_load_n(&s->head, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t rseq_tally_load(const struct rseq_stack *s)
+{
+	return __atomic_load_n(&s->tally, __ATOMIC_RELAXED);
+}
+
+static inline void rseq_tally_store(struct rseq_stack *s, uint64_t v)
+{
+	__atomic_store_n(&s->tally, v, __ATOMIC_RELAXED);
+}
+
 /* Where a family of per-CPU stacks is: the stack of index i lies at
  * base + (i << shift); its stop word at stop bytes from the stack. */
 struct rseq_percpu {

@@ -207,7 +207,7 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	uint64_t v = load_relaxed(&s->stat[e]);
 	if (e < NR_SLAB_CPU_EVENTS)
 		for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
-			uint64_t tally = __atomic_load_n(&s->cpu_slab[cpu].stack.tally, __ATOMIC_RELAXED);
+			uint64_t tally = rseq_tally_load(&s->cpu_slab[cpu].stack);
 			v += load_relaxed(&s->cpu_slab[cpu].stat[e]);
 			v += e == SL_ALLOC_FASTPATH ? tally_allocs(tally) :
 			     e == SL_FREE_FASTPATH ? tally_frees(tally) : 0;

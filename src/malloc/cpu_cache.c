@@ -240,7 +240,7 @@ void cpu_cache_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t
 	*free_misses += load_relaxed(&misses[1]);
 	for (int cpu = 0; cpu < zm.mm->nr_cpus; cpu++)
 		for (unsigned int c = 0; c < NR_CLASSES; c++) {
-			uint64_t t = __atomic_load_n(&cpu_objects(cpu)->stack[c].tally, __ATOMIC_RELAXED);
+			uint64_t t = rseq_tally_load(&cpu_objects(cpu)->stack[c]);
 			*alloc_hits += tally_pops(t);
 			*free_hits += tally_pushes(t);
 		}

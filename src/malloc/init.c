@@ -134,6 +134,8 @@ static uint64_t usable_memory(void)
  * bytes each) room for one more (966 MiB against 965, 95% of glibc's
  * being 966).
  */
+#define MALLOC_MAX_ORDER 12             /* blocks of up to 16 MiB */
+
 static za_mm_t *create_system(void)
 {
 	char config[320];
@@ -142,11 +144,11 @@ static za_mm_t *create_system(void)
 	const char *lists = limited ? "" : "pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=16M,"
 					   "pcp_refill_drain=1,vmstat_interval_ms=0,";
 	const char *section = limited ? "32M" : "256M";
-	for (; mem >= (16ULL << 20); mem /= 2) {        /* one max-order block */
+	for (; mem >= (uint64_t)PAGE_SIZE << MALLOC_MAX_ORDER; mem /= 2) {     /* one block */
 		snprintf(config, sizeof(config),
-			 "memory=%lluM,zones=Normal,max_order=12,kswapd=0,deferred_init=1,quicklists=0,"
+			 "memory=%lluM,zones=Normal,max_order=%d,kswapd=0,deferred_init=1,quicklists=0,"
 			 "%ssection_size=%s",
-			 (unsigned long long)(mem >> 20), lists, section);
+			 (unsigned long long)(mem >> 20), MALLOC_MAX_ORDER, lists, section);
 		za_mm_t *mm = za_mm_create(config);
 		if (mm || errno != ENOMEM)
 			return mm;
