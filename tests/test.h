@@ -9,39 +9,52 @@
 #include "../src/sanitizers.h"     /* ZA_TSAN, ZA_ASAN */
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			exit(1);                                               \
-		}                                                              \
+/* The case run_test_cases() is running, if any: failures name it. */
+static const char *running_case __attribute__((unused));
+
+/* Ends the test: "file:line: " and the message on stderr, then the running
+ * case's name, and exit status 1. */
+static inline __attribute__((noreturn, format(printf, 3, 4))) void
+check_failed(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (running_case)
+		fprintf(stderr, " (case %s)", running_case);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+#define CHECK(cond)                                                              \
+	do {                                                                     \
+		if (!(cond))                                                     \
+			check_failed(__FILE__, __LINE__, "CHECK failed: %s", #cond); \
 	} while (0)
 
 #define CHECK_EQ(a, b)                                                              \
 	do {                                                                        \
 		long long a_ = (long long)(a), b_ = (long long)(b);                 \
-		if (a_ != b_) {                                                     \
-			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", \
-				__FILE__, __LINE__, #a, #b, a_, b_);                \
-			exit(1);                                                    \
-		}                                                                   \
+		if (a_ != b_)                                                       \
+			check_failed(__FILE__, __LINE__,                            \
+				     "CHECK_EQ failed: %s == %s (%lld vs %lld)", #a, #b, a_, b_); \
 	} while (0)
 
 #define CHECK_STR_HAS(s, sub)                                                       \
 	do {                                                                        \
 		const char *s_ = (s);                                               \
-		if (!s_ || !strstr(s_, (sub))) {                                    \
-			fprintf(stderr, "%s:%d: '%s' does not contain '%s'\n",      \
-				__FILE__, __LINE__, s_ ? s_ : "(null)", (sub));     \
-			exit(1);                                                    \
-		}                                                                   \
+		if (!s_ || !strstr(s_, (sub)))                                      \
+			check_failed(__FILE__, __LINE__, "'%s' does not contain '%s'", \
+				     s_ ? s_ : "(null)", (sub));                    \
 	} while (0)
 
 /* Creates a system or fails the test with the library's message. */
@@ -123,8 +136,9 @@ static inline unsigned long long test_rand(unsigned long long *state)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* Runs the cases named on the command line, or all of them; an unknown
- * name is an error that lists the known ones. */
+/* Runs the cases named on the command line (in the table's order), or all
+ * of them, with a line "program: case ok" after each; an unknown name is an
+ * error that lists the known ones. */
 struct test_case {
 	const char *name;
 	void (*run)(void);
@@ -150,8 +164,11 @@ static inline int run_test_cases(const char *program, int argc, char **argv,
 		for (int a = 1; a < argc && !named; a++)
 			named = !strcmp(cases[i].name, argv[a]);
 		if (named) {
+			running_case = cases[i].name;
 			cases[i].run();
+			running_case = NULL;
 			printf("%s: %s ok\n", program, cases[i].name);
+			fflush(stdout);         /* there even if a later case crashes */
 		}
 	}
 	return 0;

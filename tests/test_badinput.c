@@ -139,7 +139,7 @@ static void expect_bad_free(za_mm_t *mm, struct captured *cap, void *addr, unsig
 	CHECK(za_verify(mm) == 0);
 }
 
-static void test_bad_frees(const char *config)
+static void bad_frees(const char *config)
 {
 	za_mm_t *mm = test_mm(config);
 	struct captured cap = { 0 };
@@ -204,14 +204,27 @@ static void test_leak_report(void)
 	CHECK_STR_HAS(cap.last, "132 pages");
 }
 
-int main(void)
+/* Bad frees in the default mode, then in debug mode with no per-CPU lists
+ * of orders 1..3. */
+static void test_bad_frees(void)
 {
-	test_config_errors();
-	test_config_string();
-	test_bad_requests();
-	test_bad_frees("memory=64M,zones=Normal,cpus=1");
-	test_bad_frees("memory=64M,zones=Normal,cpus=1,debug=1,pcp_high_order=0");
-	test_leak_report();
-	printf("test_badinput: ok\n");
-	return 0;
+	bad_frees("memory=64M,zones=Normal,cpus=1");
+}
+
+static void test_bad_frees_debug(void)
+{
+	bad_frees("memory=64M,zones=Normal,cpus=1,debug=1,pcp_high_order=0");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "config_errors", test_config_errors },
+		{ "config_string", test_config_string },
+		{ "bad_requests", test_bad_requests },
+		{ "bad_frees", test_bad_frees },
+		{ "bad_frees_debug", test_bad_frees_debug },
+		{ "leak_report", test_leak_report },
+	};
+	return run_test_cases("test_badinput", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -148,7 +148,8 @@ static void test_effect_is_found(void)
 	CHECK(counts[VERDICT_WORSE] >= 1900);
 }
 
-int main(void)
+/* Mean, harmonic mean, spread, extremes and median of a few values. */
+static void test_summarize(void)
 {
 	struct summary s;
 	const double v[] = { 1, 2, 4 };
@@ -174,7 +175,11 @@ int main(void)
 	const double z[] = { 0, 5 };
 	summarize(z, 2, &s);
 	CHECK_NEAR(s.hmean, 0);
+}
 
+/* % change: positive is better, whichever way better points. */
+static void test_pct_change(void)
+{
 	/* The seed's table: 178.38 -> 256.74 is +43.93%, higher is better. */
 	CHECK(fabs(pct_change(178.38, 256.74, HIGHER_IS_BETTER) - 43.93) < 0.005);
 	/* Its stddev row: 0.89 -> 3.24 is -264.04%: a larger spread is worse. */
@@ -186,10 +191,17 @@ int main(void)
 	CHECK_NEAR(pct_change(5, 5, LOWER_IS_BETTER), 0);
 	CHECK(!signbit(pct_change(5, 5, LOWER_IS_BETTER)));
 	CHECK(isnan(pct_change(0, 5, HIGHER_IS_BETTER)));      /* nothing to divide: n/a */
-	test_fsmark_compares_every_switch();
-	test_interval_by_hand();
-	test_no_effect_is_noise();
-	test_effect_is_found();
-	printf("test_bench_stats: ok\n");
-	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "summarize", test_summarize },
+		{ "pct_change", test_pct_change },
+		{ "fsmark_compares_every_switch", test_fsmark_compares_every_switch },
+		{ "interval_by_hand", test_interval_by_hand },
+		{ "no_effect_is_noise", test_no_effect_is_noise },
+		{ "effect_is_found", test_effect_is_found },
+	};
+	return run_test_cases("test_bench_stats", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -26,7 +26,7 @@ static void own_pages(za_mm_t *mm, unsigned char *owned, void *addr, unsigned in
 }
 
 /* Allocate everything in random orders, free in random order: all coalesces. */
-static void test_fill_and_coalesce(const char *config)
+static void fill_and_coalesce(const char *config)
 {
 	za_mm_t *mm = test_mm(config);
 	long total = za_stat(mm, "nr_managed_pages");
@@ -89,7 +89,7 @@ static void test_fill_and_coalesce(const char *config)
  * orders 1..3 take one order-k+1 block split in two (9-k + 1).  The drain
  * merges all of it back, so splits == merges exactly.
  */
-static void test_split_merge_exact(void)
+static void test_split_merge(void)
 {
 	static const long long pcp_splits[] = { 11, 9, 8, 7 };
 	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1");
@@ -899,29 +899,52 @@ static void test_purge_refused(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-int main(void)
+/* fill_and_coalesce on two zones; per-CPU lists of order 0 only; two nodes
+ * with the bulk free under the lock; debug mode. */
+static void test_fill_and_coalesce(void)
 {
-	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
-	test_fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2,pcp_high_order=0");
-	test_fill_and_coalesce("memory=64M,nodes=2,zones=DMA32:8M+Normal,cpus=3,bulkfree_outside_lock=0");
-	test_fill_and_coalesce("memory=64M,zones=Normal,cpus=1,debug=1");
-	test_split_merge_exact();
-	test_migratetype_fallback();
-	test_free_pages_per_type();
-	test_steal_mixes_pageblock();
-	test_zone_limits_and_reserve();
-	test_watermark_formulas();
-	test_high_order_watermark();
-	test_deferred_init();
-	test_purge();
-	test_resize_in_place();
-	test_exact_runs();
-	test_run_best_fit();
-	test_giant_runs();
-	test_giant_run_past_search();
-	test_extend_run();
-	test_zeroed_runs();
-	test_purge_refused();
-	printf("test_buddy: ok\n");
-	return 0;
+	fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2");
+}
+
+static void test_fill_and_coalesce_order0(void)
+{
+	fill_and_coalesce("memory=64M,zones=DMA32:16M+Normal,cpus=2,pcp_high_order=0");
+}
+
+static void test_fill_and_coalesce_two_nodes(void)
+{
+	fill_and_coalesce("memory=64M,nodes=2,zones=DMA32:8M+Normal,cpus=3,bulkfree_outside_lock=0");
+}
+
+static void test_fill_and_coalesce_debug(void)
+{
+	fill_and_coalesce("memory=64M,zones=Normal,cpus=1,debug=1");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "fill_and_coalesce", test_fill_and_coalesce },
+		{ "fill_and_coalesce_order0", test_fill_and_coalesce_order0 },
+		{ "fill_and_coalesce_two_nodes", test_fill_and_coalesce_two_nodes },
+		{ "fill_and_coalesce_debug", test_fill_and_coalesce_debug },
+		{ "split_merge", test_split_merge },
+		{ "migratetype_fallback", test_migratetype_fallback },
+		{ "free_pages_per_type", test_free_pages_per_type },
+		{ "steal_mixes_pageblock", test_steal_mixes_pageblock },
+		{ "zone_limits_and_reserve", test_zone_limits_and_reserve },
+		{ "watermark_formulas", test_watermark_formulas },
+		{ "high_order_watermark", test_high_order_watermark },
+		{ "deferred_init", test_deferred_init },
+		{ "purge", test_purge },
+		{ "resize_in_place", test_resize_in_place },
+		{ "exact_runs", test_exact_runs },
+		{ "run_best_fit", test_run_best_fit },
+		{ "giant_runs", test_giant_runs },
+		{ "giant_run_past_search", test_giant_run_past_search },
+		{ "extend_run", test_extend_run },
+		{ "zeroed_runs", test_zeroed_runs },
+		{ "purge_refused", test_purge_refused },
+	};
+	return run_test_cases("test_buddy", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

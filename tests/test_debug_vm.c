@@ -14,6 +14,7 @@
 #include "mmzone.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/wait.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -113,41 +114,82 @@ static void corrupt_pcp_page(za_mm_t *mm)
 	za_alloc_pages(mm, 0, 0);
 }
 
-/* Each case, whether it aborts with ZA_DEBUG_VM, and what its report says. */
-static const struct {
-	void (*fn)(za_mm_t *);
-	bool aborts;
-	const char *says[3];
-} cases[] = {
-	{ broken_condition, true, { "VM_BUG_ON at ", "test_debug_vm.c:", "x == 1" } },
-	{ broken_page, true, { "page_flags(page) & PG_alloc", "(page pfn " } },
-	{ held_lock, false, { NULL } },
-	{ unheld_lock, true, { "lock_held_here(&lock)" } },
-	{ other_threads_lock, true, { "lock_held_here(&lock)" } },
-	{ corrupt_pcp_page, true, { "pcp.h:", "page_flags(page) != PG_pcp" } },
-};
-
-int main(void)
-{
 #ifdef ZA_DEBUG_VM
-	const bool on = true;
+static const bool on = true;
 #else
-	const bool on = false;
+static const bool on = false;
 #endif
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		bool aborted;
-		const char *msg = in_child(cases[i].fn, &aborted);
-		CHECK_EQ(aborted, on && cases[i].aborts);
-		if (on)
-			for (int k = 0; k < 3 && cases[i].says[k]; k++)
-				CHECK_STR_HAS(msg, cases[i].says[k]);
-		else
-			CHECK_EQ(strlen(msg), 0);
+
+/* Runs fn in a child: with ZA_DEBUG_VM it aborts if it should, and its
+ * report says each of the strings from says on (up to a NULL); without, it
+ * reports nothing. */
+static void expect(void (*fn)(za_mm_t *), bool aborts, const char *says, ...)
+{
+	bool aborted;
+	const char *msg = in_child(fn, &aborted);
+	CHECK_EQ(aborted, on && aborts);
+	if (!on) {
+		CHECK_EQ(strlen(msg), 0);
+		return;
 	}
-	if (!on) {      /* the operands are not even evaluated */
-		broken_condition(NULL);
-		CHECK_EQ(evaluated, 0);
-	}
-	printf("test_debug_vm: ok (ZA_DEBUG_VM %s)\n", on ? "on: checks fatal" : "off: checks compiled out");
-	return 0;
+	va_list ap;
+	va_start(ap, says);
+	for (; says; says = va_arg(ap, const char *))
+		CHECK_STR_HAS(msg, says);
+	va_end(ap);
+}
+
+static void test_broken_condition(void)
+{
+	expect(broken_condition, true, "VM_BUG_ON at ", "test_debug_vm.c:", "x == 1", NULL);
+}
+
+static void test_broken_page(void)
+{
+	expect(broken_page, true, "page_flags(page) & PG_alloc", "(page pfn ", NULL);
+}
+
+static void test_held_lock(void)
+{
+	expect(held_lock, false, NULL);
+}
+
+static void test_unheld_lock(void)
+{
+	expect(unheld_lock, true, "lock_held_here(&lock)", NULL);
+}
+
+static void test_other_threads_lock(void)
+{
+	expect(other_threads_lock, true, "lock_held_here(&lock)", NULL);
+}
+
+static void test_corrupt_pcp_page(void)
+{
+	expect(corrupt_pcp_page, true, "pcp.h:", "page_flags(page) != PG_pcp", NULL);
+}
+
+/* Without ZA_DEBUG_VM the operands are not even evaluated (with it, the
+ * cases above cover the checks). */
+static void test_operands_unevaluated(void)
+{
+	if (on)
+		return;
+	broken_condition(NULL);
+	CHECK_EQ(evaluated, 0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "broken_condition", test_broken_condition },
+		{ "broken_page", test_broken_page },
+		{ "held_lock", test_held_lock },
+		{ "unheld_lock", test_unheld_lock },
+		{ "other_threads_lock", test_other_threads_lock },
+		{ "corrupt_pcp_page", test_corrupt_pcp_page },
+		{ "operands_unevaluated", test_operands_unevaluated },
+	};
+	printf("test_debug_vm: ZA_DEBUG_VM %s\n", on ? "on: checks fatal" : "off: checks compiled out");
+	return run_test_cases("test_debug_vm", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

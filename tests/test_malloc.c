@@ -686,7 +686,7 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
-static void test_idle_thread_gives_back(size_t call_size)
+static void idle_thread_gives_back(size_t call_size)
 {
 	if (strstr(za_mm_config_string(mm), "malloc_cache=cpu"))
 		return;                         /* no per-thread sheaves */
@@ -811,12 +811,12 @@ static void test_mallinfo(void)
 
 static void test_idle_thread_gives_back_small(void)
 {
-	test_idle_thread_gives_back(16);
+	idle_thread_gives_back(16);
 }
 
 static void test_idle_thread_gives_back_block(void)
 {
-	test_idle_thread_gives_back(64 << 10);
+	idle_thread_gives_back(64 << 10);
 }
 
 int main(int argc, char **argv)

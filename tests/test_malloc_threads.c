@@ -157,7 +157,7 @@ static void check_maps_disjoint(void)
 		}
 }
 
-static void mapping_cache_races(void)
+static void test_mapping_cache_races(void)
 {
 	pthread_t t[MAP_THREADS];
 	CHECK(pthread_barrier_init(&map_barrier, NULL, MAP_THREADS + 1) == 0);
@@ -291,7 +291,7 @@ static void *fuzz_thread(void *arg)
 	return NULL;
 }
 
-static void api_fuzz(void)
+static void test_api_fuzz(void)
 {
 	pthread_t t[FUZZ_THREADS];
 	for (int i = 0; i < FUZZ_THREADS; i++)
@@ -365,7 +365,7 @@ static void *short_lived(void *arg)
 	return NULL;
 }
 
-static void purge_worker_lifecycle(void)
+static void test_purge_worker_lifecycle(void)
 {
 	za_malloc_trim(0);
 	CHECK(purge_worker_ends());
@@ -388,9 +388,9 @@ static void purge_worker_lifecycle(void)
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
-		{ "mapping_cache_races", mapping_cache_races },
-		{ "api_fuzz", api_fuzz },
-		{ "purge_worker_lifecycle", purge_worker_lifecycle },
+		{ "mapping_cache_races", test_mapping_cache_races },
+		{ "api_fuzz", test_api_fuzz },
+		{ "purge_worker_lifecycle", test_purge_worker_lifecycle },
 	};
 	char config[256];
 	const char *outer = getenv("ZA_CONFIG");

@@ -19,7 +19,7 @@ static za_mm_t *make(int high_order, int outside)
 }
 
 /* batch = 63 for the 768M Normal zone; high = 11 * 63 (seed 000) or 6 * 63. */
-static void test_refill_and_bulkfree(int high_order, int outside)
+static void refill_and_bulkfree(int high_order, int outside)
 {
 	za_mm_t *mm = make(high_order, outside);
 	const int batch = 63, high = high_order ? 11 * batch : 6 * batch;
@@ -79,7 +79,7 @@ static void test_refill_and_bulkfree(int high_order, int outside)
 }
 
 /* Orders 1..3 are cached only with pcp_high_order=1 (seed 000). */
-static void test_high_order_lists(int high_order)
+static void high_order_lists(int high_order)
 {
 	za_mm_t *mm = make(high_order, 1);
 	for (unsigned int order = 1; order <= 3; order++) {
@@ -108,7 +108,7 @@ static void test_high_order_lists(int high_order)
 }
 
 /* Random orders 0..5, random frees: the books balance after every step. */
-static void test_random_accounting(int high_order, int outside)
+static void random_accounting(int high_order, int outside)
 {
 	za_mm_t *mm = make(high_order, outside);
 	enum { SLOTS = 4096 };
@@ -144,15 +144,71 @@ static void test_random_accounting(int high_order, int outside)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-int main(void)
+/* Each with the defaults, pcp_high_order=0 ("_order0") and
+ * bulkfree_outside_lock=0 ("_in_lock"). */
+static void test_refill_and_bulkfree_order0_in_lock(void)
 {
-	for (int high_order = 0; high_order <= 1; high_order++) {
-		for (int outside = 0; outside <= 1; outside++) {
-			test_refill_and_bulkfree(high_order, outside);
-			test_random_accounting(high_order, outside);
-		}
-		test_high_order_lists(high_order);
-	}
-	printf("test_pcp: ok\n");
-	return 0;
+	refill_and_bulkfree(0, 0);
+}
+
+static void test_random_accounting_order0_in_lock(void)
+{
+	random_accounting(0, 0);
+}
+
+static void test_refill_and_bulkfree_order0(void)
+{
+	refill_and_bulkfree(0, 1);
+}
+
+static void test_random_accounting_order0(void)
+{
+	random_accounting(0, 1);
+}
+
+static void test_high_order_lists_order0(void)
+{
+	high_order_lists(0);
+}
+
+static void test_refill_and_bulkfree_in_lock(void)
+{
+	refill_and_bulkfree(1, 0);
+}
+
+static void test_random_accounting_in_lock(void)
+{
+	random_accounting(1, 0);
+}
+
+static void test_refill_and_bulkfree(void)
+{
+	refill_and_bulkfree(1, 1);
+}
+
+static void test_random_accounting(void)
+{
+	random_accounting(1, 1);
+}
+
+static void test_high_order_lists(void)
+{
+	high_order_lists(1);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "refill_and_bulkfree_order0_in_lock", test_refill_and_bulkfree_order0_in_lock },
+		{ "random_accounting_order0_in_lock", test_random_accounting_order0_in_lock },
+		{ "refill_and_bulkfree_order0", test_refill_and_bulkfree_order0 },
+		{ "random_accounting_order0", test_random_accounting_order0 },
+		{ "high_order_lists_order0", test_high_order_lists_order0 },
+		{ "refill_and_bulkfree_in_lock", test_refill_and_bulkfree_in_lock },
+		{ "random_accounting_in_lock", test_random_accounting_in_lock },
+		{ "refill_and_bulkfree", test_refill_and_bulkfree },
+		{ "random_accounting", test_random_accounting },
+		{ "high_order_lists", test_high_order_lists },
+	};
+	return run_test_cases("test_pcp", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -220,7 +220,7 @@ static void unfragment(za_mm_t *mm, struct fragmenter *f)
  * order, then steals the smallest block (order 3 first), without that
  * event.
  */
-static void test_fragmenting_fallback(int steal_smallest)
+static void fragmenting_fallback(int steal_smallest)
 {
 	char config[256];
 	snprintf(config, sizeof(config),
@@ -265,7 +265,7 @@ static void test_fragmenting_fallback(int steal_smallest)
  * fragmenting); without, it steals in Normal (fragmenting).  Normal's
  * batch is 1: a refill takes two blocks.
  */
-static void test_nofragment(int nofragment)
+static void nofragment_fallback(int nofragment)
 {
 	char config[256];
 	snprintf(config, sizeof(config),
@@ -1039,27 +1039,49 @@ static void test_worker(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-int main(void)
+/* fallback_steal_smallest=0 and 1; alloc_nofragment=0 and 1. */
+static void test_fragmenting_fallback_largest(void)
 {
+	fragmenting_fallback(0);
+}
+
+static void test_fragmenting_fallback_smallest(void)
+{
+	fragmenting_fallback(1);
+}
+
+static void test_nofragment_off(void)
+{
+	nofragment_fallback(0);
+}
+
+static void test_nofragment_on(void)
+{
+	nofragment_fallback(1);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "bind_cpu", test_bind_cpu },
+		{ "tracepoints", test_tracepoints },
+		{ "fragmenting_fallback_largest", test_fragmenting_fallback_largest },
+		{ "fragmenting_fallback_smallest", test_fragmenting_fallback_smallest },
+		{ "nofragment_off", test_nofragment_off },
+		{ "nofragment_on", test_nofragment_on },
+		{ "auto_growth", test_auto_growth },
+		{ "alloc_factor", test_alloc_factor },
+		{ "auto_decay_and_burst", test_auto_decay_and_burst },
+		{ "high_fraction_pins", test_high_fraction_pins },
+		{ "high_caps", test_high_caps },
+		{ "refill_drain", test_refill_drain },
+		{ "free_high", test_free_high },
+		{ "list_first", test_list_first },
+		{ "thp_lists", test_thp_lists },
+		{ "preset", test_preset },
+		{ "deterministic", test_deterministic },
+		{ "worker", test_worker },
+	};
 	unsetenv("ZA_CONFIG");
-	test_bind_cpu();
-	test_tracepoints();
-	test_fragmenting_fallback(0);
-	test_fragmenting_fallback(1);
-	test_nofragment(0);
-	test_nofragment(1);
-	test_auto_growth();
-	test_alloc_factor();
-	test_auto_decay_and_burst();
-	test_high_fraction_pins();
-	test_high_caps();
-	test_refill_drain();
-	test_free_high();
-	test_list_first();
-	test_thp_lists();
-	test_preset();
-	test_deterministic();
-	test_worker();
-	printf("test_pcp_auto: ok\n");
-	return 0;
+	return run_test_cases("test_pcp_auto", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

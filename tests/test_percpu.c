@@ -752,15 +752,126 @@ static long long stat_of(const char *name)
 	return v;
 }
 
+/* ------------------------------------------------------------------------
+ * The cases
+ * ------------------------------------------------------------------------ */
+static bool live_fork;                  /* ZA_PERCPU_LIVE_FORK */
+static long long free_before, pgalloc0, pgfree0;
 
-int main(void)
+/* A phase with the signaller running, then the quiescent check. */
+static void signalled_phase(bool forks, bool live)
+{
+	pthread_t sig;
+	atomic_store(&signaller_stop, false);
+	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
+	run_phase(forks, live);
+	atomic_store(&signaller_stop, true);
+	CHECK(pthread_join(sig, NULL) == 0);
+	check_quiescent();
+}
+
+/* 32 threads and their successors. */
+static void test_workers(void)
+{
+	signalled_phase(false, false);
+}
+
+/* Threads created after all of those exited; forks meanwhile. */
+static void test_new_workers_and_forks(void)
+{
+	signalled_phase(true, live_fork);
+}
+
+/* The slab layer: no object freed twice or unknown; every free counted
+ * once, on the fast or the slow path; an allocation at most once (one made
+ * past a busy CPU slab is not counted).  Returns the slabs' pages. */
+static long long check_slab_books(void)
+{
+	long long slab_pages = 0;
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(total.obj_alloc[i], total.obj_free[i]);
+		CHECK_EQ(za_cache_stat(caches[i], "bad_free"), 0);
+		CHECK_EQ(za_cache_stat(caches[i], "free_fastpath") +
+				 za_cache_stat(caches[i], "free_slowpath"),
+			 total.obj_free[i]);
+		CHECK(za_cache_stat(caches[i], "alloc_fastpath") +
+			      za_cache_stat(caches[i], "alloc_slowpath") <= total.obj_alloc[i]);
+		struct za_cache_info info;
+		za_cache_info(caches[i], &info);
+		CHECK_EQ(za_cache_stat(caches[i], "order_fallback"), 0);   /* every slab of info.order */
+		slab_pages += za_cache_stat(caches[i], "alloc_slab") << info.order;
+		/* Everything freed: a shrink frees every slab there is. */
+		za_cache_shrink(caches[i]);
+		CHECK_EQ(za_cache_stat(caches[i], "alloc_slab"), za_cache_stat(caches[i], "free_slab"));
+	}
+	CHECK_EQ(stat_of("nr_slab_pages"), 0);
+	return slab_pages;
+}
+
+/* Quicklists: each allocation a hit or a miss; what the lists hold is what
+ * was pushed, less what was popped and trimmed.  Returns the misses. */
+static long long check_quicklist_books(void)
+{
+	CHECK_EQ(total.ql_alloc[0], total.ql_free[0]);
+	CHECK_EQ(total.ql_alloc[1], total.ql_free[1]);
+	long long ql_miss = stat_of("quicklist_miss");
+	CHECK_EQ(stat_of("quicklist_hit") + ql_miss, total.ql_alloc[0] + total.ql_alloc[1]);
+	CHECK_EQ(stat_of("nr_quicklist_pages"),
+		 stat_of("quicklist_free") - stat_of("quicklist_hit") - stat_of("quicklist_trim"));
+	CHECK(atomic_load(&ql_ctor_calls) <= ql_miss);
+	za_quicklist_shrink(mm);
+	CHECK_EQ(stat_of("nr_quicklist_pages"), 0);
+	/* Every constructed page was destroyed once, at its release. */
+	CHECK_EQ(atomic_load(&ql_dtor_calls), atomic_load(&ql_ctor_calls));
+	return ql_miss;
+}
+
+static void print_summary(void)
+{
+	printf("  %ld rounds by %d threads at a time (%d in all) on %d CPU%s: %ld pages in %ld/%ld/%ld/%ld "
+	       "blocks of order 0/1/2/3, %ld + %ld objects, %ld + %ld quicklist pages\n",
+	       atomic_load(&rounds_done), WORKERS, atomic_load(&serials), nr_allowed,
+	       nr_allowed == 1 ? "" : "s", total.pages, total.blocks[0], total.blocks[1],
+	       total.blocks[2], total.blocks[3], total.obj_alloc[0], total.obj_alloc[1],
+	       total.ql_alloc[0], total.ql_alloc[1]);
+	printf("  %ld signals sent, %ld handled; %ld CPU changes seen; %lld per-CPU trylock "
+	       "failures\n", atomic_load(&signals_sent), atomic_load(&signals_received),
+	       total.migrations, stat_of("pcp_trylock_fail"));
+	long long aborts = za_stat(mm, "rseq_abort");
+	if (aborts >= 0)
+		printf("  rseq_abort %lld\n", aborts);
+	else
+		printf("  no rseq_abort counter\n");
+}
+
+/* The library's counters agree with what the workers of the cases run
+ * before this one did.  Pages: every page the library handed out -- to the
+ * workers, as a quicklist miss, as a slab -- came back, and nothing else
+ * moved. */
+static void test_books(void)
+{
+	long long slab_pages = check_slab_books(), ql_miss = check_quicklist_books();
+	za_drain_all_pages(mm);
+	CHECK_EQ(stat_of("bad_free"), 0);
+	CHECK_EQ(stat_of("nr_pcp_pages"), 0);
+	CHECK_EQ(stat_of("nr_free_pages"), free_before);
+	long long pgalloc = stat_of("pgalloc") - pgalloc0, pgfree = stat_of("pgfree") - pgfree0;
+	CHECK_EQ(pgalloc, total.pages + ql_miss + slab_pages);
+	CHECK_EQ(pgfree, pgalloc);
+	check_fully_coalesced(mm, 10);
+	print_summary();
+}
+
+/* The environment, the CPUs, the signal handler, the system, its caches
+ * and the owner table. */
+static void set_up(void)
 {
 	const char *env = getenv("ZA_PERCPU_ROUNDS");
 	if (env)
 		rounds_per_worker = atol(env);
 	CHECK(rounds_per_worker >= CHURN_GENERATIONS);
 	env = getenv("ZA_PERCPU_LIVE_FORK");
-	bool live_fork = env && atoi(env);
+	live_fork = env && atoi(env);
 
 	CHECK(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
 	for (int c = 0; c < CPU_SETSIZE; c++)
@@ -793,88 +904,31 @@ int main(void)
 		CHECK(pthread_mutex_init(&slots[i].lock, NULL) == 0);
 		slots[i].index = i;
 	}
-	long long managed = stat_of("nr_managed_pages"), free_before = stat_of("nr_free_pages");
+	long long managed = stat_of("nr_managed_pages");
+	free_before = stat_of("nr_free_pages");
 	CHECK_EQ(free_before, managed);
-	long long pgalloc0 = stat_of("pgalloc"), pgfree0 = stat_of("pgfree");
+	pgalloc0 = stat_of("pgalloc");
+	pgfree0 = stat_of("pgfree");
+}
 
-	pthread_t sig;
-	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
-	/* Phase 1: 32 threads and their successors. */
-	run_phase(false, false);
-	check_quiescent();
-	/* Phase 2: threads created after all of those exited; forks meanwhile. */
-	run_phase(true, live_fork);
-	atomic_store(&signaller_stop, true);
-	CHECK(pthread_join(sig, NULL) == 0);
-	check_quiescent();
-
-	/* The slab layer: no object freed twice or unknown; every free counted
-	 * once, on the fast or the slow path; an allocation at most once (one
-	 * made past a busy CPU slab is not counted). */
-	long long slab_pages = 0;
-	for (int i = 0; i < 2; i++) {
-		CHECK_EQ(total.obj_alloc[i], total.obj_free[i]);
-		CHECK_EQ(za_cache_stat(caches[i], "bad_free"), 0);
-		CHECK_EQ(za_cache_stat(caches[i], "free_fastpath") +
-				 za_cache_stat(caches[i], "free_slowpath"),
-			 total.obj_free[i]);
-		CHECK(za_cache_stat(caches[i], "alloc_fastpath") +
-			      za_cache_stat(caches[i], "alloc_slowpath") <= total.obj_alloc[i]);
-		struct za_cache_info info;
-		za_cache_info(caches[i], &info);
-		CHECK_EQ(za_cache_stat(caches[i], "order_fallback"), 0);   /* every slab of info.order */
-		slab_pages += za_cache_stat(caches[i], "alloc_slab") << info.order;
-		/* Everything freed: a shrink frees every slab there is. */
-		za_cache_shrink(caches[i]);
-		CHECK_EQ(za_cache_stat(caches[i], "alloc_slab"), za_cache_stat(caches[i], "free_slab"));
-	}
-	CHECK_EQ(stat_of("nr_slab_pages"), 0);
-
-	/* Quicklists: each allocation a hit or a miss; what the lists hold is
-	 * what was pushed, less what was popped and trimmed. */
-	CHECK_EQ(total.ql_alloc[0], total.ql_free[0]);
-	CHECK_EQ(total.ql_alloc[1], total.ql_free[1]);
-	long long ql_miss = stat_of("quicklist_miss");
-	CHECK_EQ(stat_of("quicklist_hit") + ql_miss, total.ql_alloc[0] + total.ql_alloc[1]);
-	CHECK_EQ(stat_of("nr_quicklist_pages"),
-		 stat_of("quicklist_free") - stat_of("quicklist_hit") - stat_of("quicklist_trim"));
-	CHECK(atomic_load(&ql_ctor_calls) <= ql_miss);
-	za_quicklist_shrink(mm);
-	CHECK_EQ(stat_of("nr_quicklist_pages"), 0);
-	/* Every constructed page was destroyed once, at its release. */
-	CHECK_EQ(atomic_load(&ql_dtor_calls), atomic_load(&ql_ctor_calls));
-
-	/* Pages: every page the library handed out -- to the workers, as a
-	 * quicklist miss, as a slab -- came back, and nothing else moved. */
-	za_drain_all_pages(mm);
-	CHECK_EQ(stat_of("bad_free"), 0);
-	CHECK_EQ(stat_of("nr_pcp_pages"), 0);
-	CHECK_EQ(stat_of("nr_free_pages"), free_before);
-	long long pgalloc = stat_of("pgalloc") - pgalloc0, pgfree = stat_of("pgfree") - pgfree0;
-	CHECK_EQ(pgalloc, total.pages + ql_miss + slab_pages);
-	CHECK_EQ(pgfree, pgalloc);
-	check_fully_coalesced(mm, 10);
-
-	printf("  %ld rounds by %d threads at a time (%d in all) on %d CPU%s: %ld pages in %ld/%ld/%ld/%ld "
-	       "blocks of order 0/1/2/3, %ld + %ld objects, %ld + %ld quicklist pages\n",
-	       atomic_load(&rounds_done), WORKERS, atomic_load(&serials), nr_allowed,
-	       nr_allowed == 1 ? "" : "s", total.pages, total.blocks[0], total.blocks[1],
-	       total.blocks[2], total.blocks[3], total.obj_alloc[0], total.obj_alloc[1],
-	       total.ql_alloc[0], total.ql_alloc[1]);
-	printf("  %ld signals sent, %ld handled; %ld CPU changes seen; %lld per-CPU trylock "
-	       "failures\n", atomic_load(&signals_sent), atomic_load(&signals_received),
-	       total.migrations, stat_of("pcp_trylock_fail"));
-	long long aborts = za_stat(mm, "rseq_abort");
-	if (aborts >= 0)
-		printf("  rseq_abort %lld\n", aborts);
-	else
-		printf("  no rseq_abort counter\n");
-
+static void tear_down(void)
+{
 	for (int i = 0; i < 2; i++)
 		CHECK_EQ(za_cache_destroy(caches[i]), 0);
 	CHECK(za_verify(mm) == 0);
 	CHECK_EQ(za_mm_destroy(mm), 0);
 	free(owner);
-	printf("test_percpu: ok\n");
-	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "workers", test_workers },
+		{ "new_workers_and_forks", test_new_workers_and_forks },
+		{ "books", test_books },
+	};
+	set_up();
+	int rc = run_test_cases("test_percpu", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+	tear_down();
+	return rc;
 }

@@ -390,18 +390,19 @@ static void test_mechanism(void)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	test_lifo_and_calls();
-	test_trim_bounds();
-	test_verify_finds_corrupt_list();
-	test_zero_check();
-	test_tag_cleared_on_release();
-	test_shrunk_under_pressure();
-	test_switched_off();
-	test_per_node_counters();
-	test_cpus_and_nodes();
-	test_mechanism();
-	printf("test_quicklist: ok\n");
-	return 0;
+	static const struct test_case cases[] = {
+		{ "lifo_and_calls", test_lifo_and_calls },
+		{ "trim_bounds", test_trim_bounds },
+		{ "verify_finds_corrupt_list", test_verify_finds_corrupt_list },
+		{ "zero_check", test_zero_check },
+		{ "tag_cleared_on_release", test_tag_cleared_on_release },
+		{ "shrunk_under_pressure", test_shrunk_under_pressure },
+		{ "switched_off", test_switched_off },
+		{ "per_node_counters", test_per_node_counters },
+		{ "cpus_and_nodes", test_cpus_and_nodes },
+		{ "mechanism", test_mechanism },
+	};
+	return run_test_cases("test_quicklist", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

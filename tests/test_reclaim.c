@@ -964,46 +964,36 @@ static void test_fair_zone_local_node(void)
 	free(pages);
 }
 
-#define TEST(fn) { #fn, fn }
-
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-	TEST(test_sync_close),
-	TEST(test_holes),
-	TEST(test_fresh_page_locked),
-	TEST(test_activation),
-	TEST(test_second_chance),
-	TEST(test_activation_by_reclaim),
-	TEST(test_deactivation),
-	TEST(test_fair_zone),
-	TEST(test_fair_zone_rounds),
-	TEST(test_fair_zone_high_order),
-	TEST(test_fair_zone_local_node),
-	TEST(test_builtin_shrinkers),
-	TEST(test_direct_reclaim_and_enomem),
-	TEST(test_costly_order_gives_up),
-	TEST(test_kswapd),
-	TEST(test_kswapd_gives_up),
-	TEST(test_kswapd_highest_zone),
-	TEST(test_integrity),
-};
-
-/* Runs every test, or those whose names contain argv[1]. */
 int main(int argc, char **argv)
 {
+	static const struct test_case cases[] = {
+		{ "sync_close", test_sync_close },
+		{ "holes", test_holes },
+		{ "fresh_page_locked", test_fresh_page_locked },
+		{ "activation", test_activation },
+		{ "second_chance", test_second_chance },
+		{ "activation_by_reclaim", test_activation_by_reclaim },
+		{ "deactivation", test_deactivation },
+		{ "fair_zone", test_fair_zone },
+		{ "fair_zone_rounds", test_fair_zone_rounds },
+		{ "fair_zone_high_order", test_fair_zone_high_order },
+		{ "fair_zone_local_node", test_fair_zone_local_node },
+		{ "builtin_shrinkers", test_builtin_shrinkers },
+		{ "direct_reclaim_and_enomem", test_direct_reclaim_and_enomem },
+		{ "costly_order_gives_up", test_costly_order_gives_up },
+		{ "kswapd", test_kswapd },
+		{ "kswapd_gives_up", test_kswapd_gives_up },
+		{ "kswapd_highest_zone", test_kswapd_highest_zone },
+		{ "integrity", test_integrity },
+	};
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof(dir), "%s/za-reclaim-XXXXXX", tmp ? tmp : "/var/tmp");
 	CHECK(mkdtemp(dir));
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (argc < 2 || strstr(tests[i].name, argv[1]))
-			tests[i].fn();
+	int rc = run_test_cases("test_reclaim", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 	const char *names[] = { "integrity", "sync", "act", "kswapd", "direct", "hole", "fresh",
 				"chance", "inuse", "deact", "highest" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(path(names[i]));
 	rmdir(dir);
-	printf("test_reclaim: ok\n");
-	return 0;
+	return rc;
 }

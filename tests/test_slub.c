@@ -421,7 +421,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void test_threads(const char *config)
+static void threads(const char *config)
 {
 	smm = test_mm(config);
 	scache = za_cache_create(smm, "threads", OBJ, 0, 0, NULL);
@@ -496,7 +496,7 @@ static void test_bulk(void)
  * with the rest of its slab, and the last slab's remaining objects wait on
  * the node's partial list, where the next allocation finds them.
  */
-static void test_bulk_from_new_slabs(const char *config)
+static void bulk_from_new_slabs(const char *config)
 {
 	za_mm_t *mm = test_mm(config);
 	atomic_store(&ctor_calls, 0);
@@ -720,7 +720,7 @@ static void test_verify_finds_corrupt_freelist(void)
  * is the next one's: creating and destroying caches does not grow the
  * system's metadata.  Many caches overflow a metadata chunk; each still
  * works, with random freelists too (their permutation is allocated apart). */
-static void test_cache_descriptors_reused(const char *config)
+static void cache_descriptors_reused(const char *config)
 {
 	enum { N = 120 };
 	za_mm_t *mm = test_mm(config);
@@ -758,27 +758,70 @@ static void test_cache_descriptors_reused(const char *config)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-int main(void)
+/* The configurations of the cases above that take one ("_random":
+ * slab_freelist_random=1). */
+static void test_bulk_from_new_slabs(void)
 {
-	test_order_calculation();
-	test_alignment_and_placement();
-	test_constructor();
-	test_shrink_destroy_accounting();
-	test_kmalloc();
-	test_kmalloc_rejects_other_pages();
-	test_bulk();
-	test_bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0");
-	test_bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0,slab_freelist_random=1");
-	test_cache_descriptors_reused("memory=16M,zones=Normal,cpus=2,kswapd=0");
-	test_cache_descriptors_reused("memory=16M,zones=Normal,cpus=64,kswapd=0,slab_freelist_random=1");
-	test_exhaustion();
-	test_order_fallback();
-	test_verify_finds_corrupt_freelist();
-	test_new_slab_lets_cpu_go();
-	test_threads("memory=128M,zones=Normal");
-	test_threads("memory=128M,zones=Normal,cpus=1,nodes=1");
-	test_threads("memory=128M,nodes=2,zones=Normal,slab_freelist_random=1");
-	test_threads("memory=128M,zones=Normal,slub_debug=FZPU");
-	printf("test_slub: ok\n");
-	return 0;
+	bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0");
+}
+
+static void test_bulk_from_new_slabs_random(void)
+{
+	bulk_from_new_slabs("memory=16M,zones=Normal,cpus=1,kswapd=0,slab_freelist_random=1");
+}
+
+static void test_cache_descriptors_reused(void)
+{
+	cache_descriptors_reused("memory=16M,zones=Normal,cpus=2,kswapd=0");
+}
+
+static void test_cache_descriptors_reused_64_cpus(void)
+{
+	cache_descriptors_reused("memory=16M,zones=Normal,cpus=64,kswapd=0,slab_freelist_random=1");
+}
+
+static void test_threads(void)
+{
+	threads("memory=128M,zones=Normal");
+}
+
+static void test_threads_one_cpu(void)
+{
+	threads("memory=128M,zones=Normal,cpus=1,nodes=1");
+}
+
+static void test_threads_two_nodes_random(void)
+{
+	threads("memory=128M,nodes=2,zones=Normal,slab_freelist_random=1");
+}
+
+static void test_threads_debug(void)
+{
+	threads("memory=128M,zones=Normal,slub_debug=FZPU");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "order_calculation", test_order_calculation },
+		{ "alignment_and_placement", test_alignment_and_placement },
+		{ "constructor", test_constructor },
+		{ "shrink_destroy_accounting", test_shrink_destroy_accounting },
+		{ "kmalloc", test_kmalloc },
+		{ "kmalloc_rejects_other_pages", test_kmalloc_rejects_other_pages },
+		{ "bulk", test_bulk },
+		{ "bulk_from_new_slabs", test_bulk_from_new_slabs },
+		{ "bulk_from_new_slabs_random", test_bulk_from_new_slabs_random },
+		{ "cache_descriptors_reused", test_cache_descriptors_reused },
+		{ "cache_descriptors_reused_64_cpus", test_cache_descriptors_reused_64_cpus },
+		{ "exhaustion", test_exhaustion },
+		{ "order_fallback", test_order_fallback },
+		{ "verify_finds_corrupt_freelist", test_verify_finds_corrupt_freelist },
+		{ "new_slab_lets_cpu_go", test_new_slab_lets_cpu_go },
+		{ "threads", test_threads },
+		{ "threads_one_cpu", test_threads_one_cpu },
+		{ "threads_two_nodes_random", test_threads_two_nodes_random },
+		{ "threads_debug", test_threads_debug },
+	};
+	return run_test_cases("test_slub", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

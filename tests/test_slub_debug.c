@@ -97,7 +97,7 @@ static void test_consistency_checks(void)
  * naming the object that holds it, and stops instead of following it; the
  * free itself goes ahead.  Hardened or not, the pointer decodes to garbage.
  */
-static void test_consistency_corrupted_list(const char *config)
+static void consistency_corrupted_list(const char *config)
 {
 	za_mm_t *mm = make(config);
 	za_cache_t *c = za_cache_create(mm, "walked", 64, 0, 0, NULL);
@@ -188,20 +188,37 @@ static void test_ctor_with_debug(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-int main(void)
+/* With slab_freelist_hardened (the default) and without. */
+static void test_consistency_corrupted_list(void)
 {
-	test_default_mode();
-	test_consistency_checks();
-	test_consistency_corrupted_list("memory=64M,zones=Normal,slub_debug=F");
-	test_consistency_corrupted_list("memory=64M,zones=Normal,slub_debug=F,slab_freelist_hardened=0");
-	test_red_zones();
-	test_poison_and_owner();
-	test_ctor_with_debug();
-	/* A bad slub_debug string names the key. */
+	consistency_corrupted_list("memory=64M,zones=Normal,slub_debug=F");
+}
+
+static void test_consistency_corrupted_list_unhardened(void)
+{
+	consistency_corrupted_list("memory=64M,zones=Normal,slub_debug=F,slab_freelist_hardened=0");
+}
+
+/* A bad slub_debug string names the key. */
+static void test_bad_flags(void)
+{
 	errno = 0;
 	CHECK(za_mm_create("slub_debug=FQ") == NULL && errno == EINVAL);
 	CHECK_STR_HAS(za_last_error(), "'slub_debug'");
 	CHECK(za_mm_create("slub_debug=F:") == NULL);
-	printf("test_slub_debug: ok\n");
-	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "default_mode", test_default_mode },
+		{ "consistency_checks", test_consistency_checks },
+		{ "consistency_corrupted_list", test_consistency_corrupted_list },
+		{ "consistency_corrupted_list_unhardened", test_consistency_corrupted_list_unhardened },
+		{ "red_zones", test_red_zones },
+		{ "poison_and_owner", test_poison_and_owner },
+		{ "ctor_with_debug", test_ctor_with_debug },
+		{ "bad_flags", test_bad_flags },
+	};
+	return run_test_cases("test_slub_debug", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -302,15 +302,16 @@ static void test_malloc_beyond_near_table(void)
 	atomic_store(&malloc_arena.near_n, near_n);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	test_sections_on_demand();
-	test_grow_when_fragmented();
-	test_address_space_limit();
-	test_partial_last_section();
-	test_section_size_key();
-	test_near_table();
-	test_malloc_beyond_near_table();
-	printf("test_sparse: ok\n");
-	return 0;
+	static const struct test_case cases[] = {
+		{ "sections_on_demand", test_sections_on_demand },
+		{ "grow_when_fragmented", test_grow_when_fragmented },
+		{ "address_space_limit", test_address_space_limit },
+		{ "partial_last_section", test_partial_last_section },
+		{ "section_size_key", test_section_size_key },
+		{ "near_table", test_near_table },
+		{ "malloc_beyond_near_table", test_malloc_beyond_near_table },
+	};
+	return run_test_cases("test_sparse", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

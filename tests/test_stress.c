@@ -26,6 +26,7 @@ static za_mm_t *mm;
 static _Atomic unsigned char *owner;        /* per pfn */
 static _Atomic(struct block *) shared[SHARED];   /* blocks in transit between threads */
 static atomic_long total_ops, failed_allocs;
+static double seconds = 2.0;           /* each run's, ZA_STRESS_SECONDS */
 static double deadline;
 
 static double now(void)
@@ -115,7 +116,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void run(const char *config, double seconds)
+static void run(const char *config)
 {
 	mm = test_mm(config);
 	long total = za_stat(mm, "nr_managed_pages");
@@ -149,13 +150,32 @@ static void run(const char *config, double seconds)
 	free(owner);
 }
 
-int main(void)
+/* Two zones; per-CPU lists of order 0 only and the bulk free under the
+ * zone lock; two nodes of three CPUs in debug mode. */
+static void test_two_zones(void)
 {
+	run("memory=64M,zones=DMA32:16M+Normal");
+}
+
+static void test_order0_in_lock(void)
+{
+	run("memory=64M,zones=DMA32:16M+Normal,pcp_high_order=0,bulkfree_outside_lock=0");
+}
+
+static void test_two_nodes_debug(void)
+{
+	run("memory=128M,nodes=2,zones=DMA32:16M+Normal,cpus=3,debug=1");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "two_zones", test_two_zones },
+		{ "order0_in_lock", test_order0_in_lock },
+		{ "two_nodes_debug", test_two_nodes_debug },
+	};
 	const char *env = getenv("ZA_STRESS_SECONDS");
-	double seconds = env ? atof(env) : 2.0;
-	run("memory=64M,zones=DMA32:16M+Normal", seconds);
-	run("memory=64M,zones=DMA32:16M+Normal,pcp_high_order=0,bulkfree_outside_lock=0", seconds);
-	run("memory=128M,nodes=2,zones=DMA32:16M+Normal,cpus=3,debug=1", seconds);
-	printf("test_stress: ok\n");
-	return 0;
+	if (env)
+		seconds = atof(env);
+	return run_test_cases("test_stress", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

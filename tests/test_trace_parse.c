@@ -5,7 +5,7 @@
  * compressed at test time; single lines of every variant; and every kind
  * of bad input with its exact count and first line, or its message.
  *
- * Usage: test_trace_parse TRACES_DIR
+ * Usage: test_trace_parse TRACES_DIR [CASE...]
  */
 #include "trace_util.h"
 
@@ -319,7 +319,7 @@ static void test_trace_dat(void)
 
 /* Every fixture compressed reads as it does plain; so do two compressed
  * halves one after the other (gzip members, xz streams, zstd frames). */
-static void test_compressed_same(enum cfmt c)
+static void compressed_same(enum cfmt c)
 {
 	char path[512], cpath[512];
 	for (size_t i = 0; i < NR_FIXTURES; i++) {
@@ -391,7 +391,7 @@ static void check_stream_error(const struct readout *o, const char *what, enum c
 	CHECK_STR_HAS(o->err, line);
 }
 
-static void test_compressed_bad(enum cfmt c)
+static void compressed_bad(enum cfmt c)
 {
 	char path[512];
 	struct readout o;
@@ -869,38 +869,64 @@ static void test_header_lines(void)
 	CHECK_EQ(trace_parse_slabinfo("# slabinfo x 1 2", 16, &s), -1);
 }
 
+/* Each compressed format (if built in): the fixtures read the same, the
+ * bad streams are reported. */
+static void compressed(enum cfmt c)
+{
+	if (!cfmt_built(c)) {
+		printf("%s: not built in, not tested\n", cfmt_name(c));
+		return;
+	}
+	compressed_same(c);
+	compressed_bad(c);
+}
+
+static void test_compressed_gzip(void)
+{
+	compressed(C_GZ);
+}
+
+static void test_compressed_xz(void)
+{
+	compressed(C_XZ);
+}
+
+static void test_compressed_zstd(void)
+{
+	compressed(C_ZST);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s TRACES_DIR\n", argv[0]);
+	static const struct test_case cases[] = {
+		{ "names", test_names },
+		{ "gfp", test_gfp },
+		{ "line_variants", test_line_variants },
+		{ "header_lines", test_header_lines },
+		{ "ftrace", test_ftrace },
+		{ "trace_cmd", test_trace_cmd },
+		{ "perf", test_perf },
+		{ "record_header", test_record_header },
+		{ "trace_dat", test_trace_dat },
+		{ "compressed_gzip", test_compressed_gzip },
+		{ "compressed_xz", test_compressed_xz },
+		{ "compressed_zstd", test_compressed_zstd },
+		{ "bad_lines", test_bad_lines },
+		{ "reorder", test_reorder },
+		{ "not_a_trace", test_not_a_trace },
+	};
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s TRACES_DIR [CASE...]\n", argv[0]);
 		return 2;
 	}
 	traces_dir = argv[1];
-	test_names();
-	test_gfp();
-	test_line_variants();
-	test_header_lines();
-	test_ftrace();
-	test_trace_cmd();
-	test_perf();
-	test_record_header();
-	test_trace_dat();
-	for (enum cfmt c = 0; c < NR_CFMT; c++) {
-		if (!cfmt_built(c)) {
-			printf("%s: not built in, not tested\n", cfmt_name(c));
-			continue;
-		}
-		test_compressed_same(c);
-		test_compressed_bad(c);
-	}
-	test_bad_lines();
-	test_reorder();
-	test_not_a_trace();
+	/* argv[1], the directory, stands where run_test_cases has the program */
+	int rc = run_test_cases("test_trace_parse", argc - 1, argv + 1, cases,
+				sizeof(cases) / sizeof(cases[0]));
 	static const char *const files[] = {
 		"c", "cut", "corrupt", "bad", "order", "binary", "empty", "blank", "bzip2", "prose",
 		"header", "nolib", "cut.dat", NULL,
 	};
 	unlink_scratch(files);
-	printf("trace reader: all tests passed\n");
-	return 0;
+	return rc;
 }

@@ -9,7 +9,7 @@
  * library must never reach the program's names, nor the program the
  * library's).  tests/check_symbols.py checks the libraries' symbol tables.
  */
-#include "test.h"
+#include "../test.h"
 
 #include <pthread.h>
 #include <stdint.h>
