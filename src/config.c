@@ -234,6 +234,7 @@ static int parse_zones(struct za_config *cfg, const char *s, int len)
 		return -1;
 	memcpy(cfg->zones, zones, sizeof(zones));
 	cfg->nr_zones = n;
+	cfg->zones_given = true;
 	return 0;
 }
 

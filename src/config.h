@@ -30,6 +30,7 @@ struct za_config {
 	int64_t nodes;
 	int nr_zones;
 	struct za_zone_spec zones[ZA_MAX_ZONES];
+	bool zones_given;               /* else the default, which follows memory */
 	int64_t cpus;                 /* ZA_AUTO: the machine's */
 	int64_t max_order;
 	int64_t pcp_high_order;         /* 1: seed 000's lists; 2: the kernel's since 5.14 */

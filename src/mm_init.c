@@ -46,6 +46,20 @@ static uint64_t auto_section_size(uint64_t memory, uint64_t block)
 }
 
 /*
+ * The default zones follow the memory, as the kernel's do: a node with no
+ * more than the default DMA32 zone and a block has only DMA32, all of it
+ * (a machine that small has nothing above 4 GiB either).
+ */
+static void default_zones_fit(struct za_config *cfg, uint64_t node_bytes, uint64_t block)
+{
+	if (cfg->zones_given || node_bytes >= cfg->zones[0].bytes + block)
+		return;
+	cfg->zones[0].bytes = 0;
+	cfg->zones[1] = (struct za_zone_spec){ 0 };
+	cfg->nr_zones = 1;
+}
+
+/*
  * Resolves "auto" values and rounds sizes to whole max-order blocks, so
  * that every zone starts and ends on a block boundary and a buddy is always
  * in its block's zone.
@@ -55,6 +69,7 @@ static int resolve_layout(struct za_config *cfg)
 	uint64_t block = PAGE_SIZE << cfg->max_order;
 	uint64_t node_bytes = cfg->memory / (uint64_t)cfg->nodes / block * block;
 	uint64_t sum = 0;
+	default_zones_fit(cfg, node_bytes, block);
 	struct za_zone_spec *last = &cfg->zones[cfg->nr_zones - 1];
 
 	if (cfg->section_size == (uint64_t)ZA_AUTO)
