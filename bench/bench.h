@@ -244,7 +244,7 @@ void json_string(FILE *out, const char *s);
 void json_number(FILE *out, double v);
 int run_report(int argc, char **argv);
 
-/* record.c */
+/* trace/record.c */
 int run_record(int argc, char **argv);
 
 /* Per-thread deterministic random numbers. */
