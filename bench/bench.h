@@ -221,7 +221,7 @@ void compare_ab(const struct bench *b, int m, struct comparison *c);
 /* Neither a sure change nor an interval narrow enough to call it none. */
 bool comparison_open(const struct comparison *c);
 
-/* report.c */
+/* results.c: one run's results, as tables or JSON */
 void print_table(const struct bench *b, FILE *out);
 /* A value as the tables print it: "n/a", "0", 3 significant digits below
  * 0.01, 2 decimals below a million, none above. */
@@ -242,6 +242,8 @@ void print_json(const struct bench *b, FILE *out);
 /* A JSON string with its escapes; a number, or null for NaN and infinities. */
 void json_string(FILE *out, const char *s);
 void json_number(FILE *out, double v);
+
+/* suite.c: zabench report */
 int run_report(int argc, char **argv);
 
 /* trace/record.c */

@@ -1,18 +1,14 @@
 /*
- * Output: the mmtests-style comparison table, the JSON contract, and
- * `zabench report`, which runs every experiment and writes a Markdown
- * report with plots.
+ * One run's results as zabench prints them: the mmtests-style comparison
+ * table (print_table) and the JSON contract (print_json), with the
+ * formatting of values and the machine's and configuration's facts they
+ * share.
  */
 #include "bench.h"
 #include "table.h"
 
 #include <math.h>
-
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 long machine_cores(void)
