@@ -243,7 +243,7 @@ void print_json(const struct bench *b, FILE *out);
 void json_string(FILE *out, const char *s);
 void json_number(FILE *out, double v);
 
-/* suite.c: zabench report */
+/* report.c: zabench report */
 int run_report(int argc, char **argv);
 
 /* trace/record.c */

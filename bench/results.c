@@ -2,7 +2,7 @@
  * One run's results as zabench prints them: the mmtests-style comparison
  * table (print_table) and the JSON contract (print_json), with the
  * formatting of values and the machine's and configuration's facts they
- * share.
+ * share.  `zabench report` (report.c) gathers many runs' into one document.
  */
 #include "bench.h"
 #include "table.h"

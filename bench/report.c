@@ -23,7 +23,6 @@
 #define ZA_BENCH_DIR "bench"
 #endif
 
-/* One run of the report, and what the summary says of it. */
 /* The whole report's time (minutes) within which rounds are added for open
  * verdicts: `make bench` (quick) stays under 10 minutes on 2 cores. */
 #define QUICK_BUDGET_MIN 8.0
@@ -39,6 +38,7 @@ struct report_opts {
 	int runs_done;
 };
 
+/* One run of the report, and what the summary says of it. */
 struct run_record {
 	char id[64];
 	char title[320];
