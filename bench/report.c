@@ -5,6 +5,8 @@
  * matplotlib is available.
  */
 #include "bench.h"
+#include "cli.h"
+#include "commands.h"
 #include "doc.h"
 #include "seeds.h"
 

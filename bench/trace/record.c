@@ -17,6 +17,8 @@
  * trace could not be recorded or written completely; 2 for a usage error.
  */
 #include "bench.h"
+#include "cli.h"
+#include "commands.h"
 #include "ftrace.h"
 #include "record.h"
 #include "trace.h"
