@@ -26,8 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,43 +92,6 @@ struct pipe_reader {
 /* The command being recorded, for the signal handler; 0 when none runs. */
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t pending_signal;
-
-/* ------------------------------------------------------------------------
- * The reader thread, trace_pipe's and the raw buffers' (record_raw.c)
- * ------------------------------------------------------------------------ */
-
-int reader_thread_start(struct reader_thread *t, void *(*fn)(void *), void *arg)
-{
-	if (pipe2(t->stop, O_CLOEXEC))
-		return -1;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&t->tid, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc) {
-		close(t->stop[0]);
-		close(t->stop[1]);
-	}
-	return rc;
-}
-
-bool reader_thread_wait(const struct reader_thread *t)
-{
-	struct pollfd stop = { .fd = t->stop[0], .events = POLLIN };
-	return poll(&stop, 1, DRAIN_MS) > 0;
-}
-
-void reader_thread_stop(struct reader_thread *t)
-{
-	ssize_t n;
-	do
-		n = write(t->stop[1], "", 1);
-	while (n < 0 && errno == EINTR);
-	pthread_join(t->tid, NULL);
-	close(t->stop[0]);
-	close(t->stop[1]);
-}
 
 /* ------------------------------------------------------------------------
  * The stream: counted line by line as it passes to the file
