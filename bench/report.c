@@ -196,15 +196,34 @@ static void expand_traces(const char *args, char *out, size_t len)
 	}
 }
 
+/* A run's outputs in the report's directory, <id>.json and <id>.txt: each
+ * NULL if it could not be opened (said on stderr). */
+static void open_outputs(const struct report_opts *ro, const struct run_record *rec,
+			 FILE **json, FILE **txt)
+{
+	char name[96];
+	snprintf(name, sizeof(name), "%s.json", rec->id);
+	*json = open_in(ro->dir, name, "w");
+	snprintf(name, sizeof(name), "%s.txt", rec->id);
+	*txt = open_in(ro->dir, name, "w");
+}
+
+/* Closes what open_outputs opened; 0 if both were open, else -1. */
+static int close_outputs(FILE *json, FILE *txt)
+{
+	if (json)
+		fclose(json);
+	if (txt)
+		fclose(txt);
+	return json && txt ? 0 : -1;
+}
+
 /* A --sweep entry: its runs' JSON (one document) and tables. */
 static int run_sweep_entry(const struct bench *b, int argc, char **argv, struct report_opts *ro,
 			   struct run_record *rec)
 {
-	char name[96];
-	snprintf(name, sizeof(name), "%s.json", rec->id);
-	FILE *json = open_in(ro->dir, name, "w");
-	snprintf(name, sizeof(name), "%s.txt", rec->id);
-	FILE *txt = open_in(ro->dir, name, "w");
+	FILE *json, *txt;
+	open_outputs(ro, rec, &json, &txt);
 	int rc = -1;
 	double t0 = now_seconds();
 	if (json && txt) {
@@ -214,11 +233,31 @@ static int run_sweep_entry(const struct bench *b, int argc, char **argv, struct 
 	ro->base_seconds += now_seconds() - t0;
 	ro->runs_done++;
 	snprintf(rec->metric, sizeof(rec->metric), "sweep of %s", b->opts.sweep);
-	if (json)
-		fclose(json);
-	if (txt)
-		fclose(txt);
+	close_outputs(json, txt);
 	return rc;
+}
+
+/* A run's JSON and tables; 0, or -1 if they could not be written. */
+static int write_run(const struct bench *b, const struct report_opts *ro,
+		     const struct run_record *rec)
+{
+	FILE *json, *txt;
+	open_outputs(ro, rec, &json, &txt);
+	if (json && txt) {
+		print_json(b, json);
+		print_table(b, txt);
+	}
+	return close_outputs(json, txt);
+}
+
+/* Rounds added while a verdict is open share what is left of the budget,
+ * once the runs to come are paid for at the average so far, equally among
+ * those runs: the time until which this run may add them. */
+static double extend_until(const struct report_opts *ro, int runs_left)
+{
+	double now = now_seconds(), average = ro->runs_done ? ro->base_seconds / ro->runs_done : 0;
+	double spare = ro->deadline - now - average * runs_left;
+	return now + average + fmax(0, spare) / runs_left;
 }
 
 /* Runs one report entry; writes <id>.json and <id>.txt.  Returns 0 or -1. */
@@ -239,12 +278,7 @@ static int run_entry(const struct experiment *e, const char *args, struct report
 	b.opts.quick = ro->quick;
 	if (ro->seconds)
 		b.opts.seconds = ro->seconds;
-	/* Rounds added while a verdict is open share what is left of the
-	 * budget, once the runs to come are paid for at the average so far,
-	 * equally among those runs. */
-	double now = now_seconds(), average = ro->runs_done ? ro->base_seconds / ro->runs_done : 0;
-	double spare = ro->deadline - now - average * runs_left;
-	b.opts.extend_until = now + average + fmax(0, spare) / runs_left;
+	b.opts.extend_until = extend_until(ro, runs_left);
 	snprintf(rec->title, sizeof(rec->title), "%s", b.title);
 	fprintf(stderr, "zabench report: %s\n", rec->title);
 	if (b.opts.sweep)
@@ -254,21 +288,9 @@ static int run_entry(const struct experiment *e, const char *args, struct report
 	ro->base_seconds += b.base_seconds;
 	ro->runs_done++;
 	record_summary(&b, rec);
-	char name[96];
-	snprintf(name, sizeof(name), "%s.json", rec->id);
-	FILE *json = open_in(ro->dir, name, "w");
-	snprintf(name, sizeof(name), "%s.txt", rec->id);
-	FILE *txt = open_in(ro->dir, name, "w");
-	if (json && txt) {
-		print_json(&b, json);
-		print_table(&b, txt);
-	}
-	if (json)
-		fclose(json);
-	if (txt)
-		fclose(txt);
+	int rc = write_run(&b, ro, rec);
 	bench_finish(&b);
-	return json && txt ? 0 : -1;
+	return rc;
 }
 
 /* Draws the plots; returns NULL or why there are none. */
