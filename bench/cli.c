@@ -203,7 +203,7 @@ static void describe_ab(const char *ab, char *out, size_t len)
 /* ------------------------------------------------------------------------
  * One experiment's arguments
  * ------------------------------------------------------------------------ */
-static bool parse_long(const char *s, long lo, long hi, long *out)
+bool parse_long(const char *s, long lo, long hi, long *out)
 {
 	char *end;
 	errno = 0;

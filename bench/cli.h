@@ -22,6 +22,10 @@ void print_list(FILE *out);
  * status of a usage error. */
 int usage_error(const char *fmt, const char *arg);
 
+/* A whole decimal number in [lo, hi] into out; false, out untouched, if s
+ * is not one. */
+bool parse_long(const char *s, long lo, long hi, long *out);
+
 /* The configuration keys of --ab's variant `which` (0 before, 1 after),
  * each after a comma; false if the spec is malformed. */
 bool ab_part(const char *spec, int which, char *out, size_t len);

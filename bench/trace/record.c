@@ -537,14 +537,6 @@ static void print_help(void)
 			 : "this zabench reads trace_pipe anyway: built without libtracefs");
 }
 
-static bool parse_kb(const char *s, long *kb)
-{
-	char *end;
-	errno = 0;
-	*kb = strtol(s, &end, 10);
-	return !errno && end != s && !*end && *kb >= 1 && *kb <= MAX_BUFFER_KB;
-}
-
 static int parse_record(int argc, char **argv, struct record_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -565,7 +557,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
 			o->out = argv[++i];
 		else if (!strcmp(argv[i], "--buffer-kb") && i + 1 < argc) {
-			if (!parse_kb(argv[++i], &o->buffer_kb))
+			if (!parse_long(argv[++i], 1, MAX_BUFFER_KB, &o->buffer_kb))
 				return usage_error("record: bad --buffer-kb '%s' "
 						   "(KiB per CPU, 1..4194304)", argv[i]);
 		} else
