@@ -152,7 +152,7 @@ struct experiment {
 			    double *values, int max);
 };
 
-/* runner.c */
+/* runner.c: the engine, and what experiments run on */
 /* Declares a metric and returns its index; beyond MAX_METRICS, -1, and
  * bench_run refuses the run with a usage error. */
 int bench_metric(struct bench *b, const char *name, const char *unit, enum direction dir);
@@ -170,25 +170,13 @@ void pin_to_cpu(int i);
 /* Runs fn(i, arg) on n threads released together; returns the wall time
  * from the release to the last one's return. */
 double run_threads(int n, void (*fn)(int i, void *arg), void *arg);
-int bench_main(int argc, char **argv);
-int bench_prepare(struct bench *b, int argc, char **argv);
-int bench_run(struct bench *b);          /* 0, or an exit status */
+/* Runs b as bench_prepare (cli.h) set it up: its variants, a warm-up,
+ * the measured rounds.  0, or an exit status. */
+int bench_run(struct bench *b);
+/* Destroys the run's systems and frees its state, once it is printed. */
 void bench_finish(struct bench *b);
-int usage_error(const char *fmt, const char *arg);   /* prints usage, returns 2 */
-/* sweep.c: --sweep KEY=V1,V2,...: argv as bench_prepare takes it; the
- * runs' JSON and tables go where o says (either may be NULL). */
-struct sweep_out {
-	FILE *json, *txt;
-	bool quick;
-	double seconds;         /* 0: the runs' own */
-};
-int run_sweep(int argc, char **argv, const char *spec, const struct sweep_out *o);
-/* "pcp_high_order,slub_max_order=3:4" -> "pcp_high_order 0 → 1, slub_max_order 3 → 4" */
-void describe_ab(const char *ab, char *out, size_t len);
-/* The configuration keys of --ab's variant `which` (0 before, 1 after),
- * each after a comma; false if the spec is malformed. */
-bool ab_part(const char *spec, int which, char *out, size_t len);
-const struct experiment *find_experiment(const char *name);
+
+/* zabench.c: every experiment, NULL-terminated. */
 extern const struct experiment *const experiments[];
 
 /* stats.c */
@@ -221,7 +209,7 @@ void compare_ab(const struct bench *b, int m, struct comparison *c);
 /* Neither a sure change nor an interval narrow enough to call it none. */
 bool comparison_open(const struct comparison *c);
 
-/* report.c */
+/* results.c: one run's results, as tables or JSON */
 void print_table(const struct bench *b, FILE *out);
 /* A value as the tables print it: "n/a", "0", 3 significant digits below
  * 0.01, 2 decimals below a million, none above. */
@@ -242,10 +230,6 @@ void print_json(const struct bench *b, FILE *out);
 /* A JSON string with its escapes; a number, or null for NaN and infinities. */
 void json_string(FILE *out, const char *s);
 void json_number(FILE *out, double v);
-int run_report(int argc, char **argv);
-
-/* record.c */
-int run_record(int argc, char **argv);
 
 /* Per-thread deterministic random numbers. */
 static inline uint64_t bench_rand(uint64_t *s)

@@ -10,6 +10,7 @@
  * left out (and named).
  */
 #include "bench.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,478 +1,624 @@
 /*
- * Output: the mmtests-style comparison table, the JSON contract, and
- * `zabench report`, which runs every experiment and writes a Markdown
- * report with plots.
+ * `zabench report`: every experiment with short defaults, A/B for every
+ * switch that has one, into bench-results/<date-time>/: report.md with the
+ * tables, one JSON file per run, and PNG plots drawn by plot.py when
+ * matplotlib is available.
  */
 #include "bench.h"
-#include "table.h"
+#include "cli.h"
+#include "commands.h"
+#include "doc.h"
+#include "seeds.h"
 
 #include <math.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-long machine_cores(void)
-{
-	return sysconf(_SC_NPROCESSORS_ONLN);
-}
+#ifndef ZA_BENCH_DIR
+#define ZA_BENCH_DIR "bench"
+#endif
 
-unsigned long long machine_memory(void)
-{
-	return (unsigned long long)sysconf(_SC_PHYS_PAGES) * (unsigned long long)sysconf(_SC_PAGESIZE);
-}
+/* The whole report's time (minutes) within which rounds are added for open
+ * verdicts: `make bench` (quick) stays under 10 minutes on 2 cores. */
+#define QUICK_BUDGET_MIN 8.0
+#define FULL_BUDGET_MIN 45.0
 
-void config_value(const char *config, const char *key, char *out, size_t len)
-{
-	size_t klen = strlen(key);
-	out[0] = 0;
-	for (const char *p = config; *p; p += strcspn(p, ","), p += *p == ',') {
-		if (!strncmp(p, key, klen) && p[klen] == '=') {
-			size_t n = strcspn(p + klen + 1, ",");
-			snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p + klen + 1);
-			return;
-		}
-	}
-}
-
-/* The keys in which variant v's configuration differs from the first's. */
-static void config_difference(const struct bench *b, const struct variant *v, FILE *out)
-{
-	const char *mine = variant_config(v), *first = variant_config(&b->variants[0]);
-	bool any = false;
-	for (const char *p = mine; *p; p += strcspn(p, ","), p += *p == ',') {
-		char key[64], a[128], c[128];
-		size_t n = strcspn(p, "=,");
-		snprintf(key, sizeof(key), "%.*s", (int)(n < sizeof(key) ? n : sizeof(key) - 1), p);
-		config_value(mine, key, a, sizeof(a));
-		config_value(first, key, c, sizeof(c));
-		if (v == &b->variants[0]) {
-			/* the first variant: the keys any other variant changes */
-			bool changed = false;
-			for (int i = 1; i < b->nvariants; i++) {
-				config_value(variant_config(&b->variants[i]), key, c, sizeof(c));
-				changed |= strcmp(a, c) != 0;
-			}
-			if (!changed)
-				continue;
-		} else if (!strcmp(a, c)) {
-			continue;
-		}
-		fprintf(out, "%s%s=%s", any ? "," : "", key, a);
-		any = true;
-	}
-	if (!any)
-		fprintf(out, "(same)");
-}
-
-static void print_header(const struct bench *b, FILE *out)
-{
-	const struct bench_opts *o = &b->opts;
-	char threads[128];
-	if (b->exp->describe_threads)
-		b->exp->describe_threads(b, threads, sizeof(threads));
-	else
-		snprintf(threads, sizeof(threads), "%d thread%s", o->threads, o->threads == 1 ? "" : "s");
-	fprintf(out, "zabench %s: %s\n", b->exp->name, b->exp->summary);
-	fprintf(out, "machine: %ld cores, %.1f GiB; %s; %d iteration%s of %.2f s per variant"
-		     " (after one warm-up)",
-		machine_cores(), (double)machine_memory() / (1 << 30), threads,
-		b->variants[0].niters, b->variants[0].niters == 1 ? "" : "s", o->seconds);
-	if (b->extra_rounds)
-		fprintf(out, ", %d of them added while the verdict was open", b->extra_rounds);
-	fprintf(out, "\nconfiguration: %s%s%s (za_mm_config_string in the JSON has every key)\n",
-		b->base_config[0] ? b->base_config : b->exp->config, o->config ? "," : "",
-		o->config ? o->config : "");
-	for (int i = 0; b->nvariants > 1 && i < b->nvariants; i++) {
-		fprintf(out, "%-7s ", b->variants[i].name);
-		config_difference(b, &b->variants[i], out);
-		fputc('\n', out);
-	}
-	fputc('\n', out);
-}
-
-/* Hmean for rates, Amean for times: the mean mmtests would print. */
-static double mean_of(const struct summary *s, enum direction dir)
-{
-	return dir == HIGHER_IS_BETTER ? s->hmean : s->amean;
-}
-
-void format_value(double v, char *out, size_t len)
-{
-	if (v != v)
-		snprintf(out, len, "n/a");
-	else if (v == 0)
-		snprintf(out, len, "0");
-	else if (fabs(v) < 0.01)
-		snprintf(out, len, "%.3g", v);
-	else if (fabs(v) < 1e6)
-		snprintf(out, len, "%.2f", v);
-	else
-		snprintf(out, len, "%.0f", v);
-}
-
-const char *op_scale(double per_op, double *scale)
-{
-	static const struct {
-		double scale;
-		const char *ops;
-	} scales[] = { { 1, "op" }, { 1e3, "1k ops" }, { 1e6, "1M ops" }, { 1e9, "1G ops" } };
-	size_t i = 0;
-	while (per_op != 0 && i + 1 < sizeof(scales) / sizeof(scales[0]) &&
-	       fabs(per_op) * scales[i].scale < 0.95)
-		i++;
-	*scale = scales[i].scale;
-	return scales[i].ops;
-}
-
-void table_add_value(struct table *t, double v)
-{
-	char buf[TABLE_CELL];
-	format_value(v, buf, sizeof(buf));
-	table_add(t, "%s", buf);
-}
-
-static void add_pct(struct table *t, double pct)
-{
-	if (pct != pct)
-		table_add(t, "(n/a)");
-	else
-		table_add(t, "(%+.2f%%)", pct + 0.0);
-}
-
-static void add_metric_rows(const struct bench *b, int m, struct table *t)
-{
-	const struct metric_def *def = &b->metrics[m];
-	struct summary s[MAX_VARIANTS];
-	for (int i = 0; i < b->nvariants; i++)
-		summarize(b->variants[i].values[m], b->variants[i].niters, &s[i]);
-	static const char *const rows[] = { "Min", "Median", "Max", "Mean", "Stddev" };
-	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
-		const char *label = rows[r];
-		if (!strcmp(label, "Mean"))
-			label = def->dir == HIGHER_IS_BETTER ? "Hmean" : "Amean";
-		table_add(t, "%s", label);
-		table_add(t, "%s (%s)", def->name, def->unit);
-		double base = 0;
-		for (int i = 0; i < b->nvariants; i++) {
-			double v = r == 0 ? s[i].min : r == 1 ? s[i].median : r == 2 ? s[i].max
-				 : r == 3 ? mean_of(&s[i], def->dir) : s[i].stddev;
-			enum direction dir = r == 4 ? LOWER_IS_BETTER : def->dir;
-			if (i == 0)
-				base = v;
-			table_add_value(t, v);
-			add_pct(t, pct_change(base, v, dir));
-		}
-	}
-}
-
-static void print_metrics(const struct bench *b, FILE *out)
-{
-	struct table t;
-	table_init(&t, 2 + 2 * b->nvariants);
-	table_add(&t, "%s", "");
-	table_add(&t, "%s", "");
-	for (int i = 0; i < b->nvariants; i++) {
-		table_add(&t, "%s", b->variants[i].name);
-		table_add(&t, "%s", "");
-	}
-	for (int m = 0; m < b->nmetrics; m++)
-		add_metric_rows(b, m, &t);
-	table_print(&t, out);
-	table_free(&t);
-}
-
-/*
- * Each metric's change from "before" to "after" with its interval and
- * verdict (stats.c), for an A/B of two systems.
- */
-static void print_verdicts(const struct bench *b, FILE *out)
-{
-	if (!is_ab(b))
-		return;
-	struct table t;
-	table_init(&t, 4);
-	table_add(&t, "Verdict (after vs before)");
-	table_add(&t, "change");
-	table_add(&t, "%.0f%% interval", CONFIDENCE * 100);
-	table_add(&t, "verdict");
-	for (int m = 0; m < b->nmetrics; m++) {
-		struct comparison c;
-		compare_ab(b, m, &c);
-		table_add(&t, "%s%s", b->metrics[m].name, m == b->headline ? " (headline)" : "");
-		if (c.verdict == VERDICT_NA) {
-			table_add(&t, "n/a");
-			table_add(&t, "n/a");
-		} else {
-			table_add(&t, "%+.1f%%", c.change * 100 + 0.0);
-			table_add(&t, "[%+.1f%%, %+.1f%%]", c.lo * 100 + 0.0, c.hi * 100 + 0.0);
-		}
-		table_add(&t, "%s", verdict_name(c.verdict));
-	}
-	fputc('\n', out);
-	table_print(&t, out);
-	table_free(&t);
-	fprintf(out, "(change: median of the after/before ratios, positive = better; interval: Hodges-Lehmann / "
-		     "Mann-Whitney, %.0f%%; an interval that holds 0 is within noise)\n",
-		CONFIDENCE * 100);
-}
-
-/* Ratios of counters that explain lock behaviour, when they apply. */
-static const struct {
-	const char *label, *num, *den;
-} ratios[] = {
-	{ "ns held per zone-lock acquisition", "zone_lock_hold_ns", "zone_lock_acquire" },
-	{ "ns waited per contended acquisition", "zone_lock_wait_ns", "zone_lock_contended" },
-	{ "ns held per refill", "pcp_refill_hold_ns", "pcp_refill" },
-	{ "pages per refill", "pcp_refill_pages", "pcp_refill" },
-	{ "ns held per bulk free", "pcp_bulkfree_hold_ns", "pcp_bulkfree" },
-	{ "pages per bulk free", "pcp_bulkfree_pages", "pcp_bulkfree" },
+struct report_opts {
+	bool quick;
+	char dir[512];
+	const char *only;       /* a comma list of experiments, or NULL: all */
+	double seconds;         /* per iteration, over the mode's; 0: the mode's */
+	double deadline;        /* now_seconds() past which no round is added */
+	double base_seconds;    /* the runs so far without their added rounds */
+	int runs_done;
 };
 
-int stat_index(const char *name)
-{
-	for (int i = 0; i < za_stat_count(); i++)
-		if (!strcmp(za_stat_name(i), name))
-			return i;
-	return -1;
-}
+/* One run of the report, and what the summary says of it. */
+struct run_record {
+	char id[64];
+	char title[320];
+	const struct experiment *exp;
+	char args[256];
+	bool ab;
+	const struct ab_switch *sw;     /* the first switch compared */
+	char metric[80];                /* headline, with its unit */
+	double before, after;           /* its medians */
+	struct comparison cmp;
+	int niters, extra_rounds;
+	const struct seed_figure *fig;
+	char mechanism[80];
+	double mech_before, mech_after;
+};
 
-static void add_counter_rows(const struct bench *b, struct table *t)
+static int mkdir_p(const char *path)
 {
-	for (int c = 0; c < za_stat_count(); c++) {
-		if (za_stat_kind(c) != ZA_STAT_EVENT)
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
 			continue;
-		bool any = false;
-		for (int i = 0; i < b->nvariants; i++)
-			any |= b->variants[i].counters[c] != 0;
-		if (!any)
-			continue;
-		double top = 0, scale;
-		for (int i = 0; i < b->nvariants; i++) {
-			const struct variant *v = &b->variants[i];
-			if (v->ops)
-				top = fmax(top, fabs((double)v->counters[c] / (double)v->ops));
-		}
-		table_add(t, "%s", za_stat_name(c));
-		table_add(t, "per %s", op_scale(top, &scale));
-		for (int i = 0; i < b->nvariants; i++) {
-			const struct variant *v = &b->variants[i];
-			table_add_value(t, v->ops ? (double)v->counters[c] / (double)v->ops * scale : NAN);
-		}
+		*p = 0;
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -1;
+		*p = '/';
 	}
-	for (int e = 0; e < b->variants[0].nextra; e++) {
-		table_add(t, "%s", b->variants[0].extra_name[e]);
-		table_add(t, "at the end");
-		for (int i = 0; i < b->nvariants; i++)
-			table_add(t, "%lld", b->variants[i].extra_value[e]);
+	struct stat st;
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -1;
+	if (stat(buf, &st) || !S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return 0;
+}
+
+/* Splits "--order 0 --ab x" into argv after the experiment's name. */
+static int split_args(char *line, char **argv, int max)
+{
+	int n = 0;
+	for (char *tok = strtok(line, " "); tok && n < max - 1; tok = strtok(NULL, " "))
+		argv[n++] = tok;
+	argv[n] = NULL;
+	return n;
+}
+
+static FILE *open_in(const char *dir, const char *name, const char *mode)
+{
+	char path[1280];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, mode);
+	if (!f)
+		fprintf(stderr, "zabench: cannot open %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+/* A counter of a variant or, if there is none of that name, the sum of the
+ * family it names ("pgscan_direct": pgscan_direct_DMA32, ..._Normal...). */
+static double counter_sum(const struct variant *v, const char *name)
+{
+	int exact = stat_index(name);
+	if (exact >= 0)
+		return (double)v->counters[exact];
+	double sum = 0;
+	size_t len = strlen(name);
+	for (int c = 0; c < za_stat_count(); c++)
+		if (!strncmp(za_stat_name(c), name, len) && za_stat_name(c)[len] == '_')
+			sum += (double)v->counters[c];
+	return sum;
+}
+
+/* The mechanism counter of a variant: per operation, or per the figure's
+ * own denominator. */
+static double mechanism_value(const struct seed_figure *f, const struct variant *v)
+{
+	double den = f->per ? counter_sum(v, f->per) : (double)v->ops;
+	return den ? counter_sum(v, f->counter) / den : NAN;
+}
+
+static void record_summary(const struct bench *b, struct run_record *rec)
+{
+	const struct metric_def *m = &b->metrics[b->headline];
+	snprintf(rec->metric, sizeof(rec->metric), "%s (%s)", m->name, m->unit);
+	rec->niters = b->variants[0].niters;
+	rec->extra_rounds = b->extra_rounds;
+	rec->ab = is_ab(b);
+	if (!rec->ab)
+		return;
+	const struct variant *v0 = &b->variants[0], *v1 = &b->variants[1];
+	struct summary s;
+	summarize(v0->values[b->headline], v0->niters, &s);
+	rec->before = s.median;
+	summarize(v1->values[b->headline], v1->niters, &s);
+	rec->after = s.median;
+	compare_ab(b, b->headline, &rec->cmp);
+	rec->sw = find_switch(b->opts.ab, strcspn(b->opts.ab, ",="));
+	rec->fig = rec->sw ? seed_figure(rec->sw->name, b->exp->name, rec->args) : NULL;
+	if (rec->fig) {
+		snprintf(rec->mechanism, sizeof(rec->mechanism), "%s%s%s", rec->fig->counter,
+			 rec->fig->per ? " per " : "", rec->fig->per ? rec->fig->per : "");
+		rec->mech_before = mechanism_value(rec->fig, v0);
+		rec->mech_after = mechanism_value(rec->fig, v1);
 	}
 }
 
-static void print_lock_behaviour(const struct bench *b, FILE *out)
+/* A file zabench ships (plot.py, traces/...): the source tree's, or the
+ * installed one (beside zabench's bin directory, or where the build's
+ * prefix put it). */
+static const char *find_bench_file(const char *name, char *path, size_t len)
 {
-	struct table t;
-	table_init(&t, 1 + b->nvariants);
-	for (size_t r = 0; r < sizeof(ratios) / sizeof(ratios[0]); r++) {
-		int num = stat_index(ratios[r].num), den = stat_index(ratios[r].den);
-		bool any = false;
-		for (int i = 0; i < b->nvariants; i++)
-			any |= b->variants[i].counters[den] != 0;
-		if (!any)
-			continue;
-		if (!t.ncells) {
-			table_add(&t, "Lock behaviour");
-			for (int i = 0; i < b->nvariants; i++)
-				table_add(&t, "%s", b->variants[i].name);
-		}
-		table_add(&t, "%s", ratios[r].label);
-		for (int i = 0; i < b->nvariants; i++) {
-			long long d = b->variants[i].counters[den];
-			table_add_value(&t, d ? (double)b->variants[i].counters[num] / (double)d : NAN);
-		}
+	snprintf(path, len, "%s/%s", ZA_BENCH_DIR, name);
+	if (!access(path, R_OK))
+		return path;
+#ifdef ZA_BENCH_INSTALL_DIR
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		*strrchr(exe, '/') = 0;
+		snprintf(path, len, "%s/%s/%s", exe, ZA_BENCH_INSTALL_RELDIR, name);
+		if (!access(path, R_OK))
+			return path;
 	}
-	int peak = stat_index("pcp_bulkfree_hold_max_ns");
-	if (t.ncells) {
-		table_add(&t, "longest bulk-free hold (ns)");
-		for (int i = 0; i < b->nvariants; i++)
-			table_add(&t, "%lld", b->variants[i].counters[peak]);
-		fputc('\n', out);
-		table_print(&t, out);
-		bool long_hold = false;
-		for (int i = 0; i < b->nvariants; i++)
-			long_hold |= b->variants[i].counters[peak] > 1000000;
-		if (long_hold)
-			fprintf(out, "(hold times are wall-clock: a holder that the scheduler preempts, as "
-				     "on a machine with fewer cores than threads, holds the lock until it "
-				     "runs again; the counts are exact)\n");
-	}
-	table_free(&t);
+	snprintf(path, len, "%s/%s", ZA_BENCH_INSTALL_DIR, name);
+#endif
+	return path;
 }
 
-static void print_counters(const struct bench *b, FILE *out)
+/* plot.py: $ZABENCH_PLOT, or the one zabench ships. */
+static const char *find_plot_script(char *path, size_t len)
 {
-	struct table t;
-	table_init(&t, 2 + b->nvariants);
-	table_add(&t, "Counters");
-	table_add(&t, "%s", "");
-	for (int i = 0; i < b->nvariants; i++)
-		table_add(&t, "%s", b->variants[i].name);
-	table_add(&t, "ops");
-	table_add(&t, "measured");
-	for (int i = 0; i < b->nvariants; i++)
-		table_add(&t, "%lld", b->variants[i].ops);
-	add_counter_rows(b, &t);
-	fputc('\n', out);
-	table_print(&t, out);
-	table_free(&t);
-	print_lock_behaviour(b, out);
+	const char *env = getenv("ZABENCH_PLOT");
+	return env ? env : find_bench_file("plot.py", path, len);
 }
 
-void print_table(const struct bench *b, FILE *out)
+/* "@traces/NAME" in a report entry: the traces zabench ships. */
+static void expand_traces(const char *args, char *out, size_t len)
 {
-	if (b->exp->print) {
-		b->exp->print(b, out);
+	char dir[1024];
+	const char *at = strstr(args, "@traces/");
+	if (!at) {
+		snprintf(out, len, "%s", args);
 		return;
 	}
-	print_header(b, out);
-	print_metrics(b, out);
-	print_verdicts(b, out);
-	print_counters(b, out);
-	if (b->exp->print_extra)
-		b->exp->print_extra(b, out);
+	find_bench_file("traces", dir, sizeof(dir));
+	snprintf(out, len, "%.*s%s/%s", (int)(at - args), args, dir, at + strlen("@traces/"));
+	if (strstr(out + (at - args), "@traces/")) {
+		char rest[512];
+		snprintf(rest, sizeof(rest), "%s", out);
+		expand_traces(rest, out, len);
+	}
 }
 
-/* ------------------------------------------------------------------------
- * JSON
- * ------------------------------------------------------------------------ */
-/* The effective configuration of a memory system, or what an
- * experiment's own variant is. */
-const char *variant_config(const struct variant *v)
+/* A run's outputs in the report's directory, <id>.json and <id>.txt: each
+ * NULL if it could not be opened (said on stderr). */
+static void open_outputs(const struct report_opts *ro, const struct run_record *rec,
+			 FILE **json, FILE **txt)
 {
-	return v->mm ? za_mm_config_string(v->mm) : v->config;
+	char name[96];
+	snprintf(name, sizeof(name), "%s.json", rec->id);
+	*json = open_in(ro->dir, name, "w");
+	snprintf(name, sizeof(name), "%s.txt", rec->id);
+	*txt = open_in(ro->dir, name, "w");
 }
 
-void json_string(FILE *out, const char *s)
+/* Closes what open_outputs opened; 0 if both were open, else -1. */
+static int close_outputs(FILE *json, FILE *txt)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(out, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(out, "\\u%04x", *s);
-		else
-			fputc(*s, out);
-	}
-	fputc('"', out);
+	if (json)
+		fclose(json);
+	if (txt)
+		fclose(txt);
+	return json && txt ? 0 : -1;
 }
 
-void json_number(FILE *out, double v)
+/* A --sweep entry: its runs' JSON (one document) and tables. */
+static int run_sweep_entry(const struct bench *b, int argc, char **argv, struct report_opts *ro,
+			   struct run_record *rec)
 {
-	if (v != v || v > 1e300 || v < -1e300)
-		fprintf(out, "null");
-	else
-		fprintf(out, "%.6g", v);
+	FILE *json, *txt;
+	open_outputs(ro, rec, &json, &txt);
+	int rc = -1;
+	double t0 = now_seconds();
+	if (json && txt) {
+		struct sweep_out o = { json, txt, ro->quick, ro->seconds };
+		rc = run_sweep(argc, argv, b->opts.sweep, &o) ? -1 : 0;
+	}
+	ro->base_seconds += now_seconds() - t0;
+	ro->runs_done++;
+	snprintf(rec->metric, sizeof(rec->metric), "sweep of %s", b->opts.sweep);
+	close_outputs(json, txt);
+	return rc;
 }
 
-static void json_metric(FILE *out, const struct variant *v, int m)
+/* A run's JSON and tables; 0, or -1 if they could not be written. */
+static int write_run(const struct bench *b, const struct report_opts *ro,
+		     const struct run_record *rec)
 {
-	struct summary s;
-	summarize(v->values[m], v->niters, &s);
-	fprintf(out, "{\"values\": [");
-	for (int k = 0; k < v->niters; k++) {
-		fprintf(out, k ? ", " : "");
-		json_number(out, v->values[m][k]);
+	FILE *json, *txt;
+	open_outputs(ro, rec, &json, &txt);
+	if (json && txt) {
+		print_json(b, json);
+		print_table(b, txt);
 	}
-	const double fields[] = { s.hmean, s.amean, s.stddev, s.min, s.max, s.median };
-	const char *const names[] = { "hmean", "amean", "stddev", "min", "max", "median" };
-	fprintf(out, "]");
-	for (int f = 0; f < 6; f++) {
-		fprintf(out, ", \"%s\": ", names[f]);
-		json_number(out, fields[f]);
-	}
-	fprintf(out, "}");
+	return close_outputs(json, txt);
 }
 
-void print_json(const struct bench *b, FILE *out)
+/* Rounds added while a verdict is open share what is left of the budget,
+ * once the runs to come are paid for at the average so far, equally among
+ * those runs: the time until which this run may add them. */
+static double extend_until(const struct report_opts *ro, int runs_left)
 {
-	fprintf(out, "{\"experiment\": ");
-	json_string(out, b->exp->name);
-	fprintf(out, ", \"title\": ");
-	json_string(out, b->title);
-	fprintf(out, ", \"ab\": ");
-	json_string(out, b->opts.ab ? b->opts.ab : "");
-	fprintf(out, ", \"headline\": ");
-	json_string(out, b->metrics[b->headline].name);
-	fprintf(out, ", \"metric_units\": {");
-	for (int m = 0; m < b->nmetrics; m++) {
-		fprintf(out, "%s", m ? ", " : "");
-		json_string(out, b->metrics[m].name);
-		fprintf(out, ": ");
-		json_string(out, b->metrics[m].unit);
+	double now = now_seconds(), average = ro->runs_done ? ro->base_seconds / ro->runs_done : 0;
+	double spare = ro->deadline - now - average * runs_left;
+	return now + average + fmax(0, spare) / runs_left;
+}
+
+/* Runs one report entry; writes <id>.json and <id>.txt.  Returns 0 or -1. */
+static int run_entry(const struct experiment *e, const char *args, struct report_opts *ro,
+		     struct run_record *rec, int seq, int runs_left)
+{
+	char line[1600], expanded[1536], *argv[32];
+	expand_traces(args, expanded, sizeof(expanded));
+	snprintf(line, sizeof(line), "%s %s", e->name, expanded);
+	snprintf(rec->args, sizeof(rec->args), "%s ", args);
+	snprintf(rec->id, sizeof(rec->id), "%02d-%s", seq, e->name);
+	rec->exp = e;
+	int argc = split_args(line, argv, 32);
+
+	static struct bench b;
+	if (bench_prepare(&b, argc, argv))
+		return -1;
+	b.opts.quick = ro->quick;
+	if (ro->seconds)
+		b.opts.seconds = ro->seconds;
+	b.opts.extend_until = extend_until(ro, runs_left);
+	snprintf(rec->title, sizeof(rec->title), "%s", b.title);
+	fprintf(stderr, "zabench report: %s\n", rec->title);
+	if (b.opts.sweep)
+		return run_sweep_entry(&b, argc, argv, ro, rec);
+	if (bench_run(&b))
+		return -1;
+	ro->base_seconds += b.base_seconds;
+	ro->runs_done++;
+	record_summary(&b, rec);
+	int rc = write_run(&b, ro, rec);
+	bench_finish(&b);
+	return rc;
+}
+
+/* Draws the plots; returns NULL or why there are none. */
+static const char *draw_plots(const char *dir)
+{
+	static char why[640];
+	char path[1024];
+	const char *script = find_plot_script(path, sizeof(path));
+	if (access(script, R_OK)) {
+		snprintf(why, sizeof(why), "the plot script %.560s is missing", script);
+		return why;
 	}
-	fprintf(out, "}");
-	fprintf(out, ", \"machine\": {\"cores\": %ld, \"memory\": %llu}, \"threads\": %d, "
-		     "\"iterations\": %d, \"seconds\": %g, \"metric_directions\": {",
-		machine_cores(), machine_memory(), b->opts.threads, b->variants[0].niters,
-		b->opts.seconds);
-	for (int m = 0; m < b->nmetrics; m++) {
-		fprintf(out, "%s", m ? ", " : "");
-		json_string(out, b->metrics[m].name);
-		fprintf(out, ": \"%s\"", b->metrics[m].dir == HIGHER_IS_BETTER ? "higher" : "lower");
-	}
-	/* Counters that are levels at the end, not events to divide by ops. */
-	fprintf(out, "}, \"gauges\": [");
-	for (int c = 0, n = 0; c < za_stat_count(); c++) {
-		if (za_stat_kind(c) == ZA_STAT_EVENT)
+	/* The first interpreter that has matplotlib: $ZABENCH_PYTHON, python3 on
+	 * the PATH (which may be a pyenv without it), Debian's. */
+	const char *pythons[] = { getenv("ZABENCH_PYTHON"), "python3", "/usr/bin/python3" };
+	for (size_t i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++) {
+		if (!pythons[i])
 			continue;
-		fprintf(out, "%s", n++ ? ", " : "");
-		json_string(out, za_stat_name(c));
+		pid_t pid = fork();
+		if (pid == 0) {
+			int devnull = open("/dev/null", O_WRONLY);
+			if (devnull >= 0)
+				dup2(devnull, STDERR_FILENO);
+			execlp(pythons[i], pythons[i], script, dir, (char *)NULL);
+			_exit(127);
+		}
+		int status = 0;
+		if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 0)
+			return NULL;
 	}
-	fprintf(out, "], \"variants\": [");
-	for (int i = 0; i < b->nvariants; i++) {
-		const struct variant *v = &b->variants[i];
-		fprintf(out, "%s{\"name\": ", i ? ", " : "");
-		json_string(out, v->name);
-		fprintf(out, ", \"config\": ");
-		json_string(out, variant_config(v));
-		fprintf(out, ", \"metrics\": {");
-		for (int m = 0; m < b->nmetrics; m++) {
-			fprintf(out, "%s", m ? ", " : "");
-			json_string(out, b->metrics[m].name);
-			fprintf(out, ": ");
-			json_metric(out, v, m);
-		}
-		fprintf(out, "}, \"counters\": {");
-		for (int c = 0; v->mm && c < za_stat_count(); c++) {
-			json_string(out, za_stat_name(c));
-			fprintf(out, ": %lld, ", v->counters[c]);
-		}
-		for (int e = 0; e < v->nextra; e++) {
-			json_string(out, v->extra_name[e]);
-			fprintf(out, ": %lld, ", v->extra_value[e]);
-		}
-		fprintf(out, "\"ops\": %lld}", v->ops);
-		if (b->exp->json_variant)
-			b->exp->json_variant(b, v, out);
-		fprintf(out, "}");
+	snprintf(why, sizeof(why), "no python3 with matplotlib was found "
+		 "(scripts/install-deps bench installs Debian's python3-matplotlib)");
+	return why;
+}
+
+/* "+4.2% [-1.0%, +9.9%]" */
+static void format_change(const struct comparison *c, char *out, size_t len)
+{
+	if (c->verdict == VERDICT_NA)
+		snprintf(out, len, "n/a");
+	else
+		snprintf(out, len, "%+.1f%% [%+.1f%%, %+.1f%%]", c->change * 100 + 0.0,
+			 c->lo * 100 + 0.0, c->hi * 100 + 0.0);
+}
+
+/* A counter's value; per operation, scaled to read: "2.50/1M ops". */
+static void format_counter(double v, bool per_op, char *out, size_t len)
+{
+	double scale = 1;
+	const char *ops = per_op && v == v ? op_scale(v, &scale) : NULL;
+	format_value(v * scale, out, len);
+	if (ops && v != 0)
+		snprintf(out + strlen(out), len - strlen(out), "/%s", ops);
+}
+
+static void summary_row(struct doc *d, const struct run_record *r)
+{
+	char seed[32], change[64], medians[96], mech[160], a[32], b[32], sw[96], verdict[64];
+	snprintf(seed, sizeof(seed), "%s", r->sw && r->sw->seed ? r->sw->seed : "-");
+	const char *colon = strrchr(r->title, ':');
+	snprintf(sw, sizeof(sw), "%s", colon ? colon + 2 : "");
+	format_value(r->before, a, sizeof(a));
+	format_value(r->after, b, sizeof(b));
+	snprintf(medians, sizeof(medians), "%s → %s", a, b);
+	format_change(&r->cmp, change, sizeof(change));
+	snprintf(verdict, sizeof(verdict), "%s", verdict_name(r->cmp.verdict));
+	mech[0] = 0;
+	if (r->fig) {
+		format_counter(r->mech_before, !r->fig->per, a, sizeof(a));
+		format_counter(r->mech_after, !r->fig->per, b, sizeof(b));
+		snprintf(mech, sizeof(mech), "%s: %s → %s", r->mechanism, a, b);
 	}
-	fprintf(out, "], \"comparisons\": {");
-	for (int m = 0; is_ab(b) && m < b->nmetrics; m++) {
-		struct comparison c;
-		compare_ab(b, m, &c);
-		fprintf(out, "%s", m ? ", " : "");
-		json_string(out, b->metrics[m].name);
-		fprintf(out, ": {\"verdict\": ");
-		json_string(out, verdict_name(c.verdict));
-		const double fields[] = { c.change, c.lo, c.hi, c.level };
-		const char *const names[] = { "change", "lo", "hi", "level" };
-		for (int f = 0; f < 4; f++) {
-			fprintf(out, ", \"%s\": ", names[f]);
-			json_number(out, c.verdict == VERDICT_NA ? NAN : fields[f]);
+	char exp[256];
+	snprintf(exp, sizeof(exp), "%.*s", (int)(colon ? colon - r->title : (long)strlen(r->title)),
+		 r->title);
+	const char *cells[] = { seed, sw, exp, r->metric, medians, change, verdict, mech,
+				r->fig && r->fig->published ? r->fig->published : "-" };
+	doc_table_row(d, cells);
+}
+
+/* "pcp_high_order (seed 000): better in 4 of 10 runs (repeat --order 3
+ * +80.2%, ...); worse in 1 (...); within noise in 5." */
+static void write_switch_line(struct doc *d, const struct ab_switch *s,
+			      const struct run_record *recs, int n)
+{
+	static const enum verdict order[] = { VERDICT_BETTER, VERDICT_WORSE, VERDICT_NOISE,
+					      VERDICT_INCONCLUSIVE };
+	char text[2048];
+	int runs = 0, len;
+	for (int i = 0; i < n; i++)
+		runs += recs[i].ab && recs[i].sw == s;
+	if (!runs)
+		return;
+	len = snprintf(text, sizeof(text), "%s (%s%s):", s->name, s->seed ? "seed " : "hardening",
+		       s->seed ? s->seed : "");
+	for (size_t v = 0; v < sizeof(order) / sizeof(order[0]); v++) {
+		int count = 0;
+		for (int i = 0; i < n; i++)
+			count += recs[i].ab && recs[i].sw == s && recs[i].cmp.verdict == order[v];
+		if (!count)
+			continue;
+		len += snprintf(text + len, sizeof(text) - (size_t)len, " %s in %d of %d",
+				verdict_name(order[v]), count, runs);
+		for (int i = 0, k = 0; order[v] != VERDICT_NOISE && i < n; i++) {
+			const struct run_record *r = &recs[i];
+			if (!r->ab || r->sw != s || r->cmp.verdict != order[v] || len > 1900)
+				continue;
+			const char *colon = strrchr(r->title, ':');
+			len += snprintf(text + len, sizeof(text) - (size_t)len, "%s%.*s %+.1f%%",
+					k++ ? ", " : " (", (int)(colon ? colon - r->title : 40), r->title,
+					r->cmp.change * 100);
 		}
-		fprintf(out, "}");
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "%s;",
+				order[v] != VERDICT_NOISE ? ")" : "");
 	}
-	fprintf(out, "}, \"extra_rounds\": %d}\n", b->extra_rounds);
+	text[len - 1] = '.';
+	doc_para(d, text);
+}
+
+/* Seed by seed, then the switches that are not seeds: every A/B run. */
+static void write_summary(struct doc *d, const struct run_record *recs, int n)
+{
+	static const char *const header[] = {
+		"seed", "switch", "experiment", "headline metric", "median before → after",
+		"change [95% interval]", "verdict", "mechanism counter before → after",
+		"published (the seed's posting)"
+	};
+	doc_heading(d, 2, "summary", "Summary: does each seed help here?");
+	for (const struct ab_switch *s = ab_switches; s->name; s++)
+		write_switch_line(d, s, recs, n);
+	doc_table_begin(d, 9, header);
+	for (const struct ab_switch *s = ab_switches; s->name; s++)
+		for (int i = 0; i < n; i++)
+			if (recs[i].ab && recs[i].sw == s)
+				summary_row(d, &recs[i]);
+	for (int i = 0; i < n; i++)
+		if (recs[i].ab && !recs[i].sw)
+			summary_row(d, &recs[i]);
+	doc_table_end(d);
+
+	int count[5] = { 0 }, open = 0;
+	for (int i = 0; i < n; i++) {
+		if (!recs[i].ab)
+			continue;
+		count[recs[i].cmp.verdict]++;
+		open += recs[i].cmp.verdict == VERDICT_NOISE && comparison_open(&recs[i].cmp);
+	}
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "Of %d A/B runs: %d better, %d worse, %d within noise, %d inconclusive "
+		 "(too few iterations for a %.0f%% interval).  %d of the within-noise runs still "
+		 "had an interval reaching past ±3%% when their added rounds ran out (4 times the "
+		 "iterations, or their share of the time budget): "
+		 "no effect was seen there, but one of that size is not ruled out either.",
+		 count[1] + count[2] + count[3] + count[4], count[VERDICT_BETTER],
+		 count[VERDICT_WORSE], count[VERDICT_NOISE], count[VERDICT_INCONCLUSIVE],
+		 CONFIDENCE * 100, open);
+	doc_para(d, text);
+}
+
+static void write_method(struct doc *d, const struct report_opts *ro)
+{
+	char text[2048];
+	doc_heading(d, 3, "machine", "What this machine can and cannot show");
+	snprintf(text, sizeof(text),
+		 "This machine has %ld cores and %.1f GiB.  The seeds were measured on servers with "
+		 "2 to 4 sockets and dozens to hundreds of CPUs, where their gains come from less "
+		 "contention on the zone lock and the slab list_lock.  %ld cores make little "
+		 "contention: here a seed's mechanism shows in its counters (zone-lock acquisitions, "
+		 "hold times, list_lock acquisitions, pages zeroed, activations), which are exact, "
+		 "while the wall-clock figures mostly show its cost on an uncontended machine and "
+		 "often move less than their noise.  Runs with more threads than cores measure the "
+		 "scheduler as much as the allocator.  nr_cpus=224 sizes SLUB as a 224-CPU server "
+		 "would (seed 002) without its CPUs.",
+		 machine_cores(), (double)machine_memory() / (1 << 30), machine_cores());
+	doc_para(d, text);
+	doc_heading(d, 3, "method", "How to read it");
+	snprintf(text, sizeof(text),
+		 "\"before\" is the switch off (the kernel without the seed), \"after\" on.  Each "
+		 "A/B creates both systems in one process, runs one warm-up iteration of each, then "
+		 "alternates them (A B, B A, ...) so that a drift of the machine hits both alike.  "
+		 "Change: the median of the after/before ratios of every pair of iterations (near the "
+		 "ratio of the medians), positive when \"after\" is better whichever way the metric "
+		 "points.  Interval: %.0f%% confidence, Hodges-Lehmann from the "
+		 "Mann-Whitney rank test on the logarithms of the samples (distribution-free; it "
+		 "needs at least 4 iterations a side).  Verdict: better or worse when the interval "
+		 "excludes no change, within noise when it holds it, inconclusive when there were "
+		 "too few iterations.  %s  Counters are exact and summed over the measured "
+		 "iterations.  Raw numbers: the .json file of each run beside this report.",
+		 CONFIDENCE * 100,
+		 ro->quick ? "Quick mode: 5 iterations of 0.3 s a variant, then more rounds while "
+			     "the headline interval still holds no change but reaches past ±3% and "
+			     "the time budget lasts."
+			   : "Full mode: 5 iterations of 1 s a variant, then more rounds while the "
+			     "headline interval is open and the time budget lasts.");
+	doc_para(d, text);
+}
+
+static void write_section(struct doc *d, const struct run_record *r, bool plots)
+{
+	char name[96], anchor[80];
+	snprintf(anchor, sizeof(anchor), "run-%.63s", r->id);
+	doc_heading(d, 2, anchor, r->title);
+	if (r->exp->notes)
+		doc_para(d, r->exp->notes);
+	if (plots) {
+		snprintf(name, sizeof(name), "%.63s.png", r->id);
+		doc_image(d, name, r->title);
+	}
+	snprintf(name, sizeof(name), "%.63s.txt", r->id);
+	doc_pre_file(d, name);
+}
+
+static void write_document(struct doc *d, const struct run_record *recs, int n,
+			   const char *no_plots, int failures, const struct report_opts *ro)
+{
+	time_t t = time(NULL);
+	char when[64], title[128], text[1024];
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	snprintf(title, sizeof(title), "zabench report, %s%s", when, ro->quick ? " (quick)" : "");
+	doc_begin(d, title);
+	if (no_plots) {
+		snprintf(text, sizeof(text), "No plots: %s.", no_plots);
+		doc_para(d, text);
+	}
+	if (failures) {
+		snprintf(text, sizeof(text), "%d runs failed; see the output of zabench report.",
+			 failures);
+		doc_para(d, text);
+	}
+	write_summary(d, recs, n);
+	write_method(d, ro);
+	for (int i = 0; i < n; i++)
+		write_section(d, &recs[i], !no_plots);
+	doc_end(d);
+}
+
+static void write_report(const char *name, bool html, const struct run_record *recs, int n,
+			 const char *no_plots, int failures, const struct report_opts *ro)
+{
+	struct doc d = { .f = open_in(ro->dir, name, "w"), .html = html, .dir = ro->dir };
+	if (!d.f)
+		return;
+	write_document(&d, recs, n, no_plots, failures, ro);
+	fclose(d.f);
+}
+
+/* Does the comma list only (NULL: everything) name the experiment? */
+static bool selected(const char *only, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = only; p && *p; p += strcspn(p, ","), p += *p == ',')
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+	return !only;
+}
+
+int run_report(int argc, char **argv)
+{
+	struct report_opts ro = { 0 };
+	double budget_min = -1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			ro.quick = true;
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			snprintf(ro.dir, sizeof(ro.dir), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			ro.only = argv[++i];
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+			char *end;
+			ro.seconds = strtod(argv[++i], &end);
+			if (*end || !(ro.seconds > 0 && ro.seconds <= 3600))
+				return usage_error("bad --seconds '%s'", argv[i]);
+		}
+		else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
+			char *end;
+			budget_min = strtod(argv[++i], &end);
+			if (*end || !(budget_min >= 0 && budget_min <= 1440))
+				return usage_error("bad --budget '%s' (minutes, 0..1440)", argv[i]);
+		} else
+			return usage_error("unknown or incomplete report option '%s'", argv[i]);
+	}
+	for (const char *p = ro.only; p && *p; p += strcspn(p, ","), p += *p == ',') {
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, ","), p);
+		if (!find_experiment(name))
+			return usage_error("--only: unknown experiment '%s'", name);
+	}
+	if (!*ro.dir) {
+		time_t t = time(NULL);
+		char stamp[64];
+		strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H%M%S", localtime(&t));
+		snprintf(ro.dir, sizeof(ro.dir), "bench-results/%s", stamp);
+	}
+	if (mkdir_p(ro.dir)) {
+		fprintf(stderr, "zabench: cannot create %s: %s\n", ro.dir, strerror(errno));
+		return 1;
+	}
+
+	/* The budget bounds the rounds added for open verdicts, not the runs. */
+	if (budget_min < 0)
+		budget_min = ro.quick ? QUICK_BUDGET_MIN : FULL_BUDGET_MIN;
+	double t0 = now_seconds();
+	ro.deadline = t0 + budget_min * 60;
+	int total = 0;
+	for (int i = 0; experiments[i]; i++)
+		for (int r = 0; selected(ro.only, experiments[i]->name) && experiments[i]->report_runs &&
+				experiments[i]->report_runs[r]; r++)
+			total++;
+	static struct run_record recs[128];
+	int n = 0, failures = 0;
+	for (int i = 0; experiments[i]; i++) {
+		const struct experiment *e = experiments[i];
+		if (!selected(ro.only, e->name))
+			continue;
+		for (int r = 0; e->report_runs && e->report_runs[r] && n < 128; r++) {
+			memset(&recs[n], 0, sizeof(recs[n]));
+			if (run_entry(e, e->report_runs[r], &ro, &recs[n], n + 1, total - n - failures))
+				failures++;
+			else
+				n++;
+		}
+	}
+	const char *no_plots = draw_plots(ro.dir);
+	write_report("report.md", false, recs, n, no_plots, failures, &ro);
+	write_report("report.html", true, recs, n, no_plots, failures, &ro);
+	printf("zabench: %d runs in %.0f s; report: %s/report.md and report.html%s\n", n,
+	       now_seconds() - t0, ro.dir, no_plots ? " (without plots)" : "");
+	return failures ? 1 : 0;
 }

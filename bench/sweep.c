@@ -7,6 +7,8 @@
  * which the report's plot draws against the value.
  */
 #include "bench.h"
+#include "cli.h"
+#include "commands.h"
 #include "table.h"
 
 #include <stdlib.h>

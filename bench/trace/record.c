@@ -17,6 +17,8 @@
  * trace could not be recorded or written completely; 2 for a usage error.
  */
 #include "bench.h"
+#include "cli.h"
+#include "commands.h"
 #include "ftrace.h"
 #include "record.h"
 #include "trace.h"
@@ -24,8 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,43 +92,6 @@ struct pipe_reader {
 /* The command being recorded, for the signal handler; 0 when none runs. */
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t pending_signal;
-
-/* ------------------------------------------------------------------------
- * The reader thread, trace_pipe's and the raw buffers' (record_raw.c)
- * ------------------------------------------------------------------------ */
-
-int reader_thread_start(struct reader_thread *t, void *(*fn)(void *), void *arg)
-{
-	if (pipe2(t->stop, O_CLOEXEC))
-		return -1;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&t->tid, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc) {
-		close(t->stop[0]);
-		close(t->stop[1]);
-	}
-	return rc;
-}
-
-bool reader_thread_wait(const struct reader_thread *t)
-{
-	struct pollfd stop = { .fd = t->stop[0], .events = POLLIN };
-	return poll(&stop, 1, DRAIN_MS) > 0;
-}
-
-void reader_thread_stop(struct reader_thread *t)
-{
-	ssize_t n;
-	do
-		n = write(t->stop[1], "", 1);
-	while (n < 0 && errno == EINTR);
-	pthread_join(t->tid, NULL);
-	close(t->stop[0]);
-	close(t->stop[1]);
-}
 
 /* ------------------------------------------------------------------------
  * The stream: counted line by line as it passes to the file
@@ -574,14 +537,6 @@ static void print_help(void)
 			 : "this zabench reads trace_pipe anyway: built without libtracefs");
 }
 
-static bool parse_kb(const char *s, long *kb)
-{
-	char *end;
-	errno = 0;
-	*kb = strtol(s, &end, 10);
-	return !errno && end != s && !*end && *kb >= 1 && *kb <= MAX_BUFFER_KB;
-}
-
 static int parse_record(int argc, char **argv, struct record_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -602,7 +557,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
 			o->out = argv[++i];
 		else if (!strcmp(argv[i], "--buffer-kb") && i + 1 < argc) {
-			if (!parse_kb(argv[++i], &o->buffer_kb))
+			if (!parse_long(argv[++i], 1, MAX_BUFFER_KB, &o->buffer_kb))
 				return usage_error("record: bad --buffer-kb '%s' "
 						   "(KiB per CPU, 1..4194304)", argv[i]);
 		} else

@@ -20,7 +20,8 @@
  * would cost a wake-up for every few. */
 #define DRAIN_MS 10
 
-/* A reader's thread, and the pipe that tells it the events are off. */
+/* A reader's thread (reader_thread.c), and the pipe that tells it the
+ * events are off. */
 struct reader_thread {
 	pthread_t tid;
 	int stop[2];            /* written when the events are off */
