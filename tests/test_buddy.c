@@ -250,6 +250,37 @@ static void test_steal_mixes_pageblock(void)
 	free(pages);
 }
 
+/*
+ * The default zones follow the memory: up to the default DMA32 zone and a
+ * block, a node is one DMA32 zone of all its pages (every page allocated,
+ * ZA_GFP_DMA32 or not, is in zone 0); beyond, DMA32:256M+Normal.  Zones
+ * given are kept as given, and refused when they do not fit.
+ */
+static void test_default_zones(void)
+{
+	static const struct { const char *memory; long dma32_pages, normal_pages; } want[] = {
+		{ "64M", 16384, -1 }, { "256M", 65536, -1 }, { "260M", 65536, 1024 },
+		{ "1G", 65536, 196608 },
+	};
+	char config[64];
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		snprintf(config, sizeof(config), "memory=%s,max_order=10,cpus=1", want[i].memory);
+		za_mm_t *mm = test_mm(config);
+		CHECK_EQ(za_stat(mm, "nr_managed_pages_DMA32"), want[i].dma32_pages);
+		CHECK_EQ(za_stat(mm, "nr_managed_pages_Normal"), want[i].normal_pages);
+		CHECK_STR_HAS(za_mm_config_string(mm), want[i].normal_pages < 0 ? "zones=DMA32,"
+										  : "zones=DMA32:256M+Normal,");
+		void *p = za_alloc_pages(mm, 0, 0);
+		CHECK(p && za_page_zone(mm, za_virt_to_page(mm, p)) == 0 + (want[i].normal_pages > 0));
+		CHECK_EQ(za_free_pages(mm, p, 0), 0);
+		CHECK_EQ(za_mm_destroy(mm), 0);
+	}
+	errno = 0;
+	CHECK(!za_mm_create("memory=64M,zones=DMA32:256M+Normal"));
+	CHECK_EQ(errno, EINVAL);
+	CHECK_STR_HAS(za_last_error(), "'zones'");
+}
+
 /* ZA_GFP_DMA32 never leaves the lowest zone; default requests may use it
  * but must leave its lowmem reserve behind. */
 static void test_zone_limits_and_reserve(void)
@@ -932,6 +963,7 @@ int main(int argc, char **argv)
 		{ "migratetype_fallback", test_migratetype_fallback },
 		{ "free_pages_per_type", test_free_pages_per_type },
 		{ "steal_mixes_pageblock", test_steal_mixes_pageblock },
+		{ "default_zones", test_default_zones },
 		{ "zone_limits_and_reserve", test_zone_limits_and_reserve },
 		{ "watermark_formulas", test_watermark_formulas },
 		{ "high_order_watermark", test_high_order_watermark },
