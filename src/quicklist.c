@@ -414,8 +414,10 @@ long za_quicklist_shrink(za_mm_t *mm)
 /* ------------------------------------------------------------------------
  * The quicklist layer's hooks (mm_layers.c)
  * ------------------------------------------------------------------------ */
-/* Also after a creation that failed before the lists were made. */
-void quicklist_exit(struct za_mm *mm)
+/* Every list's pages back to the page allocator: the slow path's drain,
+ * and the layer's exit (also after a creation that failed before the
+ * lists were made). */
+void quicklist_drain(struct za_mm *mm)
 {
 	if (mm->quicklists)
 		za_quicklist_shrink(mm);
@@ -431,11 +433,6 @@ unsigned long quicklist_scan(void *mm, unsigned long nr)
 {
 	(void)nr;
 	return (unsigned long)za_quicklist_shrink(mm);
-}
-
-void quicklist_drain(struct za_mm *mm)
-{
-	za_quicklist_shrink(mm);
 }
 
 void quicklist_lock_all(struct za_mm *mm, enum lock_all_mode mode)

@@ -36,7 +36,6 @@ void quicklist_drain(struct za_mm *mm);
 long quicklist_pages(const struct za_mm *mm, int node);     /* node < 0: all */
 void quicklist_stat_fold(struct za_mm *mm, uint64_t *totals);
 const char *quicklist_event_name(int e);
-void quicklist_exit(struct za_mm *mm);
 void quicklist_lock_all(struct za_mm *mm, enum lock_all_mode mode);
 int quicklist_verify(struct za_mm *mm);
 

@@ -481,15 +481,13 @@ static void atomic_max(_Atomic int *v, int x)
 		;
 }
 
-/* Until a wakeup (or destroy), or the program is gone: a helper never
- * keeps the process alive (platform.h). */
+/* Until a wakeup (destroy wakes it too), or the program is gone: a helper
+ * never keeps the process alive (platform.h). */
 static void kswapd_deep_sleep(struct kswapd *k, uint32_t seq)
 {
-	while (atomic_load(&k->wake_seq) == seq && !atomic_load(&k->stop)) {
-		if (!za_helper_sleep(&k->wake_seq, seq, UINT64_MAX)) {
-			k->program_gone = true;
-			atomic_store(&k->stop, true);
-		}
+	if (!atomic_load(&k->stop) && !za_helper_sleep(&k->wake_seq, seq, UINT64_MAX)) {
+		k->program_gone = true;
+		atomic_store(&k->stop, true);
 	}
 }
 

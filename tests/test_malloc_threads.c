@@ -33,8 +33,9 @@ enum { MIB = 1 << 20, MAP_MIN = MIB + 1 };
 
 /* ------------------------------------------------------------------------
  * Contents: a block of n bytes tagged t holds at each of its sampled bytes
- * a value derived from both: every byte up to 64 KiB, beyond that the
- * first and last pages and every 64 KiB between.  A realloc keeps the
+ * a value derived from both: every byte up to 64 KiB, beyond that its
+ * first and last `edge` bytes (a page, or 64 where the frees should follow
+ * each other closely) and every 64 KiB between.  A realloc keeps the
  * samples of the old size below the new one.
  * ------------------------------------------------------------------------ */
 static unsigned char byte_at(size_t i, unsigned int tag)
@@ -43,17 +44,17 @@ static unsigned char byte_at(size_t i, unsigned int tag)
 }
 
 /* fn on each sample of a block of n bytes below limit. */
-static void for_each_sample(unsigned char *p, size_t n, size_t limit, unsigned int tag,
-			    void (*fn)(unsigned char *, size_t, unsigned int))
+static void for_each_sample(unsigned char *p, size_t n, size_t limit, size_t edge,
+			    unsigned int tag, void (*fn)(unsigned char *, size_t, unsigned int))
 {
-	size_t whole = n <= (64 << 10) ? n : 4096;
+	size_t whole = n <= (64 << 10) ? n : edge;
 	for (size_t i = 0; i < whole && i < limit; i++)
 		fn(p, i, tag);
 	if (whole == n)
 		return;
-	for (size_t i = n - 4096; i < limit && i < n; i++)
+	for (size_t i = n - edge; i < limit && i < n; i++)
 		fn(p, i, tag);
-	for (size_t i = 64 << 10; i < n - 4096 && i < limit; i += 64 << 10)
+	for (size_t i = 64 << 10; i < n - edge && i < limit; i += 64 << 10)
 		fn(p, i, tag);
 }
 
@@ -73,18 +74,18 @@ static void check_byte(unsigned char *p, size_t i, unsigned int tag)
 
 static void fill(unsigned char *p, size_t n, unsigned int tag)
 {
-	for_each_sample(p, n, n, tag, put_byte);
+	for_each_sample(p, n, n, 4096, tag, put_byte);
 }
 
 static void check(unsigned char *p, size_t n, unsigned int tag)
 {
-	for_each_sample(p, n, n, tag, check_byte);
+	for_each_sample(p, n, n, 4096, tag, check_byte);
 }
 
 /* The first `keep` bytes of what was a block of n bytes. */
 static void check_prefix(unsigned char *p, size_t n, size_t keep, unsigned int tag)
 {
-	for_each_sample(p, n, keep, tag, check_byte);
+	for_each_sample(p, n, keep, 4096, tag, check_byte);
 }
 
 /* ------------------------------------------------------------------------
@@ -101,13 +102,11 @@ static pthread_barrier_t map_barrier;
 static unsigned char *live_maps[MAP_THREADS][MAP_BLOCKS];
 static size_t live_sizes[MAP_THREADS][MAP_BLOCKS];
 
-/* Only the first and last 64 bytes and one every 256 KiB carry the tag:
- * the frees should follow each other closely, as in a program that drops
- * many buffers at once. */
+/* Few samples: the frees should follow each other closely, as in a
+ * program that drops many buffers at once. */
 static void stamp(unsigned char *p, size_t n, unsigned int tag, bool verify)
 {
-	for (size_t i = 0; i < n; i += i < 63 || i >= n - 64 ? 1 : i < 256 << 10 ? (256 << 10) - i : 256 << 10)
-		verify ? check_byte(p, i, tag) : put_byte(p, i, tag);
+	for_each_sample(p, n, n, 64, tag, verify ? check_byte : put_byte);
 }
 
 static void *map_thread(void *arg)

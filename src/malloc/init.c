@@ -140,7 +140,7 @@ static za_mm_t *create_system(void)
 {
 	char config[320];
 	uint64_t mem = usable_memory();
-	bool limited = address_space_limit();
+	bool limited = zm.address_limited;
 	const char *lists = limited ? "" : "pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=16M,"
 					   "pcp_refill_drain=1,vmstat_interval_ms=0,";
 	const char *section = limited ? "32M" : "256M";
@@ -191,6 +191,7 @@ static void fork_child(void);
 
 static bool init_front_end(void)
 {
+	zm.address_limited = address_space_limit() != 0;
 	za_mm_t *mm = create_system();
 	if (!mm) {
 		malloc_misuse("cannot create the default memory system: %s", za_last_error());

@@ -235,6 +235,7 @@ struct za_malloc {
 	bool debug;
 	bool cpu_cache;                 /* malloc_cache=cpu (cpu_cache.c) */
 	bool count_hits;                /* ZA_STATS asked for statistics (count_hit) */
+	bool address_limited;           /* ulimit -v at the start (init.c's create_system) */
 	unsigned long large_max_pages;  /* the largest run: a quarter section */
 	struct malloc_class classes[NR_CLASSES];
 	struct barn barns[NR_CLASSES];
@@ -359,8 +360,9 @@ static inline unsigned long block_pages(size_t n)
  * ends the process), and the fault reporter. */
 bool in_zero_region(const void *p);
 void *zero_alloc(size_t align);
-void zero_free(const void *p, size_t expect_size, size_t expect_align, const char *fn);
-size_t zero_usable_size(const void *p, const char *fn);       /* 0, if p is live */
+enum zero_state { ZERO_NONE, ZERO_LIVE, ZERO_FREED };
+enum zero_state zero_state(const void *p);      /* p in the region */
+void zero_mark_freed(const void *p);             /* a live one */
 void malloc_fault_handler_install(void);
 /* size_class(0): a slot past the classes whose sheaf is always empty. */
 #define ZERO_SLOT NR_CLASSES

@@ -42,7 +42,7 @@ static unsigned int aligned_class(size_t n, size_t align)
 /* ------------------------------------------------------------------------
  * What a pointer is: its allocation
  * ------------------------------------------------------------------------ */
-enum alloc_kind { A_SMALL, A_LARGE, A_MAPPED, A_BOOT, A_BAD };
+enum alloc_kind { A_SMALL, A_LARGE, A_MAPPED, A_ZERO, A_BOOT, A_BAD };
 
 struct alloc_info {
 	enum alloc_kind kind;
@@ -53,7 +53,7 @@ struct alloc_info {
 	size_t align;                   /* A_LARGE, A_MAPPED: the alignment it was asked for */
 	const char *why;                /* A_BAD */
 	const void *start;              /* A_BAD inside a block: where it starts */
-	bool freed;                     /* A_SMALL, A_BAD: the memory is free */
+	bool freed;                     /* A_SMALL, A_ZERO, A_BAD: the memory is free */
 };
 
 /* The head of the allocated or free arena block holding p, or NULL. */
@@ -142,6 +142,12 @@ static void lookup(const void *p, struct alloc_info *b)
 		}
 	} else if (in_boot_heap(p)) {
 		*b = (struct alloc_info){ .kind = A_BOOT, .size = boot_size(p) };
+	} else if (in_zero_region(p)) {
+		enum zero_state z = zero_state(p);
+		if (z == ZERO_NONE)
+			b->why = "not allocated by malloc (inside the malloc(0) region)";
+		else
+			*b = (struct alloc_info){ .kind = A_ZERO, .freed = z == ZERO_FREED };
 	} else if ((b->size = mapping_size(p, &b->requested, &b->align))) {
 		b->kind = A_MAPPED;
 	}
@@ -151,6 +157,8 @@ static const char *alloc_name(const struct alloc_info *b, char *buf, size_t len)
 {
 	if (b->kind == A_SMALL)
 		snprintf(buf, len, "malloc-%u", class_size(b->cls));
+	else if (b->kind == A_ZERO)
+		snprintf(buf, len, "a malloc(0) block");
 	else if ((b->kind == A_LARGE || b->kind == A_MAPPED) && b->align > MALLOC_ALIGN)
 		snprintf(buf, len, "%zu-byte block for %zu bytes aligned to %zu", b->size, b->requested,
 			 b->align);
@@ -159,6 +167,13 @@ static const char *alloc_name(const struct alloc_info *b, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%zu-byte block", b->size);
 	return buf;
+}
+
+/* Debug mode's blocks carry its headers; malloc(0)'s addresses are the
+ * same in both modes. */
+static bool debug_owns(const void *p)
+{
+	return zm.debug && !in_zero_region(p);
 }
 
 /* Looks p up for fn, ending the process unless it is a live allocation. */
@@ -398,6 +413,9 @@ static void free_alloc(void *p, const struct alloc_info *b)
 	case A_MAPPED:
 		mapping_free(p);
 		break;
+	case A_ZERO:
+		zero_mark_freed(p);
+		break;
 	default:
 		break;
 	}
@@ -413,6 +431,8 @@ static void free_alloc(void *p, const struct alloc_info *b)
 static bool matches(const struct alloc_info *b, size_t n, size_t align)
 {
 	struct alloc_info want;
+	if (b->kind == A_ZERO)
+		return n == 0;
 	plan(n ? n : 1, align ? align : MALLOC_ALIGN, &want);  /* malloc(0)'s stand-in is 1 byte's */
 	if (b->kind == A_SMALL || want.kind == A_SMALL)
 		return want.kind == b->kind && want.cls == b->cls;
@@ -429,13 +449,9 @@ static __attribute__((noinline)) void free_slow(void *p, size_t expect_size, siz
 	struct alloc_info b;
 	if (!p || in_boot_heap(p))
 		return;
-	if (in_zero_region(p)) {
-		zero_free(p, expect_size, expect_align, fn);
-		return;
-	}
 	if (!malloc_ready())
 		malloc_misuse("%s(%p): not allocated by zonealloc", fn, p);
-	if (zm.debug) {
+	if (debug_owns(p)) {
 		debug_free(p, expect_size, expect_align, fn);
 		return;
 	}
@@ -620,16 +636,9 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 			memcpy(q, p, n < boot_size(p) ? n : boot_size(p));
 		return q;
 	}
-	if (in_zero_region(p)) {        /* malloc(0)'s: nothing to copy; kept if no memory */
-		zero_usable_size(p, "realloc");
-		void *q = za_malloc(n);
-		if (q)
-			zero_free(p, SIZE_MAX, 0, "realloc");
-		return q;
-	}
 	if (!malloc_ready())
 		malloc_misuse("realloc(%p): not allocated by zonealloc", p);
-	if (zm.debug) {
+	if (debug_owns(p)) {
 		size_t have = debug_usable_size(p, "realloc");
 		void *q = debug_malloc(n, MALLOC_ALIGN, false);
 		if (q) {
@@ -727,11 +736,9 @@ size_t za_malloc_usable_size(void *p)
 	}
 	if (in_boot_heap(p))
 		return boot_size(p);
-	if (in_zero_region(p))
-		return zero_usable_size(p, "malloc_usable_size");
 	if (!malloc_ready())
 		malloc_misuse("malloc_usable_size(%p): not allocated by zonealloc", p);
-	if (zm.debug)
+	if (debug_owns(p))
 		return debug_usable_size(p, "malloc_usable_size");
 	lookup_live(p, &b, "malloc_usable_size");
 	return b.size;

@@ -297,16 +297,24 @@ static void *cache_alloc(size_t len, size_t requested, size_t align)
 	return q;
 }
 
-/* The cache down to its allowance (everything: to nothing); returns
- * whether it gave anything back. */
-static bool cache_give_back(bool everything)
+/* With the lock held: the cache down to keep bytes and a free slot, the
+ * lock released, what it gave back unmapped.  Returns whether it gave any.
+ * One hold with whatever the caller did first: another thread's free may
+ * be waiting for the slot. */
+static bool unlock_giving_back(size_t keep)
 {
 	struct free_range out[CACHE_RANGES];
-	za_lock(&vm.lock);
-	unsigned int n = cache_evict(everything ? 0 : cache_allowance(), out);
+	unsigned int n = cache_evict(keep, out);
 	za_unlock(&vm.lock);
 	unmap_ranges(out, n);
 	return n != 0;
+}
+
+/* Everything the cache holds back to the OS (mmap was refused). */
+static bool cache_give_back_all(void)
+{
+	za_lock(&vm.lock);
+	return unlock_giving_back(0);
 }
 
 /*
@@ -322,8 +330,7 @@ void mapping_cache_decay(bool everything)
 		vm.peak[0] = vm.bytes;
 		vm.rounds = 0;
 	}
-	za_unlock(&vm.lock);
-	cache_give_back(everything);
+	unlock_giving_back(everything ? 0 : cache_allowance());
 }
 
 /*
@@ -363,7 +370,7 @@ void *mapping_alloc(size_t size, size_t align, size_t requested)
 	 * Refused, it is tried again without the mapping cache, whose ranges
 	 * hold address space (ulimit -v) and commit charge. */
 	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED && cache_give_back(true))
+	if (p == MAP_FAILED && cache_give_back_all())
 		p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		goto nomem;
@@ -391,11 +398,9 @@ nomem:
 
 /* The mapping goes to the cache (keep), and what the cache may not keep
  * now -- beyond the allowance, or for the free slot -- goes back to the
- * OS: both in one hold of the lock, which another thread's free may be
- * waiting for. */
+ * OS. */
 static bool free_mapping(void *p, bool keep)
 {
-	struct free_range out[CACHE_RANGES];
 	struct mapping a = find_area(p, true);
 	if (!a.addr)
 		return false;
@@ -406,9 +411,7 @@ static bool free_mapping(void *p, bool keep)
 	za_lock(&vm.lock);
 	vm.frees++;
 	cache_put(a.addr, a.size);
-	unsigned int n = cache_evict(cache_allowance(), out);
-	za_unlock(&vm.lock);
-	unmap_ranges(out, n);
+	unlock_giving_back(cache_allowance());
 	purge_worker_kick();
 	return true;
 }

@@ -27,8 +27,6 @@
 #include "internal.h"
 #include "slab.h"
 
-#include <sys/resource.h>
-
 enum { PURGER_OFF, PURGER_RUNNING, PURGER_NEVER };
 
 static struct {
@@ -160,10 +158,9 @@ static void start_worker(void)
 	VM_BUG_ON(zm.mm, atomic_load(&purger.state) != PURGER_RUNNING);
 	pthread_attr_t attr;
 	pthread_t thread;
-	struct rlimit as;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+	if (zm.address_limited)
 		pthread_attr_setstacksize(&attr, LIMITED_STACK);
 	if (za_thread_start(&thread, &attr, purge_worker, zm.mm, &purger.program_mask))
 		atomic_store(&purger.state, PURGER_NEVER);

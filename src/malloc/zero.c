@@ -13,8 +13,8 @@
  * after it: handed out, and freed.  An address is handed out once (the
  * next offset only grows), so the bits say of any pointer into the region
  * whether it is a live malloc(0) block, a freed one (a double free), or
- * never was one (an interior or invented pointer), as free asks of every
- * other block.  A bitmap's page becomes resident only once 512 KiB of
+ * never was one (an interior or invented pointer): malloc.c's lookup asks,
+ * and reports misuse of them as of any other block.  A bitmap's page becomes resident only once 512 KiB of
  * addresses before it were handed out.
  *
  * The SIGSEGV handler, installed when the region is reserved (and in debug
@@ -26,7 +26,6 @@
 #include "internal.h"
 
 #include <signal.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -99,43 +98,26 @@ void *zero_alloc(size_t align)
 	return region + start;
 }
 
-/*
- * p (in the region) as a live malloc(0) block for fn, or the end of the
- * process saying what it is; with free, p is freed -- a second free of it
- * finds the bit set.  The bits of p's slot are p's alone once it was handed
- * out: only its owner frees it.
- */
-static void zero_check(const void *p, const char *fn, bool free)
+/* What p, an address in the region, is.  The bits of a slot handed out
+ * are its block's alone: only its owner frees it. */
+enum zero_state zero_state(const void *p)
 {
 	char *region = atomic_load_explicit(&zero_region, memory_order_acquire);
 	size_t off = (size_t)((const char *)p - region), slot = off / MALLOC_ALIGN;
 	struct zero_bits *bits = zero_bits(region);
 	uint64_t bit = 1ULL << (slot % 64);
 	if ((off % MALLOC_ALIGN) || !(load_relaxed(&bits->handed[slot / 64]) & bit))
-		malloc_misuse("%s(%p): not allocated by malloc (inside the malloc(0) region)", fn, p);
-	uint64_t was = free ? atomic_fetch_or_explicit(&bits->freed[slot / 64], bit,
-							memory_order_relaxed)
-			    : load_relaxed(&bits->freed[slot / 64]);
-	if ((was & bit) && !strcmp(fn, "free"))
-		malloc_misuse("double free of %p (a malloc(0) block)", p);
-	if (was & bit)
-		malloc_misuse("%s(%p): the pointer was freed (a malloc(0) block)", fn, p);
+		return ZERO_NONE;
+	return load_relaxed(&bits->freed[slot / 64]) & bit ? ZERO_FREED : ZERO_LIVE;
 }
 
-void zero_free(const void *p, size_t expect_size, size_t expect_align, const char *fn)
+void zero_mark_freed(const void *p)
 {
-	if (expect_size != SIZE_MAX && expect_size)
-		malloc_misuse("%s(%p, size %zu): the size or alignment does not match the allocation "
-			      "(a malloc(0) block)", fn, p, expect_size);
-	if (expect_align && ((uintptr_t)p & (expect_align - 1)))
-		malloc_misuse("%s(%p): not aligned to %zu as the allocation was", fn, p, expect_align);
-	zero_check(p, fn, true);
-}
-
-size_t zero_usable_size(const void *p, const char *fn)
-{
-	zero_check(p, fn, false);
-	return 0;
+	char *region = atomic_load_explicit(&zero_region, memory_order_acquire);
+	size_t slot = (size_t)((const char *)p - region) / MALLOC_ALIGN;
+	uint64_t was = atomic_fetch_or_explicit(&zero_bits(region)->freed[slot / 64],
+						1ULL << (slot % 64), memory_order_relaxed);
+	VM_BUG_ON(zm.mm, was >> (slot % 64) & 1);      /* free's lookup found it live */
 }
 
 /* ------------------------------------------------------------------------
