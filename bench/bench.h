@@ -57,6 +57,9 @@ struct bench_opts {
 	const char *predict;    /* --predict FILE: replay's second kernel trace */
 	const char *zone_policy;        /* --zone-policy pfn|model (replay) */
 	const char *events;     /* --events page,slab (replay) */
+	const char *zoneinfo;   /* --zoneinfo FILE (replay): recorded beside the trace */
+	const char *sysctl;     /* --sysctl FILE (replay): `sysctl -a` recorded beside it */
+	const char *start;      /* --start kernel|empty (replay): the lists' start */
 	long warmup;            /* --warmup N (replay); -1: its default */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */

@@ -27,10 +27,12 @@ static void usage_lines(FILE *out)
 		"               [--allocators A,B,...] [--benchmarks B,...] [--scale X]  (malloc)\n"
 		"               [--sweep KEY=V1,V2,...]\n"
 		"       zabench replay TRACE [--zone-policy pfn|model] [--events page,slab]\n"
-		"                      [--warmup N] [--predict TRACE2] [options above]\n"
+		"                      [--warmup N] [--start kernel|empty] [--predict TRACE2]\n"
+		"                      [--zoneinfo FILE] [--sysctl FILE] [options above]\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"
 		"       zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]\n"
+		"       zabench scorecard [--corpus FILE] [--json]\n"
 		"       zabench list\n");
 }
 
@@ -144,10 +146,11 @@ static int unknown_experiment(const char *name)
 {
 	const char *names[64];
 	int n = 0;
-	for (int i = 0; experiments[i] && n < 61; i++)
+	for (int i = 0; experiments[i] && n < 60; i++)
 		names[n++] = experiments[i]->name;
 	names[n++] = "report";
 	names[n++] = "record";
+	names[n++] = "scorecard";
 	names[n++] = "list";
 	return usage_hint("unknown experiment", name, nearest(name, names, n));
 }
@@ -275,6 +278,9 @@ static const struct opt_spec opt_specs[] = {
 	OPT_STR("predict", predict),
 	OPT_STR("zone-policy", zone_policy),
 	OPT_STR("events", events),
+	OPT_STR("zoneinfo", zoneinfo),
+	OPT_STR("sysctl", sysctl),
+	OPT_STR("start", start),
 	OPT("warmup", OPT_LONG, warmup, 0, 1L << 40, "bad --warmup '%s' (page allocations)"),
 	{ "help", OPT_HELP, 0, 0, 0, NULL },
 };

@@ -1,7 +1,8 @@
 /*
  * What main (zabench.c) runs besides one experiment's run: an experiment's
  * --sweep (sweep.c), which zabench report runs too; zabench report
- * (report.c); zabench record (trace/record.c).  Each returns the exit
+ * (report.c); zabench record (trace/record.c); zabench scorecard
+ * (trace/scorecard.c), which zabench report runs too.  Each returns the exit
  * status.
  */
 #ifndef ZABENCH_COMMANDS_H
@@ -24,5 +25,15 @@ int run_report(int argc, char **argv);
 
 /* zabench record [options] -- COMMAND [ARGS...], from argv[0] "record". */
 int run_record(int argc, char **argv);
+
+/* The fidelity scorecard of the corpus at corpus_path (trace/scorecard.c):
+ * its table to txt, its rows to json (either may be NULL).  0, 1 if a
+ * trace could not be replayed, 2 if the corpus file is not one. */
+int run_scorecard(const char *corpus_path, FILE *txt, FILE *json);
+/* A file zabench ships (plot.py, traces/...): the source tree's, or the
+ * installed one. */
+const char *find_bench_file(const char *name, char *path, size_t len);
+/* zabench scorecard [--corpus FILE] [--json], from argv[0] "scorecard". */
+int scorecard_command(int argc, char **argv);
 
 #endif

@@ -10,7 +10,8 @@ malloc comparison gets each allocator's time and peak RSS relative to the
 best.  A replay gets its fidelity table: each row, all orders, per 1000
 page allocations, the kernel's (from the trace) beside each variant's
 (and, with --predict, the second kernel's beside the "after" variant).  A
---sweep gets every metric and observation against the swept value.
+--sweep gets every metric and observation against the swept value.  The
+fidelity scorecard gets each trace's rows, the kernel's against zonealloc's.
 Usage: plot.py DIR
 """
 import glob
@@ -326,6 +327,37 @@ def plot_sweep(doc, path):
                  "experiment": runs[0]["experiment"]}, path)
 
 
+def plot_scorecard(doc, path):
+    """Each trace's all-orders rows: the kernel's figure against zonealloc's,
+    one panel per row, on a log scale, with the band of 25% (+5) around the
+    diagonal; tuned traces filled, held-back ones hollow."""
+    metrics = list(dict.fromkeys(r["metric"] for r in doc["rows"]))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.8), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        rows = [r for r in doc["rows"] if r["metric"] == metric]
+        top = max([r["kernel"] or 0 for r in rows] + [r["zonealloc"] or 0 for r in rows] + [10]) * 1.5
+        xs = [0.5 + top * i / 200 for i in range(201)]
+        ax.plot(xs, xs, color="#333333", linewidth=0.8)
+        ax.fill_between(xs, [max(0.5, x * 0.75 - 5) for x in xs], [x * 1.25 + 5 for x in xs],
+                        color="#55a868", alpha=0.15, label="within 25% (+5)")
+        for split, fill in (("tuned", True), ("held", False)):
+            pts = [r for r in rows if r["split"] == split]
+            ax.scatter([(r["kernel"] or 0) + 0.5 for r in pts], [(r["zonealloc"] or 0) + 0.5 for r in pts],
+                       facecolors=COLOURS[0] if fill else "none", edgecolors=COLOURS[0 if fill else 3],
+                       label=split)
+            for r in pts:
+                ax.annotate(r["trace"], ((r["kernel"] or 0) + 0.5, (r["zonealloc"] or 0) + 0.5),
+                            fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("kernel, per 1000 page allocations (+0.5)", fontsize=8)
+        ax.set_ylabel("zonealloc (+0.5)", fontsize=8)
+        ax.set_title(metric, fontsize=9)
+        ax.legend(fontsize=7)
+    finish(fig, {"title": "fidelity scorecard: the kernel's figures against zonealloc's",
+                 "experiment": "scorecard"}, path)
+
+
 def finish(fig, run, path):
     fig.suptitle(run.get("title", run["experiment"]), fontsize=10, fontweight="bold")
     fig.tight_layout(rect=(0, 0, 0.93, 0.97))
@@ -336,7 +368,9 @@ def finish(fig, run, path):
 def plot(path):
     with open(path) as f:
         run = json.load(f)
-    if "sweep" in run:
+    if run.get("kind") == "scorecard":
+        plot_scorecard(run, path)
+    elif "sweep" in run:
         plot_sweep(run, path)
     elif run["variants"] and "fidelity" in run["variants"][0]:
         plot_replay(run, path)

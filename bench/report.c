@@ -151,7 +151,7 @@ static void record_summary(const struct bench *b, struct run_record *rec)
 /* A file zabench ships (plot.py, traces/...): the source tree's, or the
  * installed one (beside zabench's bin directory, or where the build's
  * prefix put it). */
-static const char *find_bench_file(const char *name, char *path, size_t len)
+const char *find_bench_file(const char *name, char *path, size_t len)
 {
 	snprintf(path, len, "%s/%s", ZA_BENCH_DIR, name);
 	if (!access(path, R_OK))
@@ -291,6 +291,27 @@ static int run_entry(const struct experiment *e, const char *args, struct report
 	int rc = write_run(&b, ro, rec);
 	bench_finish(&b);
 	return rc;
+}
+
+/* The fidelity scorecard of the shipped corpus: kept in the report's
+ * directory (scorecard.txt, scorecard.json) and printed.  0, or -1. */
+static int write_scorecard(const struct report_opts *ro)
+{
+	char corpus[1024], line[512];
+	FILE *txt = open_in(ro->dir, "scorecard.txt", "w+"), *json = open_in(ro->dir, "scorecard.json", "w");
+	int rc = -1;
+	if (txt && json) {
+		rc = run_scorecard(find_bench_file("traces/corpus.txt", corpus, sizeof(corpus)), txt, json);
+		rewind(txt);
+		putchar('\n');
+		while (fgets(line, sizeof(line), txt))
+			fputs(line, stdout);
+	}
+	if (txt)
+		fclose(txt);
+	if (json)
+		fclose(json);
+	return rc ? -1 : 0;
 }
 
 /* Draws the plots; returns NULL or why there are none. */
@@ -577,7 +598,7 @@ int run_report(int argc, char **argv)
 	for (const char *p = ro.only; p && *p; p += strcspn(p, ","), p += *p == ',') {
 		char name[64];
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, ","), p);
-		if (!find_experiment(name))
+		if (!find_experiment(name) && strcmp(name, "scorecard"))
 			return usage_error("--only: unknown experiment '%s'", name);
 	}
 	if (!*ro.dir) {
@@ -615,6 +636,8 @@ int run_report(int argc, char **argv)
 				n++;
 		}
 	}
+	if (selected(ro.only, "scorecard") && write_scorecard(&ro))
+		failures++;
 	const char *no_plots = draw_plots(ro.dir);
 	write_report("report.md", false, recs, n, no_plots, failures, &ro);
 	write_report("report.html", true, recs, n, no_plots, failures, &ro);

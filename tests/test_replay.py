@@ -13,7 +13,7 @@ import tempfile
 
 ZABENCH, TRACES = sys.argv[1], sys.argv[2]
 ONCE = ["--iterations", "1"]
-COLD = ["--warmup", "0"]              # count from the first event
+COLD = ["--warmup", "0", "--start", "empty"]  # count from the first event, lists empty
 
 # A 1 GiB machine of 8 CPUs with one zone, Normal: batch 63 (the kernel's
 # zone_batchsize for 262144 pages), the seeds' per-CPU lists unless a test
@@ -100,6 +100,34 @@ def test_refill_on_the_cpu_that_allocated(tmp):
     assert rows(fid, "zonealloc")["pageblock_steals"] == 0
 
 
+def test_start_state(tmp):
+    """By default the lists start as the kernel's must have been: an
+    allocation no refill served came off a list that held its page, so the
+    model's list holds one too and nothing is refilled; one the kernel
+    refilled for (a batch of zone-locked events first) starts empty and
+    refills as the kernel did."""
+    served = Trace()
+    served.alloc(5, 0x1000)
+    path = served.write(os.path.join(tmp, "served.txt"))
+    doc = json.loads(replay([path, "--json", "--config", SEEDS] + ONCE).stdout)
+    fid = doc["variants"][0]["fidelity"]
+    assert rows(fid, "zonealloc") == rows(fid, "kernel"), fid
+    assert rows(fid, "zonealloc")["pcp_refill_pages"] == 0, fid
+    refilled = Trace()
+    for i in range(63):
+        refilled.add(5, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x1000 + i:x} "
+                     "order=0 migratetype=1 percpu_refill=1")
+    refilled.alloc(5, 0x1000)
+    path = refilled.write(os.path.join(tmp, "refilled.txt"))
+    doc = json.loads(replay([path, "--json", "--config", SEEDS] + ONCE).stdout)
+    fid = doc["variants"][0]["fidelity"]
+    assert rows(fid, "kernel")["pcp_refill_pages"] == 63000, fid
+    assert rows(fid, "zonealloc", cpu=5)["pcp_refill_pages"] == 63000, fid
+    out = replay([path, "--config", SEEDS] + ONCE).stdout
+    assert "the lists start with what the kernel's must have held" in out, out
+    assert "Mirror of the recorded machine:" in out, out
+
+
 def test_drain_after_frees_of_early_pages(tmp):
     """One allocation (a refill: 62 pages left on CPU 0), then 693 frees of
     pages allocated before the trace: their stand-ins come from the buddy
@@ -158,16 +186,29 @@ def test_deterministic():
         assert a["fidelity"] == b["fidelity"], "two replays differ in their fidelity"
 
 
+# What the kernel's own recordings lack, checked by hand: in the fork-heavy
+# traces a page table (GFP_KERNEL_ACCOUNT|__GFP_ZERO|__GFP_COMP, order 0) is
+# allocated again with no mm_page_free since its last allocation and no
+# lost-event marker: 6.18 freed it on a path that does not trace the free
+# (fork: lines 50391 and 50574; fork-tc: line 190806).
+KNOWN_LOST_FREES = {"fork.trace.zst": 2, "fork-tc.trace.zst": 1}
+
+
 def test_shipped_traces_replay_clean():
     for name in sorted(os.listdir(TRACES)):
         if not name.endswith(".trace.zst"):
             continue
         args = ["--events", "page,slab"] if "slab" in name else []
+        side = os.path.join(TRACES, name.replace(".trace.zst", ".zoneinfo"))
+        if os.path.exists(side):
+            args += ["--zoneinfo", side]
         doc = json.loads(replay([os.path.join(TRACES, name), "--json"] + ONCE + args).stdout)
         r = doc["variants"][0]["replay"]
         unexpected = {k: n for k, n in r.items()
                       if k not in ("events", "early_frees", "kernel_failed", "unknown_object",
                                    "live_object") and n}
+        if unexpected == {"live_pfn": KNOWN_LOST_FREES.get(name)}:
+            unexpected = {}
         assert not unexpected, (name, r)
         assert doc["variants"][0]["fidelity"]["page_allocs"] > 1000, name
 
@@ -226,10 +267,59 @@ def test_bad_input(tmp):
     assert v["replay"]["early_frees"] == 1 and v["replay"]["alloc_failed"] == 0, v["replay"]
     replay([os.path.join(tmp, "cpu.txt"), "--zone-policy", "nearest"] + ONCE, expect=2)
     replay([os.path.join(tmp, "cpu.txt"), "--events", "pages"] + ONCE, expect=2)
+    replay([os.path.join(tmp, "cpu.txt"), "--start", "warm"] + ONCE, expect=2)
+    # files recorded beside a trace that are not what they are given as
+    bad = os.path.join(tmp, "bad.zoneinfo")
+    with open(bad, "w") as f:
+        f.write("Node 0, zone   Normal\n  managed  100\nvm.swappiness = 60\n")
+    err = replay([os.path.join(tmp, "cpu.txt"), "--zoneinfo", bad] + ONCE, expect=2).stderr
+    assert "bad.zoneinfo:3: not a line of /proc/zoneinfo" in err, err
+    err = replay([os.path.join(tmp, "cpu.txt"), "--sysctl", not_trace] + ONCE, expect=2).stderr
+    assert "prose.txt:1: not a line of `sysctl -a`" in err, err
+
+
+def scorecard(args, expect):
+    p = subprocess.run([ZABENCH, "scorecard"] + args, capture_output=True, text=True, timeout=600)
+    assert p.returncode == expect, (args, p.returncode, p.stdout, p.stderr)
+    return p
+
+
+def test_scorecard(tmp):
+    """The scorecard of a corpus: each trace's rows and each prediction's,
+    the summary by split; a corpus line that is none is refused with its
+    number, a trace that cannot be replayed is named and counted failed."""
+    t = Trace()
+    for i in range(100):
+        t.alloc(i % 2, 0x1000 + i)
+    for i in range(100):
+        t.free(i % 2, 0x1000 + i)
+    t.write(os.path.join(tmp, "mine.trace.zst"))       # any name: read by its content
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("# a corpus\nmine zabench page fork - tuned --events 200\n"
+                "predict mine mine percpu_pagelist_high_fraction held\n")
+    out = scorecard(["--corpus", corpus], 0).stdout
+    assert "mine>mine" in out and out.count("pcp_refill_pages") == 2, out
+    assert "tuned 3 of 3 rows within 25% (+5), 3 within 10% (+2)" in out, out
+    assert "held  3 of 3 rows within 25% (+5), 3 within 10% (+2)" in out, out
+    doc = json.loads(scorecard(["--corpus", corpus, "--json"], 0).stdout)
+    assert doc["kind"] == "scorecard" and len(doc["rows"]) == 6, doc
+    assert {r["split"] for r in doc["rows"]} == {"tuned", "held"}, doc
+    with open(corpus, "w") as f:
+        f.write("# a corpus\nmine zabench page fork - maybe\n")
+    err = scorecard(["--corpus", corpus], 2).stderr
+    assert "corpus.txt:2: not" in err, err
+    with open(corpus, "w") as f:
+        f.write("ghost zabench page fork - held\n")
+    p = scorecard(["--corpus", corpus], 1)
+    assert "ghost.trace.zst" in p.stderr and "failed" in p.stdout, (p.stdout, p.stderr)
+    scorecard(["--corpus", os.path.join(tmp, "none.txt")], 2)
 
 
 with tempfile.TemporaryDirectory() as tmp:
     test_refill_on_the_cpu_that_allocated(tmp)
+    test_start_state(tmp)
+    test_scorecard(tmp)
     test_drain_after_frees_of_early_pages(tmp)
     test_unmovable_allocation_claims_a_pageblock(tmp)
     test_kernel_column_from_the_trace(tmp)

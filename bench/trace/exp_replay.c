@@ -9,6 +9,7 @@
  * trace beside zonealloc's for the same stream (fidelity.c).
  */
 #include "bench.h"
+#include "mirror.h"
 #include "replay.h"
 
 #include <stdlib.h>
@@ -21,115 +22,8 @@ struct replay_state {
 	struct replay_result result[MAX_VARIANTS];
 	struct fidelity predicted;      /* --predict: the second trace's kernel */
 	bool have_predicted;
+	struct mirror mirror;
 };
-
-/* ------------------------------------------------------------------------
- * The recorded machine
- * ------------------------------------------------------------------------ */
-static int header_nodes(const struct trace_header *h)
-{
-	int nodes = 0;
-	for (int z = 0; z < h->nr_zones; z++)
-		if (h->zones[z].node + 1 > nodes)
-			nodes = h->zones[z].node + 1;
-	return nodes;
-}
-
-/* "zones=DMA:15360K+DMA32:3091672K+Normal" from node 0's populated zones
- * (every node of a model has the same zones; the last takes the rest). */
-static size_t mirror_zones(const struct trace_header *h, char *out, size_t len)
-{
-	size_t n = (size_t)snprintf(out, len, ",zones=");
-	int last = -1;
-	for (int z = 0; z < h->nr_zones; z++)
-		if (h->zones[z].node == 0)
-			last = z;
-	for (int z = 0; z <= last && n < len; z++) {
-		const struct trace_zone *tz = &h->zones[z];
-		if (tz->node)
-			continue;
-		n += (size_t)snprintf(out + n, len - n, "%s%s", n > 7 ? "+" : "", tz->name);
-		if (z < last)
-			n += (size_t)snprintf(out + n, len - n, ":%lluK", (unsigned long long)tz->managed * 4);
-	}
-	return n;
-}
-
-/* The watermarks' parameters that give the header's watermarks. */
-static void mirror_watermarks(const struct trace_header *h, char *out, size_t len)
-{
-	uint64_t min = 0, big_managed = 0, big_gap = 0;
-	for (int z = 0; z < h->nr_zones; z++) {
-		min += h->zones[z].min;
-		if (h->zones[z].managed > big_managed) {
-			big_managed = h->zones[z].managed;
-			big_gap = h->zones[z].low - h->zones[z].min;
-		}
-	}
-	uint64_t wsf = big_managed ? big_gap * 10000 / big_managed : 10;
-	snprintf(out, len, ",min_free_kbytes=%llu,watermark_scale_factor=%llu",
-		 (unsigned long long)(min * 4 < 128 ? 128 : min * 4),
-		 (unsigned long long)(wsf < 1 ? 1 : wsf > 3000 ? 3000 : wsf));
-}
-
-/*
- * The release for kernel= from uname: "6.18.44-fc" -> "6.18", "2.6.32-5"
- * -> "2.6.32".  A release newer than the preset's table plays as the
- * newest it knows (said on stderr): its mechanisms are the latest ones
- * zonealloc has.  False if uname says nothing usable.
- */
-#define NEWEST_RELEASE "6.18"
-static bool mirror_release(const char *uname, char *out, size_t len)
-{
-	int major, minor, sub;
-	int n = sscanf(uname, "%d.%d.%d", &major, &minor, &sub);
-	if (n < 2)
-		return false;
-	if (major == 2 && n == 3)
-		snprintf(out, len, "2.6.%d", sub);
-	else if (major > 6 || (major == 6 && minor > 18)) {
-		fprintf(stderr, "zabench replay: kernel %d.%d is newer than zonealloc's table of "
-				"releases: its mechanisms as of %s\n", major, minor, NEWEST_RELEASE);
-		snprintf(out, len, NEWEST_RELEASE);
-	} else
-		snprintf(out, len, "%d.%d", major, minor);
-	return true;
-}
-
-/*
- * The configuration that mirrors the recorded machine: its CPUs, zones and
- * managed sizes, watermarks and the per-CPU mechanisms of its release.
- * Always: nothing runs but the replay (no kswapd, vmstat thread or lock
- * timing), page memory is reserved, not touched, until used, and nothing
- * depends on the replaying machine (llc_per_cpu: the trace does not say
- * the recorded machine's, so PCPF_FREE_HIGH_BATCH is off unless given).
- * The per-CPU lists are the kernel's (percpu=lock: no rseq fronts, whose
- * blocks the kernel does not have; the replaying thread plays CPUs).
- */
-static void mirror_config(const struct trace_header *h, char *out, size_t len)
-{
-	size_t n = (size_t)snprintf(out, len, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,"
-					      "deferred_init=1,llc_per_cpu=0,percpu=lock");
-	if (!h->present || !h->nr_zones)
-		return;
-	uint64_t managed = 0;
-	for (int z = 0; z < h->nr_zones; z++)
-		managed += h->zones[z].managed;
-	char release[32];
-	if (mirror_release(h->uname, release, sizeof(release)))
-		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",kernel=%s", release);
-	if (h->nr_cpus)
-		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",cpus=%d,nr_cpus=%d",
-				      h->nr_cpus, h->nr_cpus);
-	/* the sysctl's largest values all pin high at 4 batches: ours stops at 2^20 */
-	if (h->high_fraction_known)
-		n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",percpu_pagelist_high_fraction=%lld",
-				      (long long)(h->high_fraction < (1 << 20) ? h->high_fraction : 1 << 20));
-	n += (size_t)snprintf(out + n, n < len ? len - n : 0, ",memory=%lluK,nodes=%d",
-			      (unsigned long long)managed * 4, header_nodes(h));
-	n += mirror_zones(h, out + n, n < len ? len - n : 0);
-	mirror_watermarks(h, out + n, n < len ? len - n : 0);
-}
 
 /* ------------------------------------------------------------------------
  * Options
@@ -141,8 +35,11 @@ static bool parse_replay_opts(const struct bench_opts *o, struct replay_opts *ro
 		ro->zones = ZONE_BY_GFP;
 	else if (o->zone_policy && strcmp(o->zone_policy, "pfn"))
 		return false;
-	ro->warmup = o->warmup < 0 ? REPLAY_WARMUP_DEFAULT : (uint64_t)o->warmup;
+	ro->warmup = o->warmup < 0 ? REPLAY_WARMUP_AUTO : (uint64_t)o->warmup;
 	ro->events = REPLAY_PAGE;
+	if (o->start && strcmp(o->start, "kernel") && strcmp(o->start, "empty"))
+		return false;
+	ro->empty_start = o->start && !strcmp(o->start, "empty");
 	if (o->events) {
 		char buf[64];
 		snprintf(buf, sizeof(buf), "%s", o->events);
@@ -187,19 +84,23 @@ static void replay_declare(struct bench *b)
 	b->state = st;
 	if (!b->opts.file)
 		fail("", "no trace given (zabench replay FILE [options])");
-	struct trace_reader *tr = trace_open(b->opts.file, err, sizeof(err));
+	st->ro.zoneinfo = b->opts.zoneinfo;
+	st->ro.sysctl = b->opts.sysctl;
+	struct trace_header h;
+	struct trace_reader *tr = replay_open(b->opts.file, &st->ro, &h, err, sizeof(err));
 	if (!tr)
 		fail("", err);
-	const struct trace_header *h = trace_header(tr);
-	if (!h->present && !b->opts.config)
-		fprintf(stderr, "zabench replay: %s has no header (zabench record writes one): "
-				"give the machine with --config (cpus=N,memory=...); the gfp flags "
-				"choose the zones\n", b->opts.file);
-	if (!parse_replay_opts(&b->opts, &st->ro, h->present))
-		fail("bad --zone-policy (pfn or model) or --events (page,slab)", "");
-	mirror_config(h, b->base_config, sizeof(b->base_config));
-	st->nr_cpus = h->nr_cpus ? h->nr_cpus : (int)machine_cores();
 	trace_close(tr);
+	if (!h.present && !b->opts.config)
+		fprintf(stderr, "zabench replay: %s has no header (zabench record writes one): "
+				"give the machine with --zoneinfo FILE or --config (cpus=N,memory=...); "
+				"the gfp flags choose the zones\n", b->opts.file);
+	if (!parse_replay_opts(&b->opts, &st->ro, h.present))
+		fail("bad --zone-policy (pfn or model), --events (page,slab) or --start "
+		     "(kernel or empty)", "");
+	mirror_machine(&h, &st->mirror);
+	snprintf(b->base_config, sizeof(b->base_config), "%s", st->mirror.config);
+	st->nr_cpus = st->mirror.nr_cpus ? st->mirror.nr_cpus : (int)machine_cores();
 	for (int i = 0; i < MAX_VARIANTS; i++)
 		if (fidelity_init(&st->result[i].kernel, st->nr_cpus) ||
 		    fidelity_init(&st->result[i].model, st->nr_cpus))
@@ -261,11 +162,16 @@ static void replay_print_extra(const struct bench *b, FILE *out)
 {
 	const struct replay_state *st = b->state;
 	const struct replay_result *r0 = &st->result[0];
-	fprintf(out, "\nTrace: %s, %llu events; the first %llu (%llu page allocations) warm the "
-		     "model up, the %.3f s after them are counted; %llu frees of pages allocated "
-		     "before the trace began (replayed with stand-ins)\n", b->opts.file,
-		(unsigned long long)r0->events, (unsigned long long)r0->warmup_events,
-		(unsigned long long)st->ro.warmup, (double)r0->trace_ns * 1e-9,
+	fputc('\n', out);
+	mirror_print(&st->mirror, out);
+	fprintf(out, "Trace: %s, %llu events; the first %llu (%llu page allocations, %s) warm "
+		     "the model up, the %.3f s after them are counted; the lists start %s; %llu "
+		     "frees of pages allocated before the trace began (replayed with stand-ins)\n",
+		b->opts.file, (unsigned long long)r0->events, (unsigned long long)r0->warmup_events,
+		(unsigned long long)r0->warmup_allocs,
+		st->ro.warmup == REPLAY_WARMUP_AUTO ? "a tenth of the trace, at most 10000" : "--warmup",
+		(double)r0->trace_ns * 1e-9,
+		st->ro.empty_start ? "empty (--start empty)" : "with what the kernel's must have held",
 		(unsigned long long)r0->early_frees);
 	if (r0->lines_not_used[0])
 		fputs(r0->lines_not_used, out);

@@ -22,108 +22,12 @@
  * count the model's side.
  */
 #include "replay.h"
+#include "live_map.h"
+#include "prime.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------------
- * Live blocks and objects: trace key (pfn, or hashed object pointer) to
- * what zonealloc returned.  Open addressing with linear probing; deletion
- * shifts the rest of the cluster back, so there are no tombstones and a
- * long trace does not degrade the table.
- * ------------------------------------------------------------------------ */
-#define NO_KEY UINT64_MAX
-
-struct live {
-	uint64_t key;
-	void *addr;
-	int tag;                /* pages: the order; objects: cache index, -1 kmalloc */
-};
-
-struct live_map {
-	struct live *slot;
-	unsigned int bits;
-	size_t used;
-};
-
-static size_t live_hash(const struct live_map *m, uint64_t key)
-{
-	return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - m->bits));
-}
-
-static int map_init(struct live_map *m, unsigned int bits)
-{
-	m->bits = bits;
-	m->used = 0;
-	m->slot = malloc(sizeof(*m->slot) << bits);
-	if (!m->slot)
-		return -1;
-	for (size_t i = 0; i < (size_t)1 << bits; i++)
-		m->slot[i].key = NO_KEY;
-	return 0;
-}
-
-/* NO_KEY marks an empty slot: a trace that names it (a corrupt pfn or
- * pointer of all ones) finds nothing and can insert nothing. */
-static struct live *map_find(const struct live_map *m, uint64_t key)
-{
-	size_t mask = ((size_t)1 << m->bits) - 1;
-	if (key == NO_KEY)
-		return NULL;
-	for (size_t i = live_hash(m, key);; i = (i + 1) & mask) {
-		if (m->slot[i].key == key)
-			return &m->slot[i];
-		if (m->slot[i].key == NO_KEY)
-			return NULL;
-	}
-}
-
-static int map_grow(struct live_map *m);
-
-/* A new entry for key, which must not be present.  NULL if out of memory. */
-static struct live *map_insert(struct live_map *m, uint64_t key)
-{
-	if (key == NO_KEY || (m->used + 1 > ((size_t)1 << m->bits) / 2 && map_grow(m)))
-		return NULL;
-	size_t mask = ((size_t)1 << m->bits) - 1, i = live_hash(m, key);
-	while (m->slot[i].key != NO_KEY)
-		i = (i + 1) & mask;
-	m->slot[i].key = key;
-	m->used++;
-	return &m->slot[i];
-}
-
-static int map_grow(struct live_map *m)
-{
-	struct live_map bigger;
-	if (map_init(&bigger, m->bits + 1))
-		return -1;
-	for (size_t i = 0; i < (size_t)1 << m->bits; i++)
-		if (m->slot[i].key != NO_KEY)
-			*map_insert(&bigger, m->slot[i].key) = m->slot[i];
-	free(m->slot);
-	*m = bigger;
-	return 0;
-}
-
-/* Removes e, moving back any later entry of its cluster that the hole
- * would otherwise cut off from its home slot. */
-static void map_delete(struct live_map *m, struct live *e)
-{
-	size_t mask = ((size_t)1 << m->bits) - 1, hole = (size_t)(e - m->slot);
-	for (size_t i = (hole + 1) & mask; m->slot[i].key != NO_KEY; i = (i + 1) & mask) {
-		size_t home = live_hash(m, m->slot[i].key);
-		/* may the entry at i move to the hole?  Only if its home is not
-		 * cyclically within (hole, i] */
-		if (((i - home) & mask) >= ((i - hole) & mask)) {
-			m->slot[hole] = m->slot[i];
-			hole = i;
-		}
-	}
-	m->slot[hole].key = NO_KEY;
-	m->used--;
-}
 
 /* ------------------------------------------------------------------------
  * The replayer
@@ -450,32 +354,80 @@ static void play(struct replayer *rp, const struct trace_event *ev)
 	}
 }
 
-/*
- * The kernel's per-CPU lists were not empty when the recording began: the
- * header has each CPU's count.  A model that starts empty refills (and so
- * drains) far more than the kernel did at first, so each CPU's lists are
- * filled to those counts: stand-ins from the buddy lists, freed as that
- * CPU, with the tracepoints muted, before the first event.
- */
-static void warm_start(struct replayer *rp)
+/* The model zone and node of header zone t (t == nr_zones: pfns in no
+ * zone, where the gfp flags choose). */
+static za_gfp_t zone_gfp(const struct replayer *rp, int t, int *node)
 {
-	const struct trace_header *h = rp->h;
-	int cpus = za_nr_cpus(rp->mm) < TRACE_PCP_CPUS ? za_nr_cpus(rp->mm) : TRACE_PCP_CPUS;
+	*node = -1;
+	if (t >= rp->h->nr_zones || rp->model_zone[t] < 0)
+		return 0;
+	*node = rp->h->zones[t].node < za_nr_nodes(rp->mm) ? rp->h->zones[t].node : -1;
+	return ZA_GFP_ZONE(rp->model_zone[t]);
+}
+
+/* n blocks of the order and type from the buddy lists onto the bound CPU's
+ * list: what the kernel's list held before the first event. */
+static void fill_list(struct replayer *rp, int t, int order, int mt, int64_t n)
+{
+	static const za_gfp_t type_gfp[PRIME_MTS] = { 0, ZA_GFP_MOVABLE, ZA_GFP_RECLAIMABLE };
+	int node;
+	za_gfp_t gfp = zone_gfp(rp, t, &node) | type_gfp[mt] | ZA_GFP_BUDDY;
+	void **blocks = n > 0 ? malloc(sizeof(void *) * (size_t)n) : NULL;
+	int64_t got = 0;
+	while (blocks && got < n && (blocks[got] = za_alloc_pages_node(rp->mm, node, gfp, (unsigned int)order)))
+		got++;
+	while (got)
+		za_free_pages(rp->mm, blocks[--got], (unsigned int)order);
+	free(blocks);
+}
+
+/* The type the trace allocates least: where pages the zoneinfo counted on
+ * a CPU's lists, beyond what the trace needed of them, sat. */
+static int idle_type(const struct prime *p)
+{
+	int mt = 0;
+	for (int i = 1; i < PRIME_MTS; i++)
+		if (p->mt_allocs[i] < p->mt_allocs[mt])
+			mt = i;
+	return mt;
+}
+
+/* The pages the kernel's lists for header zone t held on the CPU when the
+ * trace began (prime.c): zoneinfo's count is of then unless the trace is
+ * an excerpt, whose zoneinfo is of the recording's start, seconds earlier. */
+static int64_t start_count(const struct replayer *rp, const struct prime *p, int cpu, int t)
+{
+	const struct trace_zone *z = t < rp->h->nr_zones ? &rp->h->zones[t] : NULL;
+	int64_t counted = z && cpu < TRACE_PCP_CPUS && !rp->h->excerpt ? z->pcp_count[cpu] : 0;
+	return prime_start_count(p, cpu, t, z ? z->high_min : 0, counted);
+}
+
+/*
+ * Each CPU's lists start as the kernel's were (prime.c): with what they
+ * must have held, and with at least the pages their count shows, the rest
+ * on the list the trace uses least.  Stand-ins from the buddy lists,
+ * freed as that CPU with the tracepoints muted.  (Their tuned high starts
+ * at high_min: the trace bounds the kernel's from below too, but a model
+ * started at those bounds drained less than the kernel on the traces it
+ * was checked against -- docs/fidelity.md.)
+ */
+static void warm_start(struct replayer *rp, const struct prime *p)
+{
+	int cpus = za_nr_cpus(rp->mm) < p->nr_cpus ? za_nr_cpus(rp->mm) : p->nr_cpus;
 	rp->muted = true;
-	for (int t = 0; t < h->nr_zones; t++) {
-		if (rp->model_zone[t] < 0)
-			continue;
-		za_gfp_t gfp = ZA_GFP_ZONE(rp->model_zone[t]) | ZA_GFP_MOVABLE | ZA_GFP_BUDDY;
-		int node = h->zones[t].node < za_nr_nodes(rp->mm) ? h->zones[t].node : -1;
-		for (int cpu = 0; cpu < cpus; cpu++) {
-			int n = h->zones[t].pcp_count[cpu], got = 0;
-			void **pages = n > 0 ? malloc(sizeof(void *) * (size_t)n) : NULL;
-			za_bind_cpu(rp->mm, rp->bound_cpu = cpu);
-			while (pages && got < n && (pages[got] = za_alloc_pages_node(rp->mm, node, gfp, 0)))
-				got++;
-			while (got)
-				za_free_pages(rp->mm, pages[--got], 0);
-			free(pages);
+	for (int cpu = 0; cpu < cpus; cpu++) {
+		za_bind_cpu(rp->mm, rp->bound_cpu = cpu);
+		for (int t = 0; t < p->nr_zones; t++) {
+			int64_t pages = 0;
+			for (int slot = 0; slot < PRIME_SLOTS; slot++) {
+				int order = prime_slot_order(slot);
+				for (int mt = 0; mt < PRIME_MTS; mt++) {
+					int64_t n = prime_need(p, cpu, t, slot, mt);
+					fill_list(rp, t, order, mt, n);
+					pages += n << order;
+				}
+			}
+			fill_list(rp, t, 0, idle_type(p), start_count(rp, p, cpu, t) - pages);
 		}
 	}
 	rp->muted = false;
@@ -508,7 +460,7 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 		rp->r->events++;
 		if (!rp->counting) {
 			rp->allocs_seen += ev.type == TEV_PAGE_ALLOC;
-			rp->counting = rp->allocs_seen > rp->o->warmup;
+			rp->counting = rp->allocs_seen > rp->r->warmup_allocs;
 			rp->r->warmup_events += !rp->counting;
 		}
 		if (rp->counting && first) {
@@ -536,34 +488,77 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 	return rc < 0 ? -1 : 0;
 }
 
-int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
-		 struct replay_result *r, char *err, size_t errlen)
+struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
+				 struct trace_header *h, char *err, size_t errlen)
 {
 	struct trace_reader *tr = trace_open(path, err, errlen);
 	if (!tr)
-		return -1;
-	struct replayer *rp = calloc(1, sizeof(*rp));
-	if (!rp || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
-		snprintf(err, errlen, "out of memory");
-		if (rp)
-			free(rp->pages.slot);
-		free(rp);
+		return NULL;
+	*h = *trace_header(tr);
+	if ((o->zoneinfo && trace_read_zoneinfo(o->zoneinfo, h, err, errlen)) ||
+	    (o->sysctl && trace_read_sysctl(o->sysctl, h, err, errlen))) {
 		trace_close(tr);
-		return -1;
+		return NULL;
 	}
-	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = trace_header(tr), .bound_cpu = -1,
-				 .counting = !o->warmup, .pages = rp->pages, .objects = rp->objects };
+	return tr;
+}
+
+/* The first pass: what the lists held, and the trace's length. */
+static int prime_trace(const char *path, const struct replay_opts *o, struct trace_header *h,
+		       int nr_cpus, struct prime *p, char *err, size_t errlen)
+{
+	struct trace_reader *tr = replay_open(path, o, h, err, errlen);
+	if (!tr)
+		return -1;
+	int rc = prime_scan(tr, h, nr_cpus, p, err, errlen);
+	trace_close(tr);
+	return rc;
+}
+
+/* Enough page allocations for the tuned highs to settle, and never more
+ * than a tenth of the trace: the lists start as the kernel's were. */
+static uint64_t auto_warmup(uint64_t page_allocs)
+{
+	uint64_t tenth = page_allocs / 10;
+	return tenth < REPLAY_WARMUP_MAX ? tenth : REPLAY_WARMUP_MAX;
+}
+
+int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
+		 struct replay_result *r, char *err, size_t errlen)
+{
+	struct replayer *rp = calloc(1, sizeof(*rp));
+	struct trace_header *h = malloc(sizeof(*h));
+	struct trace_reader *tr = NULL;
+	struct prime start = { 0 };
+	int rc = -1;
+	if (!rp || !h || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (prime_trace(path, o, h, mm ? za_nr_cpus(mm) : 1, &start, err, errlen) ||
+	    !(tr = replay_open(path, o, h, err, errlen)))
+		goto fail;
+	r->warmup_allocs = o->warmup == REPLAY_WARMUP_AUTO ? auto_warmup(start.page_allocs) : o->warmup;
+	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = h, .bound_cpu = -1,
+				 .counting = !r->warmup_allocs, .pages = rp->pages,
+				 .objects = rp->objects };
 	if (mm) {
 		map_zones(rp);
 		za_set_tracepoint(mm, model_tracepoint, rp);
-		warm_start(rp);
+		if (!o->empty_start)
+			warm_start(rp, &start);
 	}
-	int rc = replay_stream(rp, tr, err, errlen);
+	rc = replay_stream(rp, tr, err, errlen);
 	if (mm)
 		release_all(rp);
-	free(rp->pages.slot);
-	free(rp->objects.slot);
-	free(rp);
 	trace_close(tr);
+fail:
+	if (rp) {
+		free(rp->pages.slot);
+		free(rp->objects.slot);
+	}
+	free(rp);
+	free(h);
+	prime_free(&start);
 	return rc;
 }

@@ -61,10 +61,18 @@ struct replay_opts {
 	enum zone_policy zones;
 	unsigned int events;    /* REPLAY_* */
 	/* Page allocations played before either side is counted, so that the
-	 * model's lists and tuned highs reach the state the trace runs in. */
+	 * model's tuned highs reach the state the trace runs in (the lists
+	 * start as the kernel's were, prime.c); REPLAY_WARMUP_AUTO: a tenth of
+	 * the trace, at most REPLAY_WARMUP_MAX. */
 	uint64_t warmup;
+	/* Files recorded beside the trace (--zoneinfo, --sysctl), over its
+	 * header's; NULL if none. */
+	const char *zoneinfo, *sysctl;
+	bool empty_start;       /* --start empty: the lists start empty, not as
+				 * the kernel's must have been (prime.c) */
 };
-#define REPLAY_WARMUP_DEFAULT 10000
+#define REPLAY_WARMUP_AUTO UINT64_MAX
+#define REPLAY_WARMUP_MAX 10000
 
 /* Lines of the trace the replay could not follow, each kind counted with
  * the first few line numbers. */
@@ -85,6 +93,7 @@ enum replay_problem {
 struct replay_result {
 	uint64_t events;                /* trace events read */
 	uint64_t warmup_events;         /* ... of which before counting began */
+	uint64_t warmup_allocs;         /* the page allocations they hold */
 	uint64_t early_frees;           /* frees of pages allocated before the trace began */
 	uint64_t problems[NR_REPLAY_PROBLEMS];
 	uint64_t first_lines[NR_REPLAY_PROBLEMS][RP_FIRST_LINES];
@@ -92,6 +101,13 @@ struct replay_result {
 	char lines_not_used[512];       /* trace_print_skipped's line, "" if none */
 	struct fidelity kernel, model;
 };
+
+/*
+ * Opens the trace at path with its header completed by the files o names:
+ * the reader, and *h the header to use.  NULL with a message in err.
+ */
+struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
+				 struct trace_header *h, char *err, size_t errlen);
 
 /*
  * Replays the trace at path into mm (one pass, this thread acting as each

@@ -13,9 +13,11 @@
  * bytes), streamed: memory does not grow with the trace's length.
  *
  * Header lines start with "# ": "# nr_cpus N", "# uname RELEASE",
- * "# zoneinfo <a line of /proc/zoneinfo>" and, anywhere (record puts them
- * at the end), "# slabinfo <a line of /proc/slabinfo>".  Other lines that
- * start with '#' are comments.  The header is optional.
+ * "# sysctl vm.KEY VALUE", "# zoneinfo <a line of /proc/zoneinfo>" and,
+ * anywhere (record puts them at the end), "# slabinfo <a line of
+ * /proc/slabinfo>".  /proc/zoneinfo is also read as it is when a shell
+ * script puts it before the events, bare or each line behind "# ".  Other
+ * lines that start with '#' are comments.  The header is optional.
  */
 #ifndef ZABENCH_TRACE_H
 #define ZABENCH_TRACE_H
@@ -100,6 +102,7 @@ struct trace_zone {
 	int high_min, high_max;         /* pagesets (6.7+); 0 if absent */
 	int pcp_high;                   /* pagesets: cpu 0's high at recording */
 	int pcp_count[TRACE_PCP_CPUS];  /* pagesets: each CPU's pages at recording */
+	int nr_pagesets;                /* CPUs whose pageset the zoneinfo showed */
 };
 
 #define TRACE_MAX_ZONES 16
@@ -110,19 +113,32 @@ struct trace_slab {
 	uint64_t active_objs, num_objs;
 };
 
+/* The vm sysctls a mirror of the recorded machine reads. */
+enum trace_sysctl {
+	TS_HIGH_FRACTION,               /* vm.percpu_pagelist_high_fraction */
+	TS_MIN_FREE_KBYTES,             /* vm.min_free_kbytes */
+	TS_WATERMARK_SCALE_FACTOR,      /* vm.watermark_scale_factor */
+	TS_WATERMARK_BOOST_FACTOR,      /* vm.watermark_boost_factor */
+	NR_TRACE_SYSCTLS
+};
+const char *trace_sysctl_name(enum trace_sysctl s);    /* "vm.min_free_kbytes" */
+
 struct trace_header {
-	bool present;                   /* any "# nr_cpus"/"# zoneinfo" line seen */
+	bool present;                   /* any "# nr_cpus"/zoneinfo line seen */
 	int nr_cpus;                    /* 0: unknown; else "# nr_cpus", or trace-cmd's "cpus=N" */
 	char uname[128];
-	/* "# sysctl vm.percpu_pagelist_high_fraction N" (zabench record) */
-	bool high_fraction_known;
-	int64_t high_fraction;
+	/* "# sysctl vm.KEY N" lines (zabench record), or --sysctl's file */
+	bool sysctl_known[NR_TRACE_SYSCTLS];
+	int64_t sysctl[NR_TRACE_SYSCTLS];
+	bool excerpt;                   /* "# excerpt" (excerpt.py) past the recording's
+					 * first event: its zoneinfo is of earlier */
 	int nr_zones;                   /* populated zones (managed > 0) only */
 	struct trace_zone zones[TRACE_MAX_ZONES];
 	/* The "# zoneinfo" lines' parser (trace_parse_line): 1 + the index in
 	 * zones[] of the zone being read (0: none), where in it, and the
 	 * pageset's CPU. */
 	int zi_zone, zi_part, zi_cpu;
+	bool events_begun;              /* bare zoneinfo lines only come before */
 };
 
 /* Why lines were not used; counted, and printed by trace_print_skipped. */
@@ -180,6 +196,15 @@ void trace_close(struct trace_reader *r);
  * into header->zones, or -1 (no header, or a pfn outside every zone).
  */
 int trace_pfn_zone(const struct trace_header *h, uint64_t pfn);
+
+/*
+ * Reads a file the user recorded beside a trace into *h: /proc/zoneinfo
+ * (its zones, over any the trace's header had) or `sysctl -a` / `sysctl
+ * vm` output ("vm.KEY = VALUE" lines; other keys are passed over).  0, or
+ * -1 with a message naming the line that shows the file is not one.
+ */
+int trace_read_zoneinfo(const char *path, struct trace_header *h, char *err, size_t errlen);
+int trace_read_sysctl(const char *path, struct trace_header *h, char *err, size_t errlen);
 
 /*
  * Parses one line of text (no newline) into *ev.  Returns 1 for a kmem

@@ -13,7 +13,9 @@
  */
 #include "trace.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TGFP_RECLAIM (TGFP_DIRECT_RECLAIM | TGFP_KSWAPD_RECLAIM)
@@ -606,6 +608,8 @@ static void zoneinfo_value(const char *key, const char *end, struct trace_header
 	if (ZKEY("cpu:")) {
 		h->zi_part = h->zi_part == ZI_ZONE ? ZI_CPU0 : ZI_CPUS;
 		h->zi_cpu = iv;
+		if (iv < TRACE_PCP_CPUS && iv + 1 > z->nr_pagesets)
+			z->nr_pagesets = iv + 1;
 		return;
 	}
 	if (ZKEY("count:") && h->zi_part != ZI_ZONE && h->zi_cpu < TRACE_PCP_CPUS) {
@@ -651,8 +655,51 @@ static void parse_zoneinfo(const char *p, const char *end, struct trace_header *
 		zoneinfo_value(p, end, h);
 }
 
+static const char *const sysctl_names[NR_TRACE_SYSCTLS] = {
+	[TS_HIGH_FRACTION] = "vm.percpu_pagelist_high_fraction",
+	[TS_MIN_FREE_KBYTES] = "vm.min_free_kbytes",
+	[TS_WATERMARK_SCALE_FACTOR] = "vm.watermark_scale_factor",
+	[TS_WATERMARK_BOOST_FACTOR] = "vm.watermark_boost_factor",
+};
+
+const char *trace_sysctl_name(enum trace_sysctl s)
+{
+	return sysctl_names[s];
+}
+
+/* "vm.KEY VALUE" or "vm.KEY = VALUE": the sysctls the mirror reads are
+ * kept, others passed over.  False if the line has no such shape (a
+ * dotted key of letters, digits and _-/, then a value). */
+static bool parse_sysctl(const char *p, const char *end, struct trace_header *h)
+{
+	const char *key = skip_blanks(p, end), *kend = key;
+	uint64_t n;
+	while (kend < end && *kend != ' ' && *kend != '=')
+		kend++;
+	const char *val = skip_blanks(kend, end);
+	if (val < end && *val == '=')
+		val = skip_blanks(val + 1, end);
+	while (end > val && end[-1] == ' ')
+		end--;
+	if (kend == key || val == end || val == kend || !memchr(key, '.', kend - key))
+		return false;
+	for (const char *c = key; c < kend; c++)
+		if (!(*c == '.' || *c == '_' || *c == '-' || *c == '/' || digit(*c) <= 9 ||
+		      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+			return false;
+	for (int i = 0; i < NR_TRACE_SYSCTLS; i++) {
+		size_t len = strlen(sysctl_names[i]);
+		if ((size_t)(kend - key) != len || memcmp(key, sysctl_names[i], len))
+			continue;
+		if ((h->sysctl_known[i] = parse_dec(val, end, &n)))
+			h->sysctl[i] = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+	}
+	return true;
+}
+
 /* A line starting with '#': the header's, ftrace's "##### CPU n buffer
- * started ####" (what came before on that CPU was lost), or a comment. */
+ * started ####" (what came before on that CPU was lost), /proc/zoneinfo
+ * behind "# ", or a comment. */
 static int parse_hash(const char *p, const char *end, struct trace_header *h,
 		      enum trace_skip *why)
 {
@@ -663,6 +710,8 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 	}
 	if (STARTS(p, end, "# zoneinfo ")) {
 		parse_zoneinfo(p + STRLEN("# zoneinfo "), end, h);
+	} else if (STARTS(p, end, "# Node ") || (h->zi_zone && STARTS(p, end, "#  "))) {
+		parse_zoneinfo(p + 1, end, h);
 	} else if (STARTS(p, end, "# nr_cpus ")) {
 		p = skip_blanks(p + STRLEN("# nr_cpus "), end);
 		while (end > p && end[-1] == ' ')
@@ -671,12 +720,14 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 			h->nr_cpus = (int)n;
 			h->present = true;
 		}
-	} else if (STARTS(p, end, "# sysctl vm.percpu_pagelist_high_fraction ")) {
-		p = skip_blanks(p + STRLEN("# sysctl vm.percpu_pagelist_high_fraction "), end);
-		while (end > p && end[-1] == ' ')
-			end--;
-		if ((h->high_fraction_known = parse_dec(p, end, &n)))
-			h->high_fraction = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+	} else if (STARTS(p, end, "# excerpt ")) {
+		/* excerpt.py's "... from event line N: ...": past the first? */
+		const char *from = memmem(p, end - p, "from event line ", 16), *e = from;
+		while (from && e < end && *e != ':')
+			e++;
+		h->excerpt = from && !(parse_dec(from + 16, e, &n) && n == 1);
+	} else if (STARTS(p, end, "# sysctl ")) {
+		parse_sysctl(p + STRLEN("# sysctl "), end, h);
 	} else if (STARTS(p, end, "# uname ")) {
 		p = skip_blanks(p + STRLEN("# uname "), end);
 		size_t len = (size_t)(end - p) < sizeof(h->uname) ? (size_t)(end - p) : sizeof(h->uname) - 1;
@@ -684,6 +735,84 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 		h->uname[len] = '\0';
 	}
 	return 0;
+}
+
+/* ---- files recorded beside a trace ---- */
+
+typedef bool (*line_fn)(const char *line, const char *end, struct trace_header *h);
+
+/* Each line of the file through fn; the first it refuses is named. */
+static int read_lines(const char *path, const char *what, line_fn fn, struct trace_header *h,
+		      char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	uint64_t nr = 0;
+	int rc = 0;
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (!rc && (len = getline(&line, &cap, f)) >= 0) {
+		nr++;
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			len--;
+		if (!fn(line, line + len, h)) {
+			snprintf(err, errlen, "%s:%llu: not %s: \"%.60s\"", path,
+				 (unsigned long long)nr, what, line);
+			rc = -1;
+		}
+	}
+	if (!rc && ferror(f)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Lines of /proc/zoneinfo: "Node N, zone NAME", then indented ones. */
+static bool zoneinfo_line(const char *p, const char *end, struct trace_header *h)
+{
+	if (p == end)
+		return true;
+	if (STARTS(p, end, "Node "))
+		zoneinfo_node(p, end, h);
+	else if (*p != ' ' || !h->zi_zone)
+		return false;
+	else
+		zoneinfo_value(skip_blanks(p, end), end, h);
+	return h->zi_zone != 0;
+}
+
+int trace_read_zoneinfo(const char *path, struct trace_header *h, char *err, size_t errlen)
+{
+	struct trace_header read = { 0 };
+	if (read_lines(path, "a line of /proc/zoneinfo", zoneinfo_line, &read, err, errlen))
+		return -1;
+	if (!read.nr_zones) {
+		snprintf(err, errlen, "%s: no populated zone (no \"managed\" above 0): not /proc/zoneinfo",
+			 path);
+		return -1;
+	}
+	h->nr_zones = read.nr_zones;
+	memcpy(h->zones, read.zones, sizeof(h->zones));
+	h->zi_zone = 0;
+	h->present = true;
+	return 0;
+}
+
+static bool sysctl_line(const char *p, const char *end, struct trace_header *h)
+{
+	return skip_blanks(p, end) == end || parse_sysctl(p, end, h);
+}
+
+int trace_read_sysctl(const char *path, struct trace_header *h, char *err, size_t errlen)
+{
+	return read_lines(path, "a line of `sysctl -a` (KEY = VALUE)", sysctl_line, h, err, errlen);
 }
 
 int trace_parse_slabinfo(const char *line, size_t len, struct trace_slab *s)
@@ -752,8 +881,14 @@ int trace_parse_line(const char *line, size_t len, struct trace_header *h,
 	if (*p == '#')
 		return parse_hash(p, end, h, why);
 	colon = find_ts(line, end, &ns, &ts);
+	if (!colon && !h->events_begun && (STARTS(p, end, "Node ") || (h->zi_zone && p > line))) {
+		parse_zoneinfo(p, end, h);      /* /proc/zoneinfo as it is */
+		return 0;
+	}
 	if (!colon)
 		return parse_other(p, end, h, why);
+	h->zi_zone = 0;
+	h->events_begun = true;
 	event_defaults(ev);
 	ev->ts_ns = ns;
 	ev->cpu = parse_cpu(line, ts);

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-TIMESTAMP = re.compile(r" (\d+\.\d+): (\w+):")
+TIMESTAMP = re.compile(r" (\d+\.\d+):\s+(?:\d+\s+)?(?:\w+:)?(\w+):")
 
 
 def lines(path):

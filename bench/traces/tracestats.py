@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-EVENT = re.compile(r"\[(\d+)\] \S* *(\d+\.\d+): (\w+): (.*)")
+EVENT = re.compile(r"\[(\d+)\] \S* *(\d+\.\d+):\s+(?:\d+\s+)?(?:\w+:)?(\w+): (.*)")
 ORDER = re.compile(r"\border=(\d+)")
 
 

@@ -1,0 +1,238 @@
+/*
+ * The recorded machine, mirrored: CPUs, zones and their managed sizes,
+ * watermarks, the release's per-CPU mechanisms, and the per-CPU lists'
+ * high marks, each from the best source the trace offers and said so.
+ *
+ * The high marks matter most: they decide every refill and drain.  A
+ * trace made by `zabench record` carries vm.percpu_pagelist_high_fraction
+ * in a "# sysctl" line; one made by trace-cmd, perf or a shell script
+ * usually does not, but its zoneinfo shows what the sysctl did: since 6.7
+ * each pageset prints high_min and high_max, equal when the fraction pins
+ * high (the kernel's zone_highsize(): managed / fraction shared by the
+ * node's CPUs, at least 4 batches) and apart when the kernel tunes it.
+ * Before 6.7 only high is printed: the low watermark's share means the
+ * fraction was 0.
+ */
+#include "mirror.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The model's largest high fraction; the kernel's largest values all pin
+ * high at its floor, as this one does. */
+#define MAX_FRACTION (1 << 20)
+#define MIN_FRACTION 8                  /* the sysctl's smallest non-zero */
+#define NEWEST_RELEASE "6.18"
+
+static void add(struct mirror *m, const char *fmt, ...)
+{
+	size_t n = strlen(m->config);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n < sizeof(m->config))
+		vsnprintf(m->config + n, sizeof(m->config) - n, fmt, ap);
+	va_end(ap);
+}
+
+static void note(struct mirror *m, const char *fmt, ...)
+{
+	if (m->nnotes == MIRROR_NOTES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->note[m->nnotes++], sizeof(m->note[0]), fmt, ap);
+	va_end(ap);
+}
+
+static int header_nodes(const struct trace_header *h)
+{
+	int nodes = 0;
+	for (int z = 0; z < h->nr_zones; z++)
+		if (h->zones[z].node + 1 > nodes)
+			nodes = h->zones[z].node + 1;
+	return nodes;
+}
+
+/* The zone the per-CPU figures are read from: node 0's largest. */
+static const struct trace_zone *largest_zone(const struct trace_header *h)
+{
+	const struct trace_zone *big = NULL;
+	for (int z = 0; z < h->nr_zones; z++)
+		if (!h->zones[z].node && (!big || h->zones[z].managed > big->managed))
+			big = &h->zones[z];
+	return big;
+}
+
+/* "zones=DMA:15360K+DMA32:3091672K+Normal" from node 0's populated zones
+ * (every node of a model has the same zones; the last takes the rest). */
+static void mirror_zones(const struct trace_header *h, struct mirror *m)
+{
+	int last = -1;
+	bool first = true;
+	for (int z = 0; z < h->nr_zones; z++)
+		if (h->zones[z].node == 0)
+			last = z;
+	add(m, ",zones=");
+	for (int z = 0; z <= last; z++) {
+		const struct trace_zone *tz = &h->zones[z];
+		if (tz->node)
+			continue;
+		add(m, "%s%s", first ? "" : "+", tz->name);
+		first = false;
+		if (z < last)
+			add(m, ":%lluK", (unsigned long long)tz->managed * 4);
+	}
+}
+
+/* The watermarks' parameters that give the header's watermarks. */
+static void mirror_watermarks(const struct trace_header *h, struct mirror *m)
+{
+	uint64_t min = 0;
+	const struct trace_zone *big = largest_zone(h);
+	for (int z = 0; z < h->nr_zones; z++)
+		min += h->zones[z].min;
+	uint64_t wsf = big && big->managed ? (big->low - big->min) * 10000 / big->managed : 10;
+	add(m, ",min_free_kbytes=%llu,watermark_scale_factor=%llu",
+	    (unsigned long long)(min * 4 < 128 ? 128 : min * 4),
+	    (unsigned long long)(wsf < 1 ? 1 : wsf > 3000 ? 3000 : wsf));
+	note(m, "derived from zoneinfo: zones, managed pages and watermarks (min_free_kbytes=%llu)",
+	     (unsigned long long)(min * 4));
+}
+
+/*
+ * The release for kernel= from uname: "6.18.44-fc" -> "6.18", "2.6.32-5"
+ * -> "2.6.32".  A release newer than the preset's table plays as the
+ * newest it knows: its mechanisms are the latest ones zonealloc has.
+ */
+static void mirror_release(const char *uname, struct mirror *m)
+{
+	int major, minor, sub;
+	int n = sscanf(uname, "%d.%d.%d", &major, &minor, &sub);
+	if (n < 2) {
+		add(m, ",kernel=%s", NEWEST_RELEASE);
+		note(m, "assumed: kernel %s's mechanisms (no uname in the trace)", NEWEST_RELEASE);
+	} else if (major == 2 && n == 3) {
+		add(m, ",kernel=2.6.%d", sub);
+	} else if (major > 6 || (major == 6 && minor > 18)) {
+		add(m, ",kernel=%s", NEWEST_RELEASE);
+		note(m, "assumed: kernel %d.%d plays with %s's mechanisms, the newest zonealloc has",
+		     major, minor, NEWEST_RELEASE);
+	} else {
+		add(m, ",kernel=%d.%d", major, minor);
+	}
+}
+
+/* CPUs: the header's count, else the pagesets zoneinfo showed. */
+static int mirror_cpus(const struct trace_header *h, struct mirror *m)
+{
+	const struct trace_zone *big = largest_zone(h);
+	if (h->nr_cpus)
+		return h->nr_cpus;
+	if (big && big->nr_pagesets) {
+		note(m, "derived from zoneinfo: %d CPUs (its pagesets)", big->nr_pagesets);
+		return big->nr_pagesets;
+	}
+	return 0;
+}
+
+/* The kernel's zone_highsize() for a fraction. */
+static int fraction_high(const struct trace_zone *z, int cpus, long fraction)
+{
+	uint64_t high = z->managed / (uint64_t)fraction / (uint64_t)cpus;
+	return high > 4ULL * (uint64_t)z->batch ? (int)high : 4 * z->batch;
+}
+
+/* The fraction that pins high where zoneinfo shows it: at its floor, the
+ * largest; else the one next to managed / (high * cpus) that gives it
+ * exactly.  0 if none does. */
+static long fraction_for_high(const struct trace_zone *z, int cpus, int high)
+{
+	if (high <= 4 * z->batch)
+		return MAX_FRACTION;
+	long guess = (long)(z->managed / ((uint64_t)high * (uint64_t)cpus));
+	for (long f = guess - 2; f <= guess + 2; f++)
+		if (f >= MIN_FRACTION && fraction_high(z, cpus, f) == high)
+			return f;
+	return 0;
+}
+
+/*
+ * percpu_pagelist_high_fraction: the sysctl if the trace has it, else
+ * what the zoneinfo's pagesets show, else the default.
+ */
+static void mirror_high_fraction(const struct trace_header *h, int cpus, struct mirror *m)
+{
+	const struct trace_zone *z = largest_zone(h);
+	if (h->sysctl_known[TS_HIGH_FRACTION]) {
+		int64_t f = h->sysctl[TS_HIGH_FRACTION];
+		add(m, ",percpu_pagelist_high_fraction=%lld", (long long)(f < MAX_FRACTION ? f : MAX_FRACTION));
+		note(m, "derived from the sysctl: percpu_pagelist_high_fraction=%lld", (long long)f);
+		return;
+	}
+	if (!z || !z->batch || !cpus) {
+		add(m, ",percpu_pagelist_high_fraction=0");
+		note(m, "assumed: percpu_pagelist_high_fraction=0, the default (no sysctl, "
+			"no pagesets in zoneinfo)");
+		return;
+	}
+	uint64_t low_share = z->low / (uint64_t)cpus;
+	int low_high = low_share > 4ULL * (uint64_t)z->batch ? (int)low_share : 4 * z->batch;
+	bool pinned = z->high_min ? z->high_min == z->high_max : z->pcp_high != low_high;
+	int high = z->high_min ? z->high_min : z->pcp_high;
+	long f = pinned ? fraction_for_high(z, cpus, high) : 0;
+	if (!f)
+		add(m, ",percpu_pagelist_high_fraction=0");
+	if (!pinned) {
+		note(m, "derived from zoneinfo: percpu_pagelist_high_fraction=0 (%s high %s in %s)",
+		     z->high_min ? "high_min" : "cpu 0's", z->high_min ? "below high_max: tuned" :
+		     "the low watermark's share", z->name);
+	} else if (f) {
+		add(m, ",percpu_pagelist_high_fraction=%ld", f);
+		note(m, "derived from zoneinfo: percpu_pagelist_high_fraction=%ld (high pinned at "
+			"%d pages in %s%s)", f, high, z->name, f == MAX_FRACTION ? ", its floor" : "");
+	} else {
+		note(m, "assumed: percpu_pagelist_high_fraction=0: zoneinfo's high %d in %s "
+			"matches no fraction over %d CPUs", high, z->name, cpus);
+	}
+}
+
+/*
+ * Always: nothing runs but the replay (no kswapd, vmstat thread or lock
+ * timing), page memory is reserved, not touched, until used, and nothing
+ * depends on the replaying machine (llc_per_cpu: the trace does not say
+ * the recorded machine's, so PCPF_FREE_HIGH_BATCH is off unless given).
+ * The per-CPU lists are the kernel's (percpu=lock: no rseq fronts, whose
+ * blocks the kernel does not have; the replaying thread plays CPUs).
+ */
+void mirror_machine(const struct trace_header *h, struct mirror *m)
+{
+	memset(m, 0, sizeof(*m));
+	add(m, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,deferred_init=1,llc_per_cpu=0,percpu=lock");
+	if (!h->present || !h->nr_zones) {
+		note(m, "assumed: the machine of --config or the defaults (no zoneinfo in the "
+			"trace: give one with --zoneinfo FILE)");
+		return;
+	}
+	uint64_t managed = 0;
+	for (int z = 0; z < h->nr_zones; z++)
+		managed += h->zones[z].managed;
+	mirror_release(h->uname, m);
+	int cpus = m->nr_cpus = mirror_cpus(h, m);
+	if (cpus)
+		add(m, ",cpus=%d,nr_cpus=%d", cpus, cpus);
+	else
+		note(m, "assumed: this machine's CPUs (the trace says nothing of its own)");
+	mirror_high_fraction(h, cpus, m);
+	add(m, ",memory=%lluK,nodes=%d", (unsigned long long)managed * 4, header_nodes(h));
+	mirror_zones(h, m);
+	mirror_watermarks(h, m);
+}
+
+void mirror_print(const struct mirror *m, FILE *out)
+{
+	fprintf(out, "Mirror of the recorded machine:\n");
+	for (int i = 0; i < m->nnotes; i++)
+		fprintf(out, "  %s\n", m->note[i]);
+}

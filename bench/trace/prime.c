@@ -1,0 +1,241 @@
+/*
+ * What the kernel's per-CPU lists must have held when a trace began.
+ *
+ * A list's contents follow from the kernel's own events: a refill adds
+ * the blocks it takes (mm_page_alloc_zone_locked, percpu_refill=1, one
+ * event a block), an allocation of a cached order takes one unless the
+ * buddy lists served it directly (a zone-locked event of its pfn, not a
+ * refill, just before it), a free of a cached order adds one to the
+ * freeing CPU's list, and a drain takes one (mm_page_pcpu_drain).  A list
+ * never holds fewer than no blocks, so the lowest its running balance
+ * reaches below zero is what it held at the start, at least.  The trace
+ * does not say which list a free went to (the pageblock's migratetype):
+ * the block's allocation in the trace says, else movable, what most of a
+ * running system's pages are.
+ *
+ * The lists' whole count says more, through the kernel's rule for high: a
+ * free that leaves count at or above high drains, and high is never below
+ * high_min.  So a drain right after a free that could not have been
+ * free_high's shows the count had reached high_min at least.
+ */
+#include "prime.h"
+#include "live_map.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int prime_slot(int order)
+{
+	return order >= 0 && order < PRIME_SLOTS - 1 ? order : order == PRIME_THP_ORDER ? PRIME_SLOTS - 1 : -1;
+}
+
+static int64_t *cell(int64_t *a, const struct prime *p, int cpu, int zone, int slot, int mt)
+{
+	return &a[(((size_t)cpu * (size_t)p->nr_zones + (size_t)zone) * PRIME_SLOTS + (size_t)slot) *
+		  PRIME_MTS + (size_t)mt];
+}
+
+static struct prime_lists *lists_of(const struct prime *p, int cpu, int zone)
+{
+	return &p->lists[(size_t)cpu * (size_t)p->nr_zones + (size_t)zone];
+}
+
+/* One block onto (+1) or off (-1) the CPU's list; off below the lowest
+ * balance yet deepens what it must have held.  The lists of the block's
+ * zone, or NULL if the block is of no list's order or type. */
+static struct prime_lists *move(struct prime *p, const struct trace_header *h,
+				const struct trace_event *ev, int mt, int delta)
+{
+	int slot = prime_slot(ev->order), zone = trace_pfn_zone(h, ev->pfn);
+	if (slot < 0 || mt < 0 || mt >= PRIME_MTS || ev->cpu < 0 || ev->cpu >= p->nr_cpus)
+		return NULL;
+	zone = zone < 0 ? p->nr_zones - 1 : zone;
+	int64_t *net = cell(p->net, p, ev->cpu, zone, slot, mt);
+	int64_t *need = cell(p->need, p, ev->cpu, zone, slot, mt);
+	*net += delta;
+	if (-*net > *need)
+		*need = -*net;
+	struct prime_lists *l = lists_of(p, ev->cpu, zone);
+	l->net += (int64_t)delta << ev->order;
+	return l;
+}
+
+int prime_slot_order(int slot)
+{
+	return slot < PRIME_SLOTS - 1 ? slot : PRIME_THP_ORDER;
+}
+
+struct scan {
+	struct prime *p;
+	const struct trace_header *h;
+	struct live_map types;          /* pfn -> migratetype of its allocation */
+	uint64_t *direct_pfn;           /* [cpu]: the last buddy-served pfn */
+	enum trace_event_type *last;    /* [cpu]: its last page event */
+	int *last_order;                /* [cpu]: ... and that event's order */
+};
+
+static void scan_free_state(struct scan *s)
+{
+	free(s->types.slot);
+	free(s->direct_pfn);
+	free(s->last);
+	free(s->last_order);
+}
+
+static int alloc_type(const struct trace_event *ev)
+{
+	return ev->migratetype >= 0 ? ev->migratetype :
+	       ev->gfp & TGFP_MOVABLE ? 1 : ev->gfp & TGFP_RECLAIMABLE ? 2 : 0;
+}
+
+static void scan_alloc(struct scan *s, const struct trace_event *ev)
+{
+	if (ev->pfn == TRACE_NO_PFN)
+		return;
+	s->p->page_allocs++;
+	int mt = alloc_type(ev);
+	if (mt < PRIME_MTS)
+		s->p->mt_allocs[mt]++;
+	struct live *l = map_find(&s->types, ev->pfn);
+	if (l || (l = map_insert(&s->types, ev->pfn)))
+		l->tag = mt;
+	bool in_range = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
+	if (in_range && s->direct_pfn[ev->cpu] == ev->pfn)
+		s->direct_pfn[ev->cpu] = TRACE_NO_PFN;
+	else
+		move(s->p, s->h, ev, mt, -1);
+}
+
+static void scan_free(struct scan *s, const struct trace_event *ev)
+{
+	struct live *l = map_find(&s->types, ev->pfn);
+	move(s->p, s->h, ev, l ? l->tag : 1, +1);
+	if (l)
+		map_delete(&s->types, l);
+}
+
+/*
+ * Could a free of this order drain whatever high was (free_high: a CPU
+ * freeing orders 1..3 in a row)?  Since 6.16 only once its freeing streak
+ * (free_count, at most batch << 5) reaches batch + high_min / 2: never
+ * where high_min is above 62 batches, as in every zone of a few GiB.
+ */
+static bool free_high_possible(const struct trace_header *h, int zone, int order)
+{
+	int major = 0, minor = 0;
+	if (order < 1 || order > 3)
+		return false;
+	bool release = sscanf(h->uname, "%d.%d", &major, &minor) == 2;
+	if (zone < 0 || (release && major * 100 + minor < 616))
+		return true;            /* no uname: the newest release, as mirror.c */
+	const struct trace_zone *z = &h->zones[zone];
+	return z->batch + z->high_min / 2 <= z->batch << 5;
+}
+
+/* A drain's first block right after a free that could not set free_high
+ * off: the free took count to high. */
+static void scan_drain(struct scan *s, const struct trace_event *ev)
+{
+	int zone = trace_pfn_zone(s->h, ev->pfn);
+	bool after_free = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus &&
+			  s->last[ev->cpu] == TEV_PAGE_FREE &&
+			  !free_high_possible(s->h, zone, s->last_order[ev->cpu]);
+	int64_t before = 0;
+	if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
+		before = lists_of(s->p, ev->cpu, zone < 0 ? s->p->nr_zones - 1 : zone)->net;
+	struct prime_lists *lists = move(s->p, s->h, ev, ev->migratetype, -1);
+	if (!lists)
+		return;
+	if (after_free && before < lists->low_at_drain)
+		lists->low_at_drain = before;
+}
+
+static void scan_event(struct scan *s, const struct trace_event *ev)
+{
+	bool cpu_known = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
+	switch (ev->type) {
+	case TEV_PAGE_ALLOC:
+		scan_alloc(s, ev);
+		break;
+	case TEV_PAGE_FREE:
+		scan_free(s, ev);
+		break;
+	case TEV_ZONE_LOCKED:
+		if (ev->percpu_refill == 1)
+			move(s->p, s->h, ev, ev->migratetype, +1);
+		else if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
+			s->direct_pfn[ev->cpu] = ev->pfn;
+		break;
+	case TEV_PCPU_DRAIN:
+		scan_drain(s, ev);
+		break;
+	default:
+		return;
+	}
+	if (cpu_known) {
+		s->last[ev->cpu] = ev->type;
+		s->last_order[ev->cpu] = ev->order;
+	}
+}
+
+int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpus,
+	       struct prime *p, char *err, size_t errlen)
+{
+	struct scan s = { .p = p, .h = h };
+	size_t cells = (size_t)nr_cpus * (size_t)(h->nr_zones + 1) * PRIME_SLOTS * PRIME_MTS;
+	*p = (struct prime){ .nr_cpus = nr_cpus, .nr_zones = h->nr_zones + 1 };
+	size_t nr_lists = (size_t)nr_cpus * (size_t)p->nr_zones;
+	p->net = calloc(cells, sizeof(*p->net));
+	p->need = calloc(cells, sizeof(*p->need));
+	p->lists = malloc(sizeof(*p->lists) * nr_lists);
+	s.direct_pfn = malloc(sizeof(*s.direct_pfn) * (size_t)nr_cpus);
+	s.last = calloc((size_t)nr_cpus, sizeof(*s.last));
+	s.last_order = calloc((size_t)nr_cpus, sizeof(*s.last_order));
+	if (!p->net || !p->need || !p->lists || !s.direct_pfn || !s.last || !s.last_order ||
+	    map_init(&s.types, 12)) {
+		snprintf(err, errlen, "out of memory");
+		scan_free_state(&s);
+		return -1;
+	}
+	for (size_t i = 0; i < nr_lists; i++)
+		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX };
+	for (int cpu = 0; cpu < nr_cpus; cpu++)
+		s.direct_pfn[cpu] = TRACE_NO_PFN;
+	struct trace_event ev;
+	int rc;
+	while ((rc = trace_next(tr, &ev)) == 1)
+		scan_event(&s, &ev);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", trace_error(tr));
+	scan_free_state(&s);
+	return rc < 0 ? -1 : 0;
+}
+
+int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min, int64_t counted)
+{
+	int64_t pages = 0;
+	for (int slot = 0; slot < PRIME_SLOTS; slot++)
+		for (int mt = 0; mt < PRIME_MTS; mt++)
+			pages += prime_need(p, cpu, zone, slot, mt) << prime_slot_order(slot);
+	const struct prime_lists *l = lists_of(p, cpu, zone);
+	if (counted > pages)
+		pages = counted;
+	if (l->low_at_drain != INT64_MAX && high_min - l->low_at_drain > pages)
+		pages = high_min - l->low_at_drain;
+	return pages;
+}
+
+int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt)
+{
+	return *cell(p->need, p, cpu, zone, slot, mt);
+}
+
+void prime_free(struct prime *p)
+{
+	free(p->net);
+	free(p->need);
+	free(p->lists);
+	p->net = p->need = NULL;
+	p->lists = NULL;
+}

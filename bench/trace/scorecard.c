@@ -1,0 +1,345 @@
+/*
+ * zabench scorecard: the model's fidelity on a corpus of real kernels'
+ * traces (bench/traces/corpus.txt), each replayed with the default mirror
+ * and no per-trace option, every all-orders row of the fidelity table
+ * beside the kernel's with its error, and the predictions: one trace
+ * replayed under another's setting of a tunable, beside the kernel that
+ * ran with it.  The summary counts the rows within 25% of the kernel's
+ * (+5 per 1000 allocations, where both are near zero) and within 10% (+2),
+ * and the median absolute error, for the traces the model was tuned on
+ * and for those held back.
+ */
+#include "bench.h"
+#include "cli.h"
+#include "commands.h"
+#include "mirror.h"
+#include "replay.h"
+#include "table.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_ENTRIES 64
+#define NAME_LEN 64
+
+static const enum fid_row scored_rows[] = {
+	FID_PCP_REFILL_PAGES, FID_ZONE_LOCKED_ALLOCS, FID_PCP_DRAIN_PAGES,
+};
+#define NR_SCORED (sizeof(scored_rows) / sizeof(scored_rows[0]))
+
+/* A line of corpus.txt: a trace, or a prediction (from != ""). */
+struct entry {
+	char name[NAME_LEN], recorder[16], split[8];
+	char from[NAME_LEN], to[NAME_LEN], keys[256];
+	double kernel[NR_SCORED], model[NR_SCORED];
+	uint64_t page_allocs;
+	bool failed;
+};
+
+struct corpus {
+	char dir[1024];
+	int n;
+	struct entry e[MAX_ENTRIES];
+};
+
+static int corpus_error(const char *path, int line, const char *what)
+{
+	fprintf(stderr, "zabench scorecard: %s:%d: %s\n", path, line, what);
+	return -1;
+}
+
+/* "name recorder events workload sysctl split excerpt..." or
+ * "predict from to keys split". */
+static int parse_corpus_line(char *line, struct entry *e)
+{
+	char *f[8];
+	int n = 0;
+	for (char *tok = strtok(line, " \t\n"); tok && n < 8; tok = strtok(NULL, " \t\n"))
+		f[n++] = tok;
+	if (!n)
+		return 0;
+	memset(e, 0, sizeof(*e));
+	bool predict = !strcmp(f[0], "predict");
+	if (n < (predict ? 5 : 6))
+		return -1;
+	const char *split = predict ? f[4] : f[5];
+	if (strcmp(split, "tuned") && strcmp(split, "held"))
+		return -1;
+	snprintf(e->split, sizeof(e->split), "%s", split);
+	if (predict) {
+		snprintf(e->from, sizeof(e->from), "%s", f[1]);
+		snprintf(e->to, sizeof(e->to), "%s", f[2]);
+		snprintf(e->keys, sizeof(e->keys), "%s", f[3]);
+		snprintf(e->name, sizeof(e->name), "%.30s>%.30s", f[1], f[2]);
+		snprintf(e->recorder, sizeof(e->recorder), "predict");
+	} else {
+		snprintf(e->name, sizeof(e->name), "%s", f[0]);
+		snprintf(e->recorder, sizeof(e->recorder), "%s", f[1]);
+	}
+	return 1;
+}
+
+static int read_corpus(const char *path, struct corpus *c)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int nr = 0;
+	if (!f) {
+		fprintf(stderr, "zabench scorecard: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	snprintf(c->dir, sizeof(c->dir), "%s", path);
+	char *slash = strrchr(c->dir, '/');
+	snprintf(slash ? slash : c->dir, sizeof(c->dir) - (size_t)(slash ? slash - c->dir : 0), "%s",
+		 slash ? "" : ".");
+	c->n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		nr++;
+		if (line[0] == '#')
+			continue;
+		if (c->n == MAX_ENTRIES) {
+			fclose(f);
+			return corpus_error(path, nr, "more than 64 entries");
+		}
+		int rc = parse_corpus_line(line, &c->e[c->n]);
+		if (rc < 0) {
+			fclose(f);
+			return corpus_error(path, nr, "not \"NAME RECORDER EVENTS WORKLOAD SYSCTL "
+						      "tuned|held ...\" nor \"predict FROM TO KEYS tuned|held\"");
+		}
+		c->n += rc;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The trace NAME of the corpus, and the files recorded beside it. */
+static void trace_files(const struct corpus *c, const char *name, char *path, size_t len,
+			struct replay_opts *ro, char *zi, char *sc, size_t side)
+{
+	snprintf(path, len, "%.900s/%.60s.trace.zst", c->dir, name);
+	snprintf(zi, side, "%.900s/%.60s.zoneinfo", c->dir, name);
+	snprintf(sc, side, "%.900s/%.60s.sysctl", c->dir, name);
+	ro->zoneinfo = access(zi, R_OK) ? NULL : zi;
+	ro->sysctl = access(sc, R_OK) ? NULL : sc;
+}
+
+/* The mirror of trace NAME: its options and configuration. */
+static int mirror_of(const struct corpus *c, const char *name, struct replay_opts *ro, char *path,
+		     size_t len, char *zi, char *sc, struct mirror *m)
+{
+	char err[512];
+	struct trace_header *h = malloc(sizeof(*h));
+	*ro = (struct replay_opts){ .events = REPLAY_PAGE, .warmup = REPLAY_WARMUP_AUTO };
+	trace_files(c, name, path, len, ro, zi, sc, 1024);
+	struct trace_reader *tr = h ? replay_open(path, ro, h, err, sizeof(err)) : NULL;
+	if (!tr) {
+		fprintf(stderr, "zabench scorecard: %s\n", h ? err : "out of memory");
+		free(h);
+		return -1;
+	}
+	trace_close(tr);
+	ro->zones = h->present ? ZONE_BY_PFN : ZONE_BY_GFP;
+	mirror_machine(h, m);
+	free(h);
+	return 0;
+}
+
+/* Appends to config the value each of keys (comma-separated) has in
+ * other: the prediction's setting. */
+static void override_keys(char *config, size_t len, const char *other, const char *keys)
+{
+	char list[256];
+	snprintf(list, sizeof(list), "%s", keys);
+	for (char *k = strtok(list, ","); k; k = strtok(NULL, ",")) {
+		char v[128];
+		config_value(other, k, v, sizeof(v));
+		size_t n = strlen(config);
+		snprintf(config + n, len - n, ",%s=%s", k, v[0] ? v : "0");
+	}
+}
+
+static int replay_entry(const struct corpus *c, struct entry *e)
+{
+	static char path[1024], zi[1024], sc[1024], tpath[1024], tzi[1024], tsc[1024];
+	static struct mirror m, to;
+	struct replay_opts ro, tro;
+	const char *trace = e->from[0] ? e->from : e->name;
+	if (mirror_of(c, trace, &ro, path, sizeof(path), zi, sc, &m))
+		return -1;
+	if (e->from[0]) {
+		if (mirror_of(c, e->to, &tro, tpath, sizeof(tpath), tzi, tsc, &to))
+			return -1;
+		override_keys(m.config, sizeof(m.config), to.config, e->keys);
+	}
+	za_mm_t *mm = za_mm_create(m.config);
+	if (!mm) {
+		fprintf(stderr, "zabench scorecard: %s: %s\n", trace, za_last_error());
+		return -1;
+	}
+	int cpus = m.nr_cpus ? m.nr_cpus : za_nr_cpus(mm);
+	struct replay_result r = { 0 }, k = { 0 };
+	char err[512];
+	int rc = -1;
+	if (fidelity_init(&r.kernel, cpus) || fidelity_init(&r.model, cpus) ||
+	    fidelity_init(&k.kernel, cpus))
+		goto out;
+	if (replay_trace(mm, path, &ro, &r, err, sizeof(err)) ||
+	    (e->from[0] && replay_trace(NULL, tpath, &tro, &k, err, sizeof(err)))) {
+		fprintf(stderr, "zabench scorecard: %s\n", err);
+		goto out;
+	}
+	const struct fidelity *kernel = e->from[0] ? &k.kernel : &r.kernel;
+	for (size_t i = 0; i < NR_SCORED; i++) {
+		e->kernel[i] = fidelity_per_1000(kernel, scored_rows[i], -1, FID_ALL);
+		e->model[i] = fidelity_per_1000(&r.model, scored_rows[i], -1, FID_ALL);
+	}
+	e->page_allocs = kernel->page_allocs;
+	rc = 0;
+out:
+	fidelity_free(&r.kernel);
+	fidelity_free(&r.model);
+	fidelity_free(&k.kernel);
+	za_mm_destroy(mm);
+	return rc;
+}
+
+/* Within pct of the kernel's figure, or `slack` per 1000 allocations. */
+static bool within(double k, double m, double pct, double slack)
+{
+	return fabs(m - k) <= pct * k + slack;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+	return !n ? NAN : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The summary of the entries of one split ("" for all): rows within 25%
+ * and 10%, the median absolute error, and the median error relative to
+ * the kernel's figure where that is 5 per 1000 or more. */
+static void summary(const struct corpus *c, const char *split, FILE *out)
+{
+	double err[MAX_ENTRIES * NR_SCORED], rel[MAX_ENTRIES * NR_SCORED];
+	int n = 0, nrel = 0, in25 = 0, in10 = 0;
+	for (int i = 0; i < c->n; i++) {
+		const struct entry *e = &c->e[i];
+		if (e->failed || (split[0] && strcmp(e->split, split)))
+			continue;
+		for (size_t r = 0; r < NR_SCORED; r++) {
+			double k = e->kernel[r], m = e->model[r];
+			in25 += within(k, m, 0.25, 5);
+			in10 += within(k, m, 0.10, 2);
+			err[n++] = fabs(m - k);
+			if (k >= 5)
+				rel[nrel++] = fabs(m - k) * 100 / k;
+		}
+	}
+	fprintf(out, "  %-5s %d of %d rows within 25%% (+5), %d within 10%% (+2); median error %.1f per "
+		     "1000 allocations, %.1f%% of the kernel's over the %d rows of 5 or more\n",
+		split[0] ? split : "all", in25, n, in10, median(err, n), median(rel, nrel), nrel);
+}
+
+static void print_scorecard(const struct corpus *c, const char *path, FILE *out)
+{
+	struct table t;
+	table_init(&t, 8);
+	static const char *const head[] = { "trace", "split", "recorder", "row", "kernel",
+					    "zonealloc", "error", "within" };
+	for (int i = 0; i < 8; i++)
+		table_add(&t, "%s", head[i]);
+	for (int i = 0; i < c->n; i++) {
+		const struct entry *e = &c->e[i];
+		for (size_t r = 0; r < NR_SCORED; r++) {
+			double k = e->kernel[r], m = e->model[r];
+			table_add(&t, "%s", r ? "" : e->name);
+			table_add(&t, "%s", r ? "" : e->split);
+			table_add(&t, "%s", r ? "" : e->recorder);
+			table_add(&t, "%s", fid_row_metric(scored_rows[r]));
+			if (e->failed) {
+				for (int k2 = 0; k2 < 4; k2++)
+					table_add(&t, "%s", k2 ? "" : "failed");
+				continue;
+			}
+			table_add(&t, "%.1f", k);
+			table_add(&t, "%.1f", m);
+			table_add(&t, k >= 1 ? "%+.0f%%" : "%+.1f", k >= 1 ? (m - k) * 100 / k : m - k);
+			table_add(&t, "%s", within(k, m, 0.10, 2) ? "10%" : within(k, m, 0.25, 5) ? "25%" : "NO");
+		}
+	}
+	fprintf(out, "Fidelity scorecard (%s): each trace replayed with the default mirror, "
+		     "the kernel's all-orders figures per 1000 page allocations beside zonealloc's; "
+		     "error relative to the kernel's (absolute below 1)\n", path);
+	table_print(&t, out);
+	table_free(&t);
+	fprintf(out, "Summary (tuned: the model was checked against these; held: never used to "
+		     "change it):\n");
+	summary(c, "tuned", out);
+	summary(c, "held", out);
+	summary(c, "", out);
+}
+
+static void json_scorecard(const struct corpus *c, FILE *out)
+{
+	fprintf(out, "{\"kind\": \"scorecard\", \"rows\": [");
+	bool first = true;
+	for (int i = 0; i < c->n; i++) {
+		const struct entry *e = &c->e[i];
+		for (size_t r = 0; r < NR_SCORED && !e->failed; r++, first = false) {
+			fprintf(out, "%s{\"trace\": ", first ? "" : ", ");
+			json_string(out, e->name);
+			fprintf(out, ", \"split\": \"%s\", \"recorder\": ", e->split);
+			json_string(out, e->recorder);
+			fprintf(out, ", \"metric\": \"%s\", \"kernel\": ", fid_row_metric(scored_rows[r]));
+			json_number(out, e->kernel[r]);
+			fprintf(out, ", \"zonealloc\": ");
+			json_number(out, e->model[r]);
+			fprintf(out, "}");
+		}
+	}
+	fprintf(out, "]}\n");
+}
+
+int run_scorecard(const char *corpus_path, FILE *txt, FILE *json)
+{
+	static struct corpus c;
+	if (read_corpus(corpus_path, &c))
+		return 2;
+	int failures = 0;
+	for (int i = 0; i < c.n; i++) {
+		fprintf(stderr, "zabench scorecard: %s\n", c.e[i].name);
+		if ((c.e[i].failed = replay_entry(&c, &c.e[i]) != 0))
+			failures++;
+	}
+	if (txt)
+		print_scorecard(&c, corpus_path, txt);
+	if (json)
+		json_scorecard(&c, json);
+	return failures ? 1 : 0;
+}
+
+int scorecard_command(int argc, char **argv)
+{
+	char corpus[1024];
+	const char *path = find_bench_file("traces/corpus.txt", corpus, sizeof(corpus));
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--corpus") && i + 1 < argc)
+			path = argv[++i];
+		else if (!strcmp(argv[i], "--json"))
+			json = true;
+		else
+			return usage_error("unknown or incomplete scorecard option '%s'", argv[i]);
+	}
+	return run_scorecard(path, json ? NULL : stdout, json ? stdout : NULL);
+}
