@@ -129,6 +129,8 @@ struct experiment {
 	void (*release)(struct bench *b);
 	/* Optional: a table of its own after the standard ones. */
 	void (*print_extra)(const struct bench *b, FILE *out);
+	/* Lines under the header's configuration: where it came from. */
+	void (*describe_config)(const struct bench *b, FILE *out);
 	/* Optional: variants of its own that are not memory systems (the
 	 * allocators of the malloc comparison): fills b->variants, leaving
 	 * mm NULL and config a description.  Returns 0 or an exit status. */

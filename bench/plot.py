@@ -330,7 +330,7 @@ def plot_sweep(doc, path):
 def plot_scorecard(doc, path):
     """Each trace's all-orders rows: the kernel's figure against zonealloc's,
     one panel per row, on a log scale, with the band of 25% (+5) around the
-    diagonal; tuned traces filled, held-back ones hollow."""
+    diagonal; the first split's points filled, the others' hollow."""
     metrics = list(dict.fromkeys(r["metric"] for r in doc["rows"]))
     fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.8), squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
@@ -340,11 +340,12 @@ def plot_scorecard(doc, path):
         ax.plot(xs, xs, color="#333333", linewidth=0.8)
         ax.fill_between(xs, [max(0.5, x * 0.75 - 5) for x in xs], [x * 1.25 + 5 for x in xs],
                         color="#55a868", alpha=0.15, label="within 25% (+5)")
-        for split, fill in (("tuned", True), ("held", False)):
+        splits = list(dict.fromkeys(r["split"] for r in doc["rows"]))
+        for i, split in enumerate(splits):
             pts = [r for r in rows if r["split"] == split]
+            colour = COLOURS[(i * 3) % len(COLOURS)]
             ax.scatter([(r["kernel"] or 0) + 0.5 for r in pts], [(r["zonealloc"] or 0) + 0.5 for r in pts],
-                       facecolors=COLOURS[0] if fill else "none", edgecolors=COLOURS[0 if fill else 3],
-                       label=split)
+                       facecolors=colour if i == 0 else "none", edgecolors=colour, label=split)
             for r in pts:
                 ax.annotate(r["trace"], ((r["kernel"] or 0) + 0.5, (r["zonealloc"] or 0) + 0.5),
                             fontsize=6, xytext=(3, 3), textcoords="offset points")

@@ -82,6 +82,8 @@ static void print_header(const struct bench *b, FILE *out)
 	fprintf(out, "\nconfiguration: %s%s%s (za_mm_config_string in the JSON has every key)\n",
 		b->base_config[0] ? b->base_config : b->exp->config, o->config ? "," : "",
 		o->config ? o->config : "");
+	if (b->exp->describe_config)
+		b->exp->describe_config(b, out);
 	for (int i = 0; b->nvariants > 1 && i < b->nvariants; i++) {
 		fprintf(out, "%-7s ", b->variants[i].name);
 		config_difference(b, &b->variants[i], out);

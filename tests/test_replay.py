@@ -125,7 +125,7 @@ def test_start_state(tmp):
     assert rows(fid, "zonealloc", cpu=5)["pcp_refill_pages"] == 63000, fid
     out = replay([path, "--config", SEEDS] + ONCE).stdout
     assert "the lists start with what the kernel's must have held" in out, out
-    assert "Mirror of the recorded machine:" in out, out
+    assert "mirror of the recorded machine:" in out, out
 
 
 def test_drain_after_frees_of_early_pages(tmp):

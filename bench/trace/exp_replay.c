@@ -162,9 +162,7 @@ static void replay_print_extra(const struct bench *b, FILE *out)
 {
 	const struct replay_state *st = b->state;
 	const struct replay_result *r0 = &st->result[0];
-	fputc('\n', out);
-	mirror_print(&st->mirror, out);
-	fprintf(out, "Trace: %s, %llu events; the first %llu (%llu page allocations, %s) warm "
+	fprintf(out, "\nTrace: %s, %llu events; the first %llu (%llu page allocations, %s) warm "
 		     "the model up, the %.3f s after them are counted; the lists start %s; %llu "
 		     "frees of pages allocated before the trace began (replayed with stand-ins)\n",
 		b->opts.file, (unsigned long long)r0->events, (unsigned long long)r0->warmup_events,
@@ -194,6 +192,12 @@ static void replay_print_extra(const struct bench *b, FILE *out)
 	fidelity_print(cols, n, out);
 }
 
+static void replay_describe_config(const struct bench *b, FILE *out)
+{
+	const struct replay_state *st = b->state;
+	mirror_print(&st->mirror, out);
+}
+
 static void replay_json_variant(const struct bench *b, const struct variant *v, FILE *out)
 {
 	const struct replay_state *st = b->state;
@@ -208,8 +212,14 @@ static void replay_json_variant(const struct bench *b, const struct variant *v, 
 		fidelity_json(&st->predicted, &r->model, out);
 		fprintf(out, "}");
 	}
-	fprintf(out, ", \"replay\": {\"events\": %llu, \"early_frees\": %llu",
-		(unsigned long long)r->events, (unsigned long long)r->early_frees);
+	fprintf(out, ", \"mirror\": [");
+	for (int n = 0; n < st->mirror.nnotes; n++) {
+		fprintf(out, "%s", n ? ", " : "");
+		json_string(out, st->mirror.note[n]);
+	}
+	fprintf(out, "], \"replay\": {\"events\": %llu, \"early_frees\": %llu, \"warmup_allocs\": %llu",
+		(unsigned long long)r->events, (unsigned long long)r->early_frees,
+		(unsigned long long)r->warmup_allocs);
 	for (int p = 0; p < NR_REPLAY_PROBLEMS; p++)
 		fprintf(out, ", \"%s\": %llu", replay_problem_key((enum replay_problem)p),
 			(unsigned long long)r->problems[p]);
@@ -270,6 +280,7 @@ const struct experiment exp_replay = {
 	.run = replay_run,
 	.release = replay_release,
 	.print_extra = replay_print_extra,
+	.describe_config = replay_describe_config,
 	.json_variant = replay_json_variant,
 	.observations = replay_observations,
 	.report_runs = replay_report,

@@ -232,7 +232,7 @@ void mirror_machine(const struct trace_header *h, struct mirror *m)
 
 void mirror_print(const struct mirror *m, FILE *out)
 {
-	fprintf(out, "Mirror of the recorded machine:\n");
+	fprintf(out, "mirror of the recorded machine:\n");
 	for (int i = 0; i < m->nnotes; i++)
 		fprintf(out, "  %s\n", m->note[i]);
 }

@@ -24,6 +24,7 @@
 #include "trace.h"
 #include "trace_write.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -43,13 +44,6 @@
 #define READ_BUF (256 << 10)
 
 #define EVENT_NAME_MAX 64       /* "kmem:" and the longest trace_event_name */
-
-/* The sysctls the header records: they set the watermarks and the per-CPU
- * lists' high mark a replay would model. */
-static const char *const sysctls[] = {
-	"vm.percpu_pagelist_high_fraction", "vm.min_free_kbytes",
-	"vm.watermark_scale_factor", "vm.watermark_boost_factor",
-};
 
 #define USAGE "zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]"
 
@@ -275,18 +269,37 @@ static void quote_command(char **cmd, char *out, size_t len)
 	}
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every readable one-line vm.* sysctl, by name: the watermarks, the
+ * per-CPU lists' high fraction and whatever else a replay may mirror. */
 static void write_sysctls(struct trace_writer *w)
 {
-	for (size_t i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++) {
-		char path[128], val[64] = "";
-		snprintf(path, sizeof(path), "/proc/sys/%s", sysctls[i]);
-		for (char *p = path + strlen("/proc/sys/"); *p; p++)
-			*p = *p == '.' ? '/' : *p;
-		FILE *f = fopen(path, "r");
-		if (f && fgets(val, sizeof(val), f))
-			trace_writer_printf(w, "# sysctl %s %s", sysctls[i], val);
+	DIR *d = opendir("/proc/sys/vm");
+	struct dirent *e;
+	char *names[256];
+	int n = 0;
+	if (!d) {
+		trace_writer_printf(w, "# no /proc/sys/vm: %s\n", strerror(errno));
+		return;
+	}
+	while (n < 256 && (e = readdir(d)))
+		if (e->d_name[0] != '.' && (names[n] = strdup(e->d_name)))
+			n++;
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), by_name);
+	for (int i = 0; i < n; i++) {
+		char path[320], val[256] = "";
+		snprintf(path, sizeof(path), "/proc/sys/vm/%s", names[i]);
+		FILE *f = fopen(path, "r");     /* write-only ones (drop_caches) fail */
+		if (f && fgets(val, sizeof(val), f) && strchr(val, '\n'))
+			trace_writer_printf(w, "# sysctl vm.%s %s", names[i], val);
 		if (f)
 			fclose(f);
+		free(names[i]);
 	}
 }
 
@@ -315,6 +328,8 @@ static void write_header(struct trace_writer *w, const struct record_opts *o, in
 			    "page= is the pfn)" : "trace_pipe");
 	write_sysctls(w);
 	copy_prefixed(w, "/proc/zoneinfo", "# zoneinfo ");
+	copy_prefixed(w, "/proc/buddyinfo", "# buddyinfo ");
+	copy_prefixed(w, "/proc/pagetypeinfo", "# pagetypeinfo ");
 }
 
 /* ------------------------------------------------------------------------

@@ -32,7 +32,7 @@ static const enum fid_row scored_rows[] = {
 
 /* A line of corpus.txt: a trace, or a prediction (from != ""). */
 struct entry {
-	char name[NAME_LEN], recorder[16], split[8];
+	char name[NAME_LEN], recorder[16], split[16];
 	char from[NAME_LEN], to[NAME_LEN], keys[256];
 	double kernel[NR_SCORED], model[NR_SCORED];
 	uint64_t page_allocs;
@@ -41,6 +41,7 @@ struct entry {
 
 struct corpus {
 	char dir[1024];
+	char splits_said[512];          /* the corpus's "# split WORD: meaning" lines */
 	int n;
 	struct entry e[MAX_ENTRIES];
 };
@@ -66,7 +67,7 @@ static int parse_corpus_line(char *line, struct entry *e)
 	if (n < (predict ? 5 : 6))
 		return -1;
 	const char *split = predict ? f[4] : f[5];
-	if (strcmp(split, "tuned") && strcmp(split, "held"))
+	if (strlen(split) >= sizeof(e->split))
 		return -1;
 	snprintf(e->split, sizeof(e->split), "%s", split);
 	if (predict) {
@@ -96,8 +97,14 @@ static int read_corpus(const char *path, struct corpus *c)
 	snprintf(slash ? slash : c->dir, sizeof(c->dir) - (size_t)(slash ? slash - c->dir : 0), "%s",
 		 slash ? "" : ".");
 	c->n = 0;
+	c->splits_said[0] = '\0';
 	while (fgets(line, sizeof(line), f)) {
 		nr++;
+		if (!strncmp(line, "# split ", 8)) {
+			size_t n = strlen(c->splits_said);
+			snprintf(c->splits_said + n, sizeof(c->splits_said) - n, "%s%.*s", n ? "; " : "",
+				 (int)strcspn(line + 8, "\n"), line + 8);
+		}
 		if (line[0] == '#')
 			continue;
 		if (c->n == MAX_ENTRIES) {
@@ -108,7 +115,7 @@ static int read_corpus(const char *path, struct corpus *c)
 		if (rc < 0) {
 			fclose(f);
 			return corpus_error(path, nr, "not \"NAME RECORDER EVENTS WORKLOAD SYSCTL "
-						      "tuned|held ...\" nor \"predict FROM TO KEYS tuned|held\"");
+						      "SPLIT ...\" nor \"predict FROM TO KEYS SPLIT\"");
 		}
 		c->n += rc;
 	}
@@ -282,10 +289,14 @@ static void print_scorecard(const struct corpus *c, const char *path, FILE *out)
 		     "error relative to the kernel's (absolute below 1)\n", path);
 	table_print(&t, out);
 	table_free(&t);
-	fprintf(out, "Summary (tuned: the model was checked against these; held: never used to "
-		     "change it):\n");
-	summary(c, "tuned", out);
-	summary(c, "held", out);
+	fprintf(out, "Summary by split (%s):\n", c->splits_said);
+	for (int i = 0; i < c->n; i++) {
+		bool first = true;
+		for (int j = 0; j < i && first; j++)
+			first = strcmp(c->e[j].split, c->e[i].split) != 0;
+		if (first)
+			summary(c, c->e[i].split, out);
+	}
 	summary(c, "", out);
 }
 

@@ -85,6 +85,16 @@ while time.time() < end:
 s.close(); t.join()
 PY
 	;;
+xz)             # a compressor: 128 MiB of the system's libraries through xz -6
+	tar -cf - -C /usr lib 2>/dev/null | head -c 134217728 > "$dir/x.tar"
+	xz -T1 -6 -c "$dir/x.tar" > "$dir/x.tar.xz"
+	rm -f "$dir/x.tar" "$dir/x.tar.xz" ;;
+grep)           # a search through /usr/share from cold caches
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	grep -r -l -s zonealloc /usr/share >/dev/null || true ;;
+pipeline)       # a shell pipeline that runs a short program per file name
+	find /usr/bin -maxdepth 1 | head -2500 | xargs -n 1 basename | sort | uniq -c >/dev/null ;;
 udp)            # seed 000's netperf UDP_STREAM: 16 KiB datagrams over loopback, 2 s
 	python3 "$here/udp_stream.py" 16384 2 ;;
 gitslab)        # three rounds of cloning this repository and packing the clone
