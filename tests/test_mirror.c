@@ -96,10 +96,22 @@ static void test_side_files(void)
 	CHECK_EQ(h.sysctl[TS_WATERMARK_BOOST_FACTOR], 15000);
 
 	check_refused(trace_read_sysctl, "vm.min_free_kbytes = 5\nnot a sysctl line\n", "side:2: not");
-	check_refused(trace_read_sysctl, "vm.swappiness =\n", "side:1:");
+	check_refused(trace_read_sysctl, "dev.cdrom.info =\nvm.min_free_kbytes = lots\n",
+		      "side:2: not a number, for a key the replay reads");
+	check_refused(trace_read_sysctl, "vm.min_free_kbytes\n", "side:1: not a line of `sysctl -a`");
+
+	/* `sysctl -a` prints some keys with no value: passed over */
+	struct trace_header e = { 0 };
+	write_file(scratch("side", path, sizeof(path)), "dev.cdrom.info =\nvm.swappiness = 60\n", 35);
+	CHECK_EQ(trace_read_sysctl(path, &e, err, sizeof(err)), 0);
 	check_refused(trace_read_zoneinfo, "Node 0, zone Normal\n  managed 5\nhello\n", "side:3: not");
 	check_refused(trace_read_zoneinfo, "vm.min_free_kbytes = 5\n", "side:1: not");
 	check_refused(trace_read_zoneinfo, "Node 0, zone Normal\n  managed 0\n", "no populated zone");
+	char many[2048] = "";
+	for (int i = 0; i <= TRACE_MAX_ZONES; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many),
+			 "Node %d, zone Normal\n  managed 100\n", i);
+	check_refused(trace_read_zoneinfo, many, "side:33: more zones than zonealloc reads");
 	CHECK_EQ(trace_read_zoneinfo("/nonexistent/zoneinfo", &h, err, sizeof(err)), -1);
 	CHECK(strstr(err, "/nonexistent/zoneinfo: No such file"));
 
@@ -175,13 +187,44 @@ static void test_mirror_derivation(void)
 	h.sysctl[TS_HIGH_FRACTION] = 2147483647;
 	h.nr_cpus = 4;
 	mirror_machine(&h, &m);
-	CHECK(has(&m, "percpu_pagelist_high_fraction=1048576,", "from the sysctl: percpu_pagelist_high_fraction=2147483647"));
+	CHECK(has(&m, "percpu_pagelist_high_fraction=1048576,", "from the sysctl: vm.percpu_pagelist_high_fraction=2147483647"));
 	CHECK(has(&m, ",cpus=4,", NULL));
 	CHECK_EQ(m.nr_cpus, 4);
 
+	h.sysctl_known[TS_WATERMARK_SCALE_FACTOR] = true;        /* its watermarks too */
+	h.sysctl[TS_WATERMARK_SCALE_FACTOR] = 1000;
+	mirror_machine(&h, &m);
+	CHECK(has(&m, "watermark_scale_factor=1000", "from the sysctl: vm.watermark_scale_factor=1000"));
+
+	/* two nodes of 2 CPUs each: high is shared by a node's CPUs */
+	h = machine(managed, (int)(managed / 1000 / 2), (int)(managed / 1000 / 2));
+	h.nr_cpus = 4;
+	h.zones[1] = h.zones[0];
+	h.zones[1].node = 1;
+	h.nr_zones = 2;
+	mirror_machine(&h, &m);
+	CHECK(has(&m, "percpu_pagelist_high_fraction=1000,", NULL));
+	CHECK(has(&m, ",nodes=2,", NULL));
+
+	h = machine(managed, 0, 0);                             /* 5.4: high fixed, no sysctl yet */
+	h.zones[0].pcp_high = 6 * 63;
+	snprintf(h.uname, sizeof(h.uname), "5.4.0-150-generic");
+	mirror_machine(&h, &m);
+	CHECK(has(&m, "kernel=5.4,", "the release fixes high"));
+	CHECK(has(&m, "percpu_pagelist_high_fraction=0,", NULL));
+
+	/* no zoneinfo: the CPUs and the release still come from the header */
+	struct trace_header bare = { .present = true, .nr_cpus = 3 };
+	snprintf(bare.uname, sizeof(bare.uname), "6.12.1");
+	mirror_machine(&bare, &m);
+	CHECK(has(&m, ",cpus=3,", "assumed: the memory and zones of --config"));
+	CHECK(has(&m, "kernel=6.12,", NULL));
+	CHECK_EQ(m.nr_cpus, 3);
+	check_accepted(&m);
+
 	struct trace_header none = { 0 };
 	mirror_machine(&none, &m);
-	CHECK(has(&m, "percpu=lock", "assumed: the machine of --config"));
+	CHECK(has(&m, "percpu=lock", "assumed: this machine's CPUs"));
 	CHECK_EQ(m.nr_cpus, 0);
 	check_accepted(&m);
 }
@@ -199,9 +242,11 @@ static struct trace_reader *open_lines(const char *text, char *path, size_t size
 #define EV(cpu, ts, what) "  p-1 [00" #cpu "] ..... 1." ts ": " what "\n"
 
 /* CPU 0 hands out 2 movable pages, is refilled with 2 and hands out 3
- * more before a free: its list held 3 at least; a later free drains.  CPU 1's allocation the buddy lists
- * served (a zone-locked event of its pfn, not a refill) takes nothing;
- * its unmovable list gives 1 and drains 1 more of order 1 after a free. */
+ * more before a free: its list held 3 at least; a later free drains.
+ * CPU 1's allocation the buddy lists served (a zone-locked event of its
+ * pfn, not a refill) takes nothing; its unmovable list gets a stolen block
+ * (an extfrag alone) and a claimed one (a refill, then its extfrag: one
+ * block) and gives 3; it drains 1 more of order 1 than was freed. */
 static void test_prime(void)
 {
 	static const char trace[] =
@@ -216,7 +261,14 @@ static void test_prime(void)
 		EV(0, "000008", "mm_page_free: page=0x1 pfn=0x1 order=0")
 		EV(1, "000009", "mm_page_alloc_zone_locked: page=0x9 pfn=0x9 order=2 migratetype=0 percpu_refill=0")
 		EV(1, "000010", "mm_page_alloc: page=0x9 pfn=0x9 order=2 migratetype=0 gfp_flags=GFP_KERNEL")
+		EV(1, "0000101", "mm_page_alloc_extfrag: page=0xa pfn=0xa alloc_order=0 fallback_order=9 "
+		   "alloc_migratetype=0 fallback_migratetype=1 fragmenting=1 change_ownership=0")
+		EV(1, "0000102", "mm_page_alloc_zone_locked: page=0xb pfn=0xb order=0 migratetype=0 percpu_refill=1")
+		EV(1, "0000103", "mm_page_alloc_extfrag: page=0xb pfn=0xb alloc_order=0 fallback_order=9 "
+		   "alloc_migratetype=0 fallback_migratetype=1 fragmenting=1 change_ownership=1")
 		EV(1, "000011", "mm_page_alloc: page=0xa pfn=0xa order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+		EV(1, "0000111", "mm_page_alloc: page=0xb pfn=0xb order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+		EV(1, "0000112", "mm_page_alloc: page=0xc pfn=0xc order=0 migratetype=0 gfp_flags=GFP_KERNEL")
 		EV(1, "000012", "mm_page_free: page=0x20 pfn=0x20 order=1")
 		EV(1, "000013", "mm_page_pcpu_drain: page=0x20 pfn=0x20 order=1 migratetype=1")
 		EV(1, "000014", "mm_page_pcpu_drain: page=0x22 pfn=0x22 order=1 migratetype=1")
@@ -227,13 +279,13 @@ static void test_prime(void)
 	struct prime p;
 	CHECK_EQ(prime_scan(r, trace_header(r), 2, &p, err, sizeof(err)), 0);
 	int none = p.nr_zones - 1;      /* no zoneinfo: every pfn in no zone */
-	CHECK_EQ(p.page_allocs, 7);
+	CHECK_EQ(p.page_allocs, 9);
 	CHECK_EQ(p.mt_allocs[1], 5);
-	CHECK_EQ(p.mt_allocs[0], 2);
+	CHECK_EQ(p.mt_allocs[0], 4);
 	CHECK_EQ(prime_need(&p, 0, none, 0, 1), 3);
 	CHECK_EQ(prime_need(&p, 0, none, 0, 0), 0);
 	CHECK_EQ(prime_need(&p, 1, none, 2, 0), 0);     /* served by the buddy lists */
-	CHECK_EQ(prime_need(&p, 1, none, 0, 0), 1);
+	CHECK_EQ(prime_need(&p, 1, none, 0, 0), 1);     /* a steal and a claim gave 2 of 3 */
 	CHECK_EQ(prime_need(&p, 1, none, 1, 1), 1);     /* freed one, drained two */
 	/* CPU 0's order-0 free drained: its count had reached high, so
 	 * high_min at least, with 1 page fewer than it started with (3 taken,

@@ -16,6 +16,7 @@ struct live {
 	uint64_t key;
 	void *addr;
 	int tag;                /* pages: the order; objects: cache index, -1 kmalloc */
+	uint32_t gfp;           /* pages: the allocation's TGFP_* flags */
 };
 
 struct live_map {

@@ -86,19 +86,38 @@ static void mirror_zones(const struct trace_header *h, struct mirror *m)
 	}
 }
 
-/* The watermarks' parameters that give the header's watermarks. */
+/* The sysctl's value if the trace has it, else what derive() makes of
+ * the zones; noted either way. */
+static uint64_t sysctl_or(const struct trace_header *h, enum trace_sysctl key, uint64_t derived,
+			  struct mirror *m)
+{
+	if (!h->sysctl_known[key])
+		return derived;
+	note(m, "derived from the sysctl: %s=%lld", trace_sysctl_name(key), (long long)h->sysctl[key]);
+	return (uint64_t)h->sysctl[key];
+}
+
+/* The watermarks' parameters: the sysctls, else what gives the header's
+ * watermarks (min_free_kbytes is the zones' min watermarks together; the
+ * scale factor, the gap between min and low in the largest zone). */
 static void mirror_watermarks(const struct trace_header *h, struct mirror *m)
 {
 	uint64_t min = 0;
 	const struct trace_zone *big = largest_zone(h);
 	for (int z = 0; z < h->nr_zones; z++)
 		min += h->zones[z].min;
-	uint64_t wsf = big && big->managed ? (big->low - big->min) * 10000 / big->managed : 10;
+	uint64_t gap = big ? big->low - big->min : 0;
+	uint64_t wsf = big && big->managed ? (gap * 10000 + big->managed / 2) / big->managed : 10;
+	uint64_t kbytes = sysctl_or(h, TS_MIN_FREE_KBYTES, min * 4, m);
+	wsf = sysctl_or(h, TS_WATERMARK_SCALE_FACTOR, wsf, m);
 	add(m, ",min_free_kbytes=%llu,watermark_scale_factor=%llu",
-	    (unsigned long long)(min * 4 < 128 ? 128 : min * 4),
+	    (unsigned long long)(kbytes < 128 ? 128 : kbytes),
 	    (unsigned long long)(wsf < 1 ? 1 : wsf > 3000 ? 3000 : wsf));
-	note(m, "derived from zoneinfo: zones, managed pages and watermarks (min_free_kbytes=%llu)",
-	     (unsigned long long)(min * 4));
+	note(m, "derived from zoneinfo: zones, managed pages%s", h->sysctl_known[TS_MIN_FREE_KBYTES] &&
+	     h->sysctl_known[TS_WATERMARK_SCALE_FACTOR] ? "" : " and watermarks");
+	if (h->zones_dropped)
+		note(m, "assumed: the first %d zones only (%d more in zoneinfo)", TRACE_MAX_ZONES,
+		     h->zones_dropped);
 }
 
 /*
@@ -137,11 +156,17 @@ static int mirror_cpus(const struct trace_header *h, struct mirror *m)
 	return 0;
 }
 
-/* The kernel's zone_highsize() for a fraction. */
-static int fraction_high(const struct trace_zone *z, int cpus, long fraction)
+/* The kernel's zone_highsize(): pages shared by the CPUs of the zone's
+ * node, each at least 4 batches. */
+static int share_high(const struct trace_zone *z, int node_cpus, uint64_t pages)
 {
-	uint64_t high = z->managed / (uint64_t)fraction / (uint64_t)cpus;
+	uint64_t high = pages / (uint64_t)node_cpus;
 	return high > 4ULL * (uint64_t)z->batch ? (int)high : 4 * z->batch;
+}
+
+static int fraction_high(const struct trace_zone *z, int node_cpus, long fraction)
+{
+	return share_high(z, node_cpus, z->managed / (uint64_t)fraction);
 }
 
 /* The fraction that pins high where zoneinfo shows it: at its floor, the
@@ -160,41 +185,44 @@ static long fraction_for_high(const struct trace_zone *z, int cpus, int high)
 
 /*
  * percpu_pagelist_high_fraction: the sysctl if the trace has it, else
- * what the zoneinfo's pagesets show, else the default.
+ * what the zoneinfo's pagesets show (from 5.14, which made high the low
+ * watermark's share unless the sysctl pins it), else the default.  A high
+ * at its floor that the tuned range would give too says nothing.
  */
-static void mirror_high_fraction(const struct trace_header *h, int cpus, struct mirror *m)
+static void mirror_high_fraction(const struct trace_header *h, int node_cpus, struct mirror *m)
 {
 	const struct trace_zone *z = largest_zone(h);
+	int release = trace_release(h);
 	if (h->sysctl_known[TS_HIGH_FRACTION]) {
 		int64_t f = h->sysctl[TS_HIGH_FRACTION];
 		add(m, ",percpu_pagelist_high_fraction=%lld", (long long)(f < MAX_FRACTION ? f : MAX_FRACTION));
-		note(m, "derived from the sysctl: percpu_pagelist_high_fraction=%lld", (long long)f);
+		note(m, "derived from the sysctl: %s=%lld", trace_sysctl_name(TS_HIGH_FRACTION), (long long)f);
 		return;
 	}
-	if (!z || !z->batch || !cpus) {
-		add(m, ",percpu_pagelist_high_fraction=0");
-		note(m, "assumed: percpu_pagelist_high_fraction=0, the default (no sysctl, "
-			"no pagesets in zoneinfo)");
+	add(m, ",percpu_pagelist_high_fraction=");
+	if (!z || !z->batch || !node_cpus || (release && release < 5014)) {
+		add(m, "0");
+		note(m, "assumed: percpu_pagelist_high_fraction=0, the default (no sysctl%s)",
+		     release && release < 5014 ? "; the release fixes high" : ", no pagesets in zoneinfo");
 		return;
 	}
-	uint64_t low_share = z->low / (uint64_t)cpus;
-	int low_high = low_share > 4ULL * (uint64_t)z->batch ? (int)low_share : 4 * z->batch;
+	int low_high = share_high(z, node_cpus, z->low);
 	bool pinned = z->high_min ? z->high_min == z->high_max : z->pcp_high != low_high;
 	int high = z->high_min ? z->high_min : z->pcp_high;
-	long f = pinned ? fraction_for_high(z, cpus, high) : 0;
-	if (!f)
-		add(m, ",percpu_pagelist_high_fraction=0");
+	if (pinned && high == 4 * z->batch && (!z->high_min || fraction_high(z, node_cpus, 8) == high))
+		pinned = false;         /* a zone too small to tell */
+	long f = pinned ? fraction_for_high(z, node_cpus, high) : 0;
+	add(m, "%ld", f);
 	if (!pinned) {
 		note(m, "derived from zoneinfo: percpu_pagelist_high_fraction=0 (%s high %s in %s)",
 		     z->high_min ? "high_min" : "cpu 0's", z->high_min ? "below high_max: tuned" :
 		     "the low watermark's share", z->name);
 	} else if (f) {
-		add(m, ",percpu_pagelist_high_fraction=%ld", f);
 		note(m, "derived from zoneinfo: percpu_pagelist_high_fraction=%ld (high pinned at "
 			"%d pages in %s%s)", f, high, z->name, f == MAX_FRACTION ? ", its floor" : "");
 	} else {
 		note(m, "assumed: percpu_pagelist_high_fraction=0: zoneinfo's high %d in %s "
-			"matches no fraction over %d CPUs", high, z->name, cpus);
+			"matches no fraction over %d CPUs", high, z->name, node_cpus);
 	}
 }
 
@@ -210,22 +238,23 @@ void mirror_machine(const struct trace_header *h, struct mirror *m)
 {
 	memset(m, 0, sizeof(*m));
 	add(m, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,deferred_init=1,llc_per_cpu=0,percpu=lock");
-	if (!h->present || !h->nr_zones) {
-		note(m, "assumed: the machine of --config or the defaults (no zoneinfo in the "
-			"trace: give one with --zoneinfo FILE)");
-		return;
-	}
-	uint64_t managed = 0;
-	for (int z = 0; z < h->nr_zones; z++)
-		managed += h->zones[z].managed;
 	mirror_release(h->uname, m);
 	int cpus = m->nr_cpus = mirror_cpus(h, m);
 	if (cpus)
 		add(m, ",cpus=%d,nr_cpus=%d", cpus, cpus);
 	else
 		note(m, "assumed: this machine's CPUs (the trace says nothing of its own)");
-	mirror_high_fraction(h, cpus, m);
-	add(m, ",memory=%lluK,nodes=%d", (unsigned long long)managed * 4, header_nodes(h));
+	int nodes = header_nodes(h);
+	mirror_high_fraction(h, cpus / (nodes > 1 ? nodes : 1), m);
+	if (!h->nr_zones) {
+		note(m, "assumed: the memory and zones of --config or the defaults (no zoneinfo in "
+			"the trace: give one with --zoneinfo FILE)");
+		return;
+	}
+	uint64_t managed = 0;
+	for (int z = 0; z < h->nr_zones; z++)
+		managed += h->zones[z].managed;
+	add(m, ",memory=%lluK,nodes=%d", (unsigned long long)managed * 4, nodes);
 	mirror_zones(h, m);
 	mirror_watermarks(h, m);
 }

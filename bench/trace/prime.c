@@ -11,7 +11,11 @@
  * reaches below zero is what it held at the start, at least.  The trace
  * does not say which list a free went to (the pageblock's migratetype):
  * the block's allocation in the trace says, else movable, what most of a
- * running system's pages are.
+ * running system's pages are.  Since 6.15 a refill that steals a block
+ * from another type's pageblock traces only mm_page_alloc_extfrag (one
+ * that claims the pageblock, a zone-locked event of the block first): such
+ * an extfrag adds a block too.  A drain_all_pages() drains other CPUs'
+ * lists on the CPU that calls it; its events are taken as that CPU's.
  *
  * The lists' whole count says more, through the kernel's rule for high: a
  * free that leaves count at or above high drains, and high is never below
@@ -48,7 +52,8 @@ static struct prime_lists *move(struct prime *p, const struct trace_header *h,
 				const struct trace_event *ev, int mt, int delta)
 {
 	int slot = prime_slot(ev->order), zone = trace_pfn_zone(h, ev->pfn);
-	if (slot < 0 || mt < 0 || mt >= PRIME_MTS || ev->cpu < 0 || ev->cpu >= p->nr_cpus)
+	mt = mt >= PRIME_MTS ? 1 : mt;  /* highatomic and CMA blocks: the movable list */
+	if (slot < 0 || mt < 0 || ev->cpu < 0 || ev->cpu >= p->nr_cpus)
 		return NULL;
 	zone = zone < 0 ? p->nr_zones - 1 : zone;
 	int64_t *net = cell(p->net, p, ev->cpu, zone, slot, mt);
@@ -72,7 +77,8 @@ struct scan {
 	struct live_map types;          /* pfn -> migratetype of its allocation */
 	uint64_t *direct_pfn;           /* [cpu]: the last buddy-served pfn */
 	enum trace_event_type *last;    /* [cpu]: its last page event */
-	int *last_order;                /* [cpu]: ... and that event's order */
+	int *last_order, *last_zone;    /* [cpu]: ... and that event's order and zone */
+	uint64_t *last_pfn;             /* [cpu]: ... and pfn */
 };
 
 static void scan_free_state(struct scan *s)
@@ -81,12 +87,8 @@ static void scan_free_state(struct scan *s)
 	free(s->direct_pfn);
 	free(s->last);
 	free(s->last_order);
-}
-
-static int alloc_type(const struct trace_event *ev)
-{
-	return ev->migratetype >= 0 ? ev->migratetype :
-	       ev->gfp & TGFP_MOVABLE ? 1 : ev->gfp & TGFP_RECLAIMABLE ? 2 : 0;
+	free(s->last_zone);
+	free(s->last_pfn);
 }
 
 static void scan_alloc(struct scan *s, const struct trace_event *ev)
@@ -94,17 +96,17 @@ static void scan_alloc(struct scan *s, const struct trace_event *ev)
 	if (ev->pfn == TRACE_NO_PFN)
 		return;
 	s->p->page_allocs++;
-	int mt = alloc_type(ev);
+	int mt = trace_alloc_migratetype(ev);
 	if (mt < PRIME_MTS)
 		s->p->mt_allocs[mt]++;
 	struct live *l = map_find(&s->types, ev->pfn);
 	if (l || (l = map_insert(&s->types, ev->pfn)))
 		l->tag = mt;
 	bool in_range = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
-	if (in_range && s->direct_pfn[ev->cpu] == ev->pfn)
-		s->direct_pfn[ev->cpu] = TRACE_NO_PFN;
-	else
+	if (!in_range || s->direct_pfn[ev->cpu] != ev->pfn)
 		move(s->p, s->h, ev, mt, -1);
+	if (in_range)           /* a zone-locked event serves the allocation right after it */
+		s->direct_pfn[ev->cpu] = TRACE_NO_PFN;
 }
 
 static void scan_free(struct scan *s, const struct trace_event *ev)
@@ -118,37 +120,50 @@ static void scan_free(struct scan *s, const struct trace_event *ev)
 /*
  * Could a free of this order drain whatever high was (free_high: a CPU
  * freeing orders 1..3 in a row)?  Since 6.16 only once its freeing streak
- * (free_count, at most batch << 5) reaches batch + high_min / 2: never
- * where high_min is above 62 batches, as in every zone of a few GiB.
+ * reaches batch + high_min / 2, and the streak (free_count) stops growing
+ * at batch << CONFIG_PCP_BATCH_SCALE_MAX (5, the default), which one
+ * order-3 free may pass by 7: never where high_min is above about 62
+ * batches, as in every zone of a few GiB.  A trace without a release is of
+ * the newest, as mirror.c takes it.
  */
 static bool free_high_possible(const struct trace_header *h, int zone, int order)
 {
-	int major = 0, minor = 0;
+	int release = trace_release(h);
 	if (order < 1 || order > 3)
 		return false;
-	bool release = sscanf(h->uname, "%d.%d", &major, &minor) == 2;
-	if (zone < 0 || (release && major * 100 + minor < 616))
-		return true;            /* no uname: the newest release, as mirror.c */
+	if (zone < 0 || (release && release < 6016))
+		return true;
 	const struct trace_zone *z = &h->zones[zone];
-	return z->batch + z->high_min / 2 <= z->batch << 5;
+	return z->batch + z->high_min / 2 <= (z->batch << 5) + 7;
 }
 
-/* A drain's first block right after a free that could not set free_high
- * off: the free took count to high. */
+/*
+ * A drain's first block right after a free to the same zone's lists that
+ * could not set free_high off: that free took count to high.  (Drains
+ * while reclaim is active start lower, at 4 batches: the bound takes the
+ * trace to have run with memory to spare, as every trace of the corpus.)
+ */
 static void scan_drain(struct scan *s, const struct trace_event *ev)
 {
 	int zone = trace_pfn_zone(s->h, ev->pfn);
-	bool after_free = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus &&
-			  s->last[ev->cpu] == TEV_PAGE_FREE &&
-			  !free_high_possible(s->h, zone, s->last_order[ev->cpu]);
-	int64_t before = 0;
-	if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
-		before = lists_of(s->p, ev->cpu, zone < 0 ? s->p->nr_zones - 1 : zone)->net;
+	int cpu = ev->cpu;
+	bool cpu_known = cpu >= 0 && cpu < s->p->nr_cpus;
+	bool after_free = cpu_known && s->last[cpu] == TEV_PAGE_FREE && s->last_zone[cpu] == zone &&
+			  prime_slot(s->last_order[cpu]) >= 0 &&
+			  !free_high_possible(s->h, zone, s->last_order[cpu]);
+	int64_t before = cpu_known ? lists_of(s->p, cpu, zone < 0 ? s->p->nr_zones - 1 : zone)->net : 0;
 	struct prime_lists *lists = move(s->p, s->h, ev, ev->migratetype, -1);
-	if (!lists)
-		return;
-	if (after_free && before < lists->low_at_drain)
+	if (lists && after_free && before < lists->low_at_drain)
 		lists->low_at_drain = before;
+}
+
+/* A block stolen for the lists: no zone-locked event of it came first. */
+static void scan_steal(struct scan *s, const struct trace_event *ev)
+{
+	bool claimed = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus &&
+		       s->last[ev->cpu] == TEV_ZONE_LOCKED && s->last_pfn[ev->cpu] == ev->pfn;
+	if (!claimed)
+		move(s->p, s->h, ev, ev->migratetype, +1);
 }
 
 static void scan_event(struct scan *s, const struct trace_event *ev)
@@ -170,12 +185,18 @@ static void scan_event(struct scan *s, const struct trace_event *ev)
 	case TEV_PCPU_DRAIN:
 		scan_drain(s, ev);
 		break;
+	case TEV_EXTFRAG:
+		if (trace_release(s->h) >= 6015 || !trace_release(s->h))
+			scan_steal(s, ev);
+		break;
 	default:
 		return;
 	}
 	if (cpu_known) {
 		s->last[ev->cpu] = ev->type;
 		s->last_order[ev->cpu] = ev->order;
+		s->last_zone[ev->cpu] = trace_pfn_zone(s->h, ev->pfn);
+		s->last_pfn[ev->cpu] = ev->pfn;
 	}
 }
 
@@ -192,8 +213,10 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 	s.direct_pfn = malloc(sizeof(*s.direct_pfn) * (size_t)nr_cpus);
 	s.last = calloc((size_t)nr_cpus, sizeof(*s.last));
 	s.last_order = calloc((size_t)nr_cpus, sizeof(*s.last_order));
+	s.last_zone = calloc((size_t)nr_cpus, sizeof(*s.last_zone));
+	s.last_pfn = calloc((size_t)nr_cpus, sizeof(*s.last_pfn));
 	if (!p->net || !p->need || !p->lists || !s.direct_pfn || !s.last || !s.last_order ||
-	    map_init(&s.types, 12)) {
+	    !s.last_zone || !s.last_pfn || map_init(&s.types, 12)) {
 		snprintf(err, errlen, "out of memory");
 		scan_free_state(&s);
 		return -1;
@@ -212,12 +235,18 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 	return rc < 0 ? -1 : 0;
 }
 
-int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min, int64_t counted)
+int64_t prime_need_pages(const struct prime *p, int cpu, int zone)
 {
 	int64_t pages = 0;
 	for (int slot = 0; slot < PRIME_SLOTS; slot++)
 		for (int mt = 0; mt < PRIME_MTS; mt++)
 			pages += prime_need(p, cpu, zone, slot, mt) << prime_slot_order(slot);
+	return pages;
+}
+
+int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min, int64_t counted)
+{
+	int64_t pages = prime_need_pages(p, cpu, zone);
 	const struct prime_lists *l = lists_of(p, cpu, zone);
 	if (counted > pages)
 		pages = counted;

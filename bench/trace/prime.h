@@ -44,6 +44,8 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 /* Blocks of the slot's order and type that the CPU's list for that zone
  * must have held at the start (zone == nr_zones - 1: pfns in no zone). */
 int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt);
+/* prime_need's blocks of every order and type, in pages. */
+int64_t prime_need_pages(const struct prime *p, int cpu, int zone);
 /*
  * The pages the CPU's lists for the zone held at the start: what they must
  * have held (prime_need's, in pages), at least `counted` (zoneinfo's count

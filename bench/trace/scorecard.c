@@ -39,9 +39,13 @@ struct entry {
 	bool failed;
 };
 
+#define MAX_SPLITS 8
+
 struct corpus {
 	char dir[1024];
 	char splits_said[512];          /* the corpus's "# split WORD: meaning" lines */
+	int nsplits;
+	char split[MAX_SPLITS][16];     /* ... their words, each entry's split one of them */
 	int n;
 	struct entry e[MAX_ENTRIES];
 };
@@ -52,9 +56,30 @@ static int corpus_error(const char *path, int line, const char *what)
 	return -1;
 }
 
+static bool split_declared(const struct corpus *c, const char *split)
+{
+	for (int i = 0; i < c->nsplits; i++)
+		if (!strcmp(c->split[i], split))
+			return true;
+	return false;
+}
+
+/* "# split WORD: what it means": 0, or -1 if it is not one. */
+static int declare_split(struct corpus *c, const char *line)
+{
+	size_t word = strcspn(line, ": \t\n");
+	if (!word || line[word] != ':' || word >= sizeof(c->split[0]) || c->nsplits == MAX_SPLITS)
+		return -1;
+	snprintf(c->split[c->nsplits++], sizeof(c->split[0]), "%.*s", (int)word, line);
+	size_t n = strlen(c->splits_said);
+	snprintf(c->splits_said + n, sizeof(c->splits_said) - n, "%s%.*s", n ? "; " : "",
+		 (int)strcspn(line, "\n"), line);
+	return 0;
+}
+
 /* "name recorder events workload sysctl split excerpt..." or
- * "predict from to keys split". */
-static int parse_corpus_line(char *line, struct entry *e)
+ * "predict from to keys split", the split one the corpus declared. */
+static int parse_corpus_line(const struct corpus *c, char *line, struct entry *e)
 {
 	char *f[8];
 	int n = 0;
@@ -67,7 +92,7 @@ static int parse_corpus_line(char *line, struct entry *e)
 	if (n < (predict ? 5 : 6))
 		return -1;
 	const char *split = predict ? f[4] : f[5];
-	if (strlen(split) >= sizeof(e->split))
+	if (!split_declared(c, split))
 		return -1;
 	snprintf(e->split, sizeof(e->split), "%s", split);
 	if (predict) {
@@ -98,12 +123,13 @@ static int read_corpus(const char *path, struct corpus *c)
 		 slash ? "" : ".");
 	c->n = 0;
 	c->splits_said[0] = '\0';
+	c->nsplits = 0;
 	while (fgets(line, sizeof(line), f)) {
 		nr++;
-		if (!strncmp(line, "# split ", 8)) {
-			size_t n = strlen(c->splits_said);
-			snprintf(c->splits_said + n, sizeof(c->splits_said) - n, "%s%.*s", n ? "; " : "",
-				 (int)strcspn(line + 8, "\n"), line + 8);
+		if (!strncmp(line, "# split ", 8) && declare_split(c, line + 8)) {
+			fclose(f);
+			return corpus_error(path, nr, "not \"# split WORD: what it means\" (at most 8 "
+						      "splits of 15 characters)");
 		}
 		if (line[0] == '#')
 			continue;
@@ -111,11 +137,12 @@ static int read_corpus(const char *path, struct corpus *c)
 			fclose(f);
 			return corpus_error(path, nr, "more than 64 entries");
 		}
-		int rc = parse_corpus_line(line, &c->e[c->n]);
+		int rc = parse_corpus_line(c, line, &c->e[c->n]);
 		if (rc < 0) {
 			fclose(f);
 			return corpus_error(path, nr, "not \"NAME RECORDER EVENTS WORKLOAD SYSCTL "
-						      "SPLIT ...\" nor \"predict FROM TO KEYS SPLIT\"");
+						      "SPLIT ...\" nor \"predict FROM TO KEYS SPLIT\", SPLIT "
+						      "declared by a \"# split SPLIT: ...\" line above");
 		}
 		c->n += rc;
 	}
@@ -309,7 +336,9 @@ static void json_scorecard(const struct corpus *c, FILE *out)
 		for (size_t r = 0; r < NR_SCORED && !e->failed; r++, first = false) {
 			fprintf(out, "%s{\"trace\": ", first ? "" : ", ");
 			json_string(out, e->name);
-			fprintf(out, ", \"split\": \"%s\", \"recorder\": ", e->split);
+			fprintf(out, ", \"split\": ");
+			json_string(out, e->split);
+			fprintf(out, ", \"recorder\": ");
 			json_string(out, e->recorder);
 			fprintf(out, ", \"metric\": \"%s\", \"kernel\": ", fid_row_metric(scored_rows[r]));
 			json_number(out, e->kernel[r]);

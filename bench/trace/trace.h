@@ -102,7 +102,7 @@ struct trace_zone {
 	int high_min, high_max;         /* pagesets (6.7+); 0 if absent */
 	int pcp_high;                   /* pagesets: cpu 0's high at recording */
 	int pcp_count[TRACE_PCP_CPUS];  /* pagesets: each CPU's pages at recording */
-	int nr_pagesets;                /* CPUs whose pageset the zoneinfo showed */
+	int nr_pagesets;                /* 1 + the highest CPU whose pageset it showed */
 };
 
 #define TRACE_MAX_ZONES 16
@@ -133,6 +133,7 @@ struct trace_header {
 	bool excerpt;                   /* "# excerpt" (excerpt.py) past the recording's
 					 * first event: its zoneinfo is of earlier */
 	int nr_zones;                   /* populated zones (managed > 0) only */
+	int zones_dropped;              /* zones beyond TRACE_MAX_ZONES, not kept */
 	struct trace_zone zones[TRACE_MAX_ZONES];
 	/* The "# zoneinfo" lines' parser (trace_parse_line): 1 + the index in
 	 * zones[] of the zone being read (0: none), where in it, and the
@@ -190,6 +191,13 @@ uint64_t trace_events(const struct trace_reader *r);
 int trace_slabs(const struct trace_reader *r, const struct trace_slab **slabs);
 
 void trace_close(struct trace_reader *r);
+
+/* The release a header's uname names, as major * 1000 + minor
+ * ("6.18.44-fc" -> 6018), or 0 if it names none. */
+int trace_release(const struct trace_header *h);
+/* The migratetype an allocation event asked for: its field, or what its
+ * gfp flags say (movable, reclaimable, else unmovable). */
+int trace_alloc_migratetype(const struct trace_event *ev);
 
 /*
  * The zone a pfn lies in, by the header's start_pfn and spanned: an index

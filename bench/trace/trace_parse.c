@@ -574,9 +574,12 @@ static void zoneinfo_node(const char *p, const char *end, struct trace_header *h
 	uint64_t node;
 	const char *comma = memchr(p, ',', end - p);
 	h->zi_zone = 0;
-	if (!comma || !parse_dec(skip_blanks(p + 4, comma), comma, &node) || node > INT_MAX ||
-	    h->nr_zones >= TRACE_MAX_ZONES)
+	if (!comma || !parse_dec(skip_blanks(p + 4, comma), comma, &node) || node > INT_MAX)
 		return;
+	if (h->nr_zones >= TRACE_MAX_ZONES) {
+		h->zones_dropped++;
+		return;
+	}
 	const char *name = skip_blanks(comma + 1, end);
 	if (!STARTS(name, end, "zone "))
 		return;
@@ -608,7 +611,7 @@ static void zoneinfo_value(const char *key, const char *end, struct trace_header
 	if (ZKEY("cpu:")) {
 		h->zi_part = h->zi_part == ZI_ZONE ? ZI_CPU0 : ZI_CPUS;
 		h->zi_cpu = iv;
-		if (iv < TRACE_PCP_CPUS && iv + 1 > z->nr_pagesets)
+		if (iv < INT_MAX && iv + 1 > z->nr_pagesets)
 			z->nr_pagesets = iv + 1;
 		return;
 	}
@@ -667,34 +670,48 @@ const char *trace_sysctl_name(enum trace_sysctl s)
 	return sysctl_names[s];
 }
 
-/* "vm.KEY VALUE" or "vm.KEY = VALUE": the sysctls the mirror reads are
- * kept, others passed over.  False if the line has no such shape (a
- * dotted key of letters, digits and _-/, then a value). */
-static bool parse_sysctl(const char *p, const char *end, struct trace_header *h)
+/* What a "KEY VALUE" or "KEY = VALUE" line is. */
+enum sysctl_line { SYSCTL_OTHER, SYSCTL_READ, SYSCTL_BAD_VALUE, SYSCTL_NOT_ONE };
+
+/* A dotted key of letters, digits and _-/. */
+static bool sysctl_key(const char *key, const char *kend)
+{
+	if (kend == key || !memchr(key, '.', kend - key))
+		return false;
+	for (const char *c = key; c < kend; c++)
+		if (!(*c == '.' || *c == '_' || *c == '-' || *c == '/' || digit(*c) <= 9 ||
+		      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+			return false;
+	return true;
+}
+
+/* The sysctls the mirror reads are kept; others, whatever their value
+ * (`sysctl -a` prints some empty), passed over. */
+static enum sysctl_line parse_sysctl(const char *p, const char *end, struct trace_header *h)
 {
 	const char *key = skip_blanks(p, end), *kend = key;
 	uint64_t n;
 	while (kend < end && *kend != ' ' && *kend != '=')
 		kend++;
 	const char *val = skip_blanks(kend, end);
-	if (val < end && *val == '=')
+	bool equals = val < end && *val == '=';
+	if (equals)
 		val = skip_blanks(val + 1, end);
 	while (end > val && end[-1] == ' ')
 		end--;
-	if (kend == key || val == end || val == kend || !memchr(key, '.', kend - key))
-		return false;
-	for (const char *c = key; c < kend; c++)
-		if (!(*c == '.' || *c == '_' || *c == '-' || *c == '/' || digit(*c) <= 9 ||
-		      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
-			return false;
+	if (!sysctl_key(key, kend) || (val == end && !equals))
+		return SYSCTL_NOT_ONE;
 	for (int i = 0; i < NR_TRACE_SYSCTLS; i++) {
 		size_t len = strlen(sysctl_names[i]);
 		if ((size_t)(kend - key) != len || memcmp(key, sysctl_names[i], len))
 			continue;
-		if ((h->sysctl_known[i] = parse_dec(val, end, &n)))
-			h->sysctl[i] = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+		if (!parse_dec(val, end, &n))
+			return SYSCTL_BAD_VALUE;
+		h->sysctl_known[i] = true;
+		h->sysctl[i] = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+		return SYSCTL_READ;
 	}
-	return true;
+	return SYSCTL_OTHER;
 }
 
 /* A line starting with '#': the header's, ftrace's "##### CPU n buffer
@@ -739,11 +756,11 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 
 /* ---- files recorded beside a trace ---- */
 
-typedef bool (*line_fn)(const char *line, const char *end, struct trace_header *h);
+/* NULL for a line of the file, or why it is not one. */
+typedef const char *(*line_fn)(const char *line, const char *end, struct trace_header *h);
 
 /* Each line of the file through fn; the first it refuses is named. */
-static int read_lines(const char *path, const char *what, line_fn fn, struct trace_header *h,
-		      char *err, size_t errlen)
+static int read_lines(const char *path, line_fn fn, struct trace_header *h, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
@@ -755,18 +772,20 @@ static int read_lines(const char *path, const char *what, line_fn fn, struct tra
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
+	errno = 0;
 	while (!rc && (len = getline(&line, &cap, f)) >= 0) {
 		nr++;
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			len--;
-		if (!fn(line, line + len, h)) {
-			snprintf(err, errlen, "%s:%llu: not %s: \"%.60s\"", path,
-				 (unsigned long long)nr, what, line);
+		const char *why = fn(line, line + len, h);
+		if (why) {
+			snprintf(err, errlen, "%s:%llu: %s: \"%.*s\"", path, (unsigned long long)nr, why,
+				 (int)(len < 60 ? len : 60), line);
 			rc = -1;
 		}
 	}
 	if (!rc && ferror(f)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
 		rc = -1;
 	}
 	free(line);
@@ -775,23 +794,25 @@ static int read_lines(const char *path, const char *what, line_fn fn, struct tra
 }
 
 /* Lines of /proc/zoneinfo: "Node N, zone NAME", then indented ones. */
-static bool zoneinfo_line(const char *p, const char *end, struct trace_header *h)
+static const char *zoneinfo_line(const char *p, const char *end, struct trace_header *h)
 {
 	if (p == end)
-		return true;
+		return NULL;
 	if (STARTS(p, end, "Node "))
 		zoneinfo_node(p, end, h);
 	else if (*p != ' ' || !h->zi_zone)
-		return false;
+		return "not a line of /proc/zoneinfo";
 	else
 		zoneinfo_value(skip_blanks(p, end), end, h);
-	return h->zi_zone != 0;
+	if (h->zones_dropped)
+		return "more zones than zonealloc reads (16 populated)";
+	return h->zi_zone ? NULL : "not a line of /proc/zoneinfo";
 }
 
 int trace_read_zoneinfo(const char *path, struct trace_header *h, char *err, size_t errlen)
 {
 	struct trace_header read = { 0 };
-	if (read_lines(path, "a line of /proc/zoneinfo", zoneinfo_line, &read, err, errlen))
+	if (read_lines(path, zoneinfo_line, &read, err, errlen))
 		return -1;
 	if (!read.nr_zones) {
 		snprintf(err, errlen, "%s: no populated zone (no \"managed\" above 0): not /proc/zoneinfo",
@@ -805,14 +826,36 @@ int trace_read_zoneinfo(const char *path, struct trace_header *h, char *err, siz
 	return 0;
 }
 
-static bool sysctl_line(const char *p, const char *end, struct trace_header *h)
+static const char *sysctl_line(const char *p, const char *end, struct trace_header *h)
 {
-	return skip_blanks(p, end) == end || parse_sysctl(p, end, h);
+	if (skip_blanks(p, end) == end)
+		return NULL;
+	switch (parse_sysctl(p, end, h)) {
+	case SYSCTL_NOT_ONE:
+		return "not a line of `sysctl -a` (KEY = VALUE)";
+	case SYSCTL_BAD_VALUE:
+		return "not a number, for a key the replay reads";
+	default:
+		return NULL;
+	}
 }
 
 int trace_read_sysctl(const char *path, struct trace_header *h, char *err, size_t errlen)
 {
-	return read_lines(path, "a line of `sysctl -a` (KEY = VALUE)", sysctl_line, h, err, errlen);
+	return read_lines(path, sysctl_line, h, err, errlen);
+}
+
+int trace_release(const struct trace_header *h)
+{
+	int major, minor;
+	return sscanf(h->uname, "%d.%d", &major, &minor) == 2 && major >= 0 && major < 1000 &&
+	       minor >= 0 && minor < 1000 ? major * 1000 + minor : 0;
+}
+
+int trace_alloc_migratetype(const struct trace_event *ev)
+{
+	return ev->migratetype >= 0 ? ev->migratetype :
+	       ev->gfp & TGFP_MOVABLE ? 1 : ev->gfp & TGFP_RECLAIMABLE ? 2 : 0;
 }
 
 int trace_parse_slabinfo(const char *line, size_t len, struct trace_slab *s)

@@ -36,11 +36,13 @@ def excerpt(path, start_after, max_allocs, max_events, out):
     allocs = seen = skipped = 0
     span = [None, None]
     for line in lines(path):
-        if line.startswith("#"):
+        m = TIMESTAMP.search(line)
+        # before the first event, every line is header: trace-cmd's cpus=N,
+        # a script's bare /proc/zoneinfo
+        if line.startswith("#") or not m and not seen:
             (footer if seen else header).append(line)
             continue
         seen += 1
-        m = TIMESTAMP.search(line)
         if m and first_ts is None:
             first_ts = float(m.group(1))
         full = allocs >= max_allocs or len(body) >= max_events
