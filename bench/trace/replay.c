@@ -65,8 +65,7 @@ const char *replay_problem_name(enum replay_problem p)
 	static const char *const names[NR_REPLAY_PROBLEMS] = {
 		[RP_ALLOC_FAILED] = "allocations zonealloc could not satisfy",
 		[RP_LIVE_PFN] = "allocations of a pfn already allocated (its free was lost)",
-		[RP_UNTRACED_FREE] = "allocations of a pfn last allocated as a page table "
-				     "(GFP_KERNEL_ACCOUNT|__GFP_ZERO), whose free the kernel did not trace",
+		[RP_UNTRACED_FREE] = "allocations of a page table's pfn whose free was not traced",
 		[RP_LIVE_OBJECT] = "allocations of a live object (its free was not traced)",
 		[RP_ORDER_MISMATCH] = "frees whose order differs from the allocation's",
 		[RP_KERNEL_FAILED] = "allocations that failed in the kernel (page=(null))",
