@@ -158,13 +158,13 @@ static int mirror_cpus(const struct trace_header *h, struct mirror *m)
 
 /* The kernel's zone_highsize(): pages shared by the CPUs of the zone's
  * node, each at least 4 batches. */
-static int share_high(const struct trace_zone *z, int node_cpus, uint64_t pages)
+static int64_t share_high(const struct trace_zone *z, int node_cpus, uint64_t pages)
 {
-	uint64_t high = pages / (uint64_t)node_cpus;
-	return high > 4ULL * (uint64_t)z->batch ? (int)high : 4 * z->batch;
+	uint64_t high = pages / (uint64_t)node_cpus, floor = 4ULL * (uint64_t)z->batch;
+	return (int64_t)(high > floor ? high : floor);
 }
 
-static int fraction_high(const struct trace_zone *z, int node_cpus, long fraction)
+static int64_t fraction_high(const struct trace_zone *z, int node_cpus, long fraction)
 {
 	return share_high(z, node_cpus, z->managed / (uint64_t)fraction);
 }
@@ -174,7 +174,7 @@ static int fraction_high(const struct trace_zone *z, int node_cpus, long fractio
  * exactly.  0 if none does. */
 static long fraction_for_high(const struct trace_zone *z, int cpus, int high)
 {
-	if (high <= 4 * z->batch)
+	if (high <= 4LL * z->batch)
 		return MAX_FRACTION;
 	long guess = (long)(z->managed / ((uint64_t)high * (uint64_t)cpus));
 	for (long f = guess - 2; f <= guess + 2; f++)
@@ -206,10 +206,10 @@ static void mirror_high_fraction(const struct trace_header *h, int node_cpus, st
 		     release && release < 5014 ? "; the release fixes high" : ", no pagesets in zoneinfo");
 		return;
 	}
-	int low_high = share_high(z, node_cpus, z->low);
+	int64_t low_high = share_high(z, node_cpus, z->low);
 	bool pinned = z->high_min ? z->high_min == z->high_max : z->pcp_high != low_high;
 	int high = z->high_min ? z->high_min : z->pcp_high;
-	if (pinned && high == 4 * z->batch && (!z->high_min || fraction_high(z, node_cpus, 8) == high))
+	if (pinned && high == 4LL * z->batch && (!z->high_min || fraction_high(z, node_cpus, 8) == high))
 		pinned = false;         /* a zone too small to tell */
 	long f = pinned ? fraction_for_high(z, node_cpus, high) : 0;
 	add(m, "%ld", f);

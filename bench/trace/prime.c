@@ -62,7 +62,7 @@ static struct prime_lists *move(struct prime *p, const struct trace_header *h,
 	if (-*net > *need)
 		*need = -*net;
 	struct prime_lists *l = lists_of(p, ev->cpu, zone);
-	l->net += (int64_t)delta << ev->order;
+	l->net += delta * ((int64_t)1 << ev->order);
 	return l;
 }
 
@@ -134,7 +134,7 @@ static bool free_high_possible(const struct trace_header *h, int zone, int order
 	if (zone < 0 || (release && release < 6016))
 		return true;
 	const struct trace_zone *z = &h->zones[zone];
-	return z->batch + z->high_min / 2 <= (z->batch << 5) + 7;
+	return (int64_t)z->batch + z->high_min / 2 <= ((int64_t)z->batch << 5) + 7;
 }
 
 /*
