@@ -378,7 +378,13 @@ int scorecard_command(int argc, char **argv)
 			path = argv[++i];
 		else if (!strcmp(argv[i], "--json"))
 			json = true;
-		else
+		else if (!strcmp(argv[i], "--help")) {
+			printf("usage: zabench scorecard [--corpus FILE] [--json]\n"
+			       "  every trace of the corpus (default: the shipped one, %s) replayed with\n"
+			       "  the default mirror, the kernel's all-orders rows beside the model's, and\n"
+			       "  a summary per split (docs/fidelity.md)\n", corpus);
+			return 0;
+		} else
 			return usage_error("unknown or incomplete scorecard option '%s'", argv[i]);
 	}
 	return run_scorecard(path, json ? NULL : stdout, json ? stdout : NULL);
