@@ -526,6 +526,22 @@ static void write_section(struct doc *d, const struct run_record *r, bool plots)
 	doc_pre_file(d, name);
 }
 
+/* The fidelity scorecard, if the report has one (write_scorecard). */
+static void write_scorecard_section(struct doc *d, bool plots)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/scorecard.txt", d->dir);
+	if (access(path, R_OK))
+		return;
+	doc_heading(d, 2, "scorecard", "Fidelity scorecard");
+	doc_para(d, "Every trace of bench/traces/corpus.txt replayed with the default mirror: the "
+		    "kernel's per-CPU list figures beside zonealloc's, and a summary per split "
+		    "(docs/fidelity.md says how the corpus was recorded and split).");
+	doc_pre_file(d, "scorecard.txt");
+	if (plots)
+		doc_image(d, "scorecard.png", "fidelity scorecard: the kernel's figures against zonealloc's");
+}
+
 static void write_document(struct doc *d, const struct run_record *recs, int n,
 			   const char *no_plots, int failures, const struct report_opts *ro)
 {
@@ -547,6 +563,7 @@ static void write_document(struct doc *d, const struct run_record *recs, int n,
 	write_method(d, ro);
 	for (int i = 0; i < n; i++)
 		write_section(d, &recs[i], !no_plots);
+	write_scorecard_section(d, !no_plots);
 	doc_end(d);
 }
 
