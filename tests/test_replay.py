@@ -61,12 +61,16 @@ class Trace:
         return path
 
 
-def replay(args, expect=0):
-    p = subprocess.run([ZABENCH, "replay"] + args, capture_output=True, text=True, timeout=600)
+def zabench(command, args, expect):
+    p = subprocess.run([ZABENCH, command] + args, capture_output=True, text=True, timeout=600)
     if p.returncode != expect:
-        sys.exit(f"zabench replay {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+        sys.exit(f"zabench {command} {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
                  f"{p.stdout}\n{p.stderr}")
     return p
+
+
+def replay(args, expect=0):
+    return zabench("replay", args, expect)
 
 
 def replay_json(path, config=SEEDS, extra=()):
@@ -280,12 +284,6 @@ def test_bad_input(tmp):
     assert "prose.txt:1: not a line of `sysctl -a`" in err, err
 
 
-def scorecard(args, expect):
-    p = subprocess.run([ZABENCH, "scorecard"] + args, capture_output=True, text=True, timeout=600)
-    assert p.returncode == expect, (args, p.returncode, p.stdout, p.stderr)
-    return p
-
-
 def test_scorecard(tmp):
     """The scorecard of a corpus: each trace's rows and each prediction's,
     the summary by split; a corpus line that is none is refused with its
@@ -301,26 +299,26 @@ def test_scorecard(tmp):
         f.write("# a corpus\n# split tuned: looked at\n# split held: not\n"
                 "mine zabench page fork - tuned --events 200\n"
                 "predict mine mine percpu_pagelist_high_fraction held\n")
-    out = scorecard(["--corpus", corpus], 0).stdout
+    out = zabench("scorecard", ["--corpus", corpus], 0).stdout
     assert "mine>mine" in out and out.count("pcp_refill_pages") == 2, out
     assert "tuned 3 of 3 rows within 25% (+5), 3 within 10% (+2)" in out, out
     assert "held  3 of 3 rows within 25% (+5), 3 within 10% (+2)" in out, out
-    doc = json.loads(scorecard(["--corpus", corpus, "--json"], 0).stdout)
+    doc = json.loads(zabench("scorecard", ["--corpus", corpus, "--json"], 0).stdout)
     assert doc["kind"] == "scorecard" and len(doc["rows"]) == 6, doc
     assert {r["split"] for r in doc["rows"]} == {"tuned", "held"}, doc
     with open(corpus, "w") as f:
         f.write("# split tuned: looked at\nmine zabench page fork - maybe\n")
-    err = scorecard(["--corpus", corpus], 2).stderr
+    err = zabench("scorecard", ["--corpus", corpus], 2).stderr
     assert "corpus.txt:2: not" in err and "declared" in err, err
     with open(corpus, "w") as f:
         f.write("# split no meaning\n")
-    err = scorecard(["--corpus", corpus], 2).stderr
+    err = zabench("scorecard", ["--corpus", corpus], 2).stderr
     assert "corpus.txt:1: not \"# split WORD: what it means\"" in err, err
     with open(corpus, "w") as f:
         f.write("# split held: not looked at\nghost zabench page fork - held\n")
-    p = scorecard(["--corpus", corpus], 1)
+    p = zabench("scorecard", ["--corpus", corpus], 1)
     assert "ghost.trace.zst" in p.stderr and "failed" in p.stdout, (p.stdout, p.stderr)
-    scorecard(["--corpus", os.path.join(tmp, "none.txt")], 2)
+    zabench("scorecard", ["--corpus", os.path.join(tmp, "none.txt")], 2)
 
 
 with tempfile.TemporaryDirectory() as tmp:

@@ -25,6 +25,7 @@
 #define MAX_FRACTION (1 << 20)
 #define MIN_FRACTION 8                  /* the sysctl's smallest non-zero */
 #define NEWEST_RELEASE "6.18"
+#define NEWEST 6018                     /* ... as trace_release() counts */
 
 static void add(struct mirror *m, const char *fmt, ...)
 {
@@ -125,16 +126,15 @@ static void mirror_watermarks(const struct trace_header *h, struct mirror *m)
  * -> "2.6.32".  A release newer than the preset's table plays as the
  * newest it knows: its mechanisms are the latest ones zonealloc has.
  */
-static void mirror_release(const char *uname, struct mirror *m)
+static void mirror_release(const struct trace_header *h, struct mirror *m)
 {
-	int major, minor, sub;
-	int n = sscanf(uname, "%d.%d.%d", &major, &minor, &sub);
-	if (n < 2) {
+	int release = trace_release(h), major = release / 1000, minor = release % 1000, sub;
+	if (!release) {
 		add(m, ",kernel=%s", NEWEST_RELEASE);
 		note(m, "assumed: kernel %s's mechanisms (no uname in the trace)", NEWEST_RELEASE);
-	} else if (major == 2 && n == 3) {
+	} else if (major == 2 && sscanf(h->uname, "2.%*d.%d", &sub) == 1) {
 		add(m, ",kernel=2.6.%d", sub);
-	} else if (major > 6 || (major == 6 && minor > 18)) {
+	} else if (release > NEWEST) {
 		add(m, ",kernel=%s", NEWEST_RELEASE);
 		note(m, "assumed: kernel %d.%d plays with %s's mechanisms, the newest zonealloc has",
 		     major, minor, NEWEST_RELEASE);
@@ -238,7 +238,7 @@ void mirror_machine(const struct trace_header *h, struct mirror *m)
 {
 	memset(m, 0, sizeof(*m));
 	add(m, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,deferred_init=1,llc_per_cpu=0,percpu=lock");
-	mirror_release(h->uname, m);
+	mirror_release(h, m);
 	int cpus = m->nr_cpus = mirror_cpus(h, m);
 	if (cpus)
 		add(m, ",cpus=%d,nr_cpus=%d", cpus, cpus);

@@ -75,20 +75,16 @@ struct scan {
 	struct prime *p;
 	const struct trace_header *h;
 	struct live_map types;          /* pfn -> migratetype of its allocation */
-	uint64_t *direct_pfn;           /* [cpu]: the last buddy-served pfn */
-	enum trace_event_type *last;    /* [cpu]: its last page event */
-	int *last_order, *last_zone;    /* [cpu]: ... and that event's order and zone */
-	uint64_t *last_pfn;             /* [cpu]: ... and pfn */
+	struct cpu_seen {
+		uint64_t direct_pfn;    /* the last buddy-served pfn */
+		struct trace_event last;        /* the last page event of the lists' */
+	} *cpu;                         /* [nr_cpus] */
 };
 
 static void scan_free_state(struct scan *s)
 {
 	free(s->types.slot);
-	free(s->direct_pfn);
-	free(s->last);
-	free(s->last_order);
-	free(s->last_zone);
-	free(s->last_pfn);
+	free(s->cpu);
 }
 
 static void scan_alloc(struct scan *s, const struct trace_event *ev)
@@ -103,10 +99,10 @@ static void scan_alloc(struct scan *s, const struct trace_event *ev)
 	if (l || (l = map_insert(&s->types, ev->pfn)))
 		l->tag = mt;
 	bool in_range = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
-	if (!in_range || s->direct_pfn[ev->cpu] != ev->pfn)
+	if (!in_range || s->cpu[ev->cpu].direct_pfn != ev->pfn)
 		move(s->p, s->h, ev, mt, -1);
 	if (in_range)           /* a zone-locked event serves the allocation right after it */
-		s->direct_pfn[ev->cpu] = TRACE_NO_PFN;
+		s->cpu[ev->cpu].direct_pfn = TRACE_NO_PFN;
 }
 
 static void scan_free(struct scan *s, const struct trace_event *ev)
@@ -148,9 +144,10 @@ static void scan_drain(struct scan *s, const struct trace_event *ev)
 	int zone = trace_pfn_zone(s->h, ev->pfn);
 	int cpu = ev->cpu;
 	bool cpu_known = cpu >= 0 && cpu < s->p->nr_cpus;
-	bool after_free = cpu_known && s->last[cpu] == TEV_PAGE_FREE && s->last_zone[cpu] == zone &&
-			  prime_slot(s->last_order[cpu]) >= 0 &&
-			  !free_high_possible(s->h, zone, s->last_order[cpu]);
+	const struct trace_event *last = cpu_known ? &s->cpu[cpu].last : NULL;
+	bool after_free = last && last->type == TEV_PAGE_FREE &&
+			  trace_pfn_zone(s->h, last->pfn) == zone && prime_slot(last->order) >= 0 &&
+			  !free_high_possible(s->h, zone, last->order);
 	int64_t before = cpu_known ? lists_of(s->p, cpu, zone < 0 ? s->p->nr_zones - 1 : zone)->net : 0;
 	struct prime_lists *lists = move(s->p, s->h, ev, ev->migratetype, -1);
 	if (lists && after_free && before < lists->low_at_drain)
@@ -161,7 +158,7 @@ static void scan_drain(struct scan *s, const struct trace_event *ev)
 static void scan_steal(struct scan *s, const struct trace_event *ev)
 {
 	bool claimed = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus &&
-		       s->last[ev->cpu] == TEV_ZONE_LOCKED && s->last_pfn[ev->cpu] == ev->pfn;
+		       s->cpu[ev->cpu].last.type == TEV_ZONE_LOCKED && s->cpu[ev->cpu].last.pfn == ev->pfn;
 	if (!claimed)
 		move(s->p, s->h, ev, ev->migratetype, +1);
 }
@@ -180,7 +177,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev)
 		if (ev->percpu_refill == 1)
 			move(s->p, s->h, ev, ev->migratetype, +1);
 		else if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
-			s->direct_pfn[ev->cpu] = ev->pfn;
+			s->cpu[ev->cpu].direct_pfn = ev->pfn;
 		break;
 	case TEV_PCPU_DRAIN:
 		scan_drain(s, ev);
@@ -193,10 +190,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev)
 		return;
 	}
 	if (cpu_known) {
-		s->last[ev->cpu] = ev->type;
-		s->last_order[ev->cpu] = ev->order;
-		s->last_zone[ev->cpu] = trace_pfn_zone(s->h, ev->pfn);
-		s->last_pfn[ev->cpu] = ev->pfn;
+		s->cpu[ev->cpu].last = *ev;
 	}
 }
 
@@ -210,13 +204,8 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 	p->net = calloc(cells, sizeof(*p->net));
 	p->need = calloc(cells, sizeof(*p->need));
 	p->lists = malloc(sizeof(*p->lists) * nr_lists);
-	s.direct_pfn = malloc(sizeof(*s.direct_pfn) * (size_t)nr_cpus);
-	s.last = calloc((size_t)nr_cpus, sizeof(*s.last));
-	s.last_order = calloc((size_t)nr_cpus, sizeof(*s.last_order));
-	s.last_zone = calloc((size_t)nr_cpus, sizeof(*s.last_zone));
-	s.last_pfn = calloc((size_t)nr_cpus, sizeof(*s.last_pfn));
-	if (!p->net || !p->need || !p->lists || !s.direct_pfn || !s.last || !s.last_order ||
-	    !s.last_zone || !s.last_pfn || map_init(&s.types, 12)) {
+	s.cpu = calloc((size_t)nr_cpus, sizeof(*s.cpu));
+	if (!p->net || !p->need || !p->lists || !s.cpu || map_init(&s.types, 12)) {
 		snprintf(err, errlen, "out of memory");
 		scan_free_state(&s);
 		return -1;
@@ -224,7 +213,7 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 	for (size_t i = 0; i < nr_lists; i++)
 		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX };
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
-		s.direct_pfn[cpu] = TRACE_NO_PFN;
+		s.cpu[cpu] = (struct cpu_seen){ .direct_pfn = TRACE_NO_PFN, .last.type = NR_TEV };
 	struct trace_event ev;
 	int rc;
 	while ((rc = trace_next(tr, &ev)) == 1)
