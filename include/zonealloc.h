@@ -610,6 +610,16 @@ const char *za_percpu_mode(const za_mm_t *mm);
 int za_bind_cpu(za_mm_t *mm, int cpu);
 
 /*
+ * CPU cpu's per-CPU high on zone zone (an index as za_page_zone's) of
+ * node nid, set as the auto-tuning (pcp_high_auto=1) could have left it:
+ * a replay's start, from the high each CPU shows in the recorded kernel's
+ * /proc/zoneinfo.  Clamped to the CPU's high_min..high_max; without
+ * pcp_high_auto high is fixed and stays.  Returns the high now in force,
+ * or -1 with errno EINVAL for a node, zone or CPU out of range.
+ */
+int za_pcp_set_high(za_mm_t *mm, int nid, int zone, int cpu, int high);
+
+/*
  * The vmstat worker's periodic work on every CPU (the kernel's
  * vmstat_update, every vmstat_interval_ms): with pcp_high_auto=1, each
  * CPU's auto-tuned per-CPU high decays and the pages above it are drained.

@@ -1008,6 +1008,23 @@ void pcp_decay(struct za_zone *z, int cpu)
 	}
 }
 
+int za_pcp_set_high(za_mm_t *mm, int nid, int zone, int cpu, int high)
+{
+	if (nid < 0 || nid >= mm->nr_nodes || zone < 0 || zone >= mm->nr_zones ||
+	    cpu < 0 || cpu >= mm->nr_cpus) {
+		za_set_last_error("za_pcp_set_high: no node %d, zone %d or CPU %d", nid, zone, cpu);
+		errno = EINVAL;
+		return -1;
+	}
+	struct za_pcp *pcp = &mm->zone_by_id[nid * mm->nr_zones + zone]->pcp[cpu];
+	za_trylock_wait(&pcp->lock);
+	if (mm->pcp_high_auto)
+		pcp_set_high(mm, pcp, min_int(max_int(high, pcp->high_min), pcp->high_max));
+	high = pcp_high(pcp);
+	za_tryunlock(&pcp->lock);
+	return high;
+}
+
 void za_drain_pages(za_mm_t *mm, int cpu)
 {
 	if (cpu >= mm->nr_cpus) {

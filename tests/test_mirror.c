@@ -138,7 +138,7 @@ static struct trace_header machine(uint64_t managed, int high_min, int high_max)
 	z->batch = 63;
 	z->high_min = high_min;
 	z->high_max = high_max;
-	z->pcp_high = high_min;
+	z->pcp_high[0] = high_min;
 	z->nr_pagesets = 2;
 	return h;
 }
@@ -207,7 +207,7 @@ static void test_mirror_derivation(void)
 	CHECK(has(&m, ",nodes=2,", NULL));
 
 	h = machine(managed, 0, 0);                             /* 5.4: high fixed, no sysctl yet */
-	h.zones[0].pcp_high = 6 * 63;
+	h.zones[0].pcp_high[0] = 6 * 63;
 	snprintf(h.uname, sizeof(h.uname), "5.4.0-150-generic");
 	mirror_machine(&h, &m);
 	CHECK(has(&m, "kernel=5.4,", "the release fixes high"));

@@ -424,6 +424,63 @@ static int decayed(int high)
 	return h > HIGH_MIN ? h : HIGH_MIN;
 }
 
+/* n order-0 movable pages, as CPU 0 of a fresh system would take them. */
+static void **alloc_movable(za_mm_t *mm, size_t n)
+{
+	void **v = hold(n);
+	for (size_t i = 0; i < n; i++)
+		CHECK((v[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	return v;
+}
+
+/*
+ * za_pcp_set_high, a replay's start: high as the tuning could have left
+ * it, clamped to high_min..high_max, then kept by the free path and
+ * decayed by the tick from there.  3000 allocations leave count 969 (as
+ * below); with high set to 6000, their 3000 frees bring count to 3969 and
+ * drain nothing; a tick takes an eighth off high (5250), still above
+ * count.  Without pcp_high_auto high is fixed and the call leaves it.
+ */
+static void test_set_high(void)
+{
+	za_mm_t *mm = make("cpus=1,pcp_high_auto=1");
+	struct recorder r = { 0 };
+	enum { N = 3000 };
+	void **v = alloc_movable(mm, N);
+	CHECK_EQ(za_pcp_set_high(mm, 0, NORMAL, 0, 1 << 30), HIGH_MAX);
+	CHECK_EQ(za_pcp_set_high(mm, 0, NORMAL, 0, 10), HIGH_MIN);
+	CHECK_EQ(za_pcp_set_high(mm, 0, NORMAL, 0, 6000), 6000);
+	CHECK_EQ(pageset(mm, "Normal", 0).high, 6000);
+	za_set_tracepoint(mm, record, &r);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_free_pages(mm, v[i], 0), 0);
+	struct pageset ps = pageset(mm, "Normal", 0);
+	CHECK_EQ(ps.count, 969 + N);
+	CHECK_EQ(ps.high, 6000);
+	CHECK_EQ(r.n[ZA_TP_PAGE_PCPU_DRAIN], 0);
+	za_vmstat_tick(mm);
+	ps = pageset(mm, "Normal", 0);
+	CHECK_EQ(ps.high, 5250);
+	CHECK_EQ(ps.count, 969 + N);
+	CHECK_EQ(r.n[ZA_TP_PAGE_PCPU_DRAIN], 0);
+
+	errno = 0;
+	CHECK_EQ(za_pcp_set_high(mm, 1, NORMAL, 0, 6000), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(za_pcp_set_high(mm, 0, 2, 0, 6000), -1);
+	CHECK_EQ(za_pcp_set_high(mm, 0, NORMAL, 1, 6000), -1);
+	CHECK_EQ(za_pcp_set_high(mm, 0, NORMAL, -1, 6000), -1);
+	za_set_tracepoint(mm, NULL, NULL);
+	free(v);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+
+	mm = make("cpus=1");
+	int fixed = pageset(mm, "Normal", 0).high;
+	CHECK_EQ(za_pcp_set_high(mm, 0, NORMAL, 0, 6000), fixed);
+	CHECK_EQ(pageset(mm, "Normal", 0).high, fixed);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /*
  * Decay and a freeing burst.  3000 allocations: refills 1..6 take 63 ..
  * 2016 pages (3969), leaving count 969 and high 2917 + 2016 = 4933.  Each
@@ -442,9 +499,7 @@ static void test_auto_decay_and_burst(void)
 	za_mm_t *mm = make("cpus=1,pcp_high_auto=1");
 	struct recorder r = { 0 };
 	enum { N = 3000 };
-	void **v = hold(N);
-	for (int i = 0; i < N; i++)
-		CHECK((v[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	void **v = alloc_movable(mm, N);
 	struct pageset ps = pageset(mm, "Normal", 0);
 	CHECK_EQ(ps.count, 969);
 	CHECK_EQ(ps.high, 4933);
@@ -1072,6 +1127,7 @@ int main(int argc, char **argv)
 		{ "auto_growth", test_auto_growth },
 		{ "alloc_factor", test_alloc_factor },
 		{ "auto_decay_and_burst", test_auto_decay_and_burst },
+		{ "set_high", test_set_high },
 		{ "high_fraction_pins", test_high_fraction_pins },
 		{ "high_caps", test_high_caps },
 		{ "refill_drain", test_refill_drain },

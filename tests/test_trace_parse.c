@@ -223,12 +223,12 @@ static void test_record_header(void)
 	CHECK(!strcmp(h->uname, "6.18.44-fc-v595"));
 	CHECK_EQ(h->nr_zones, 3);       /* Movable and Device: managed 0 */
 	static const struct trace_zone want[] = {
-		{ 0, "DMA", 1, 4095, 3998, 3840, 18, 22, 26, 1, 11, 240, 0, { 0 }, 2 },
-		{ 0, "DMA32", 4096, 1044480, 782336, 772918, 3770, 4712, 5654, 63, 2356, 48307, 2356,
-		  { 0 }, 2 },
-		/* cpu 0's pageset (cpu 1's high is 8443); each CPU's count */
+		{ 0, "DMA", 1, 4095, 3998, 3840, 18, 22, 26, 1, 11, 240, { 0 }, { 0 }, 2 },
+		{ 0, "DMA32", 4096, 1044480, 782336, 772918, 3770, 4712, 5654, 63, 2356, 48307,
+		  { 2356, 2356 }, { 0 }, 2 },
+		/* cpu 0's batch and bounds; each CPU's high and count */
 		{ 0, "Normal", 1048576, 5505024, 5505024, 2686976, 13106, 16382, 19658, 63, 8191,
-		  167936, 8191, { 7515, 8074 }, 2 },
+		  167936, { 8191, 8443 }, { 7515, 8074 }, 2 },
 	};
 	for (int i = 0; i < 3; i++) {
 		const struct trace_zone *z = &h->zones[i], *w = &want[i];
@@ -244,7 +244,8 @@ static void test_record_header(void)
 		CHECK_EQ(z->batch, w->batch);
 		CHECK_EQ(z->high_min, w->high_min);
 		CHECK_EQ(z->high_max, w->high_max);
-		CHECK_EQ(z->pcp_high, w->pcp_high);
+		CHECK_EQ(z->pcp_high[0], w->pcp_high[0]);
+		CHECK_EQ(z->pcp_high[1], w->pcp_high[1]);
 		CHECK_EQ(z->pcp_count[0], w->pcp_count[0]);
 		CHECK_EQ(z->pcp_count[1], w->pcp_count[1]);
 		CHECK_EQ(z->nr_pagesets, w->nr_pagesets);
@@ -853,7 +854,7 @@ static void test_header_lines(void)
 	CHECK(!strcmp(h.zones[0].name, "Movable"));
 	CHECK_EQ(h.zones[0].managed, 100);
 	CHECK_EQ(h.zones[0].min, 0);
-	CHECK_EQ(h.zones[0].pcp_high, 9);
+	CHECK_EQ(h.zones[0].pcp_high[0], 9);
 	CHECK_EQ(h.zones[0].batch, 3);
 	CHECK_EQ(h.zones[0].high_min, 0);
 	CHECK_EQ(h.zones[0].start_pfn, 300);

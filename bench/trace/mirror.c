@@ -207,8 +207,8 @@ static void mirror_high_fraction(const struct trace_header *h, int node_cpus, st
 		return;
 	}
 	int64_t low_high = share_high(z, node_cpus, z->low);
-	bool pinned = z->high_min ? z->high_min == z->high_max : z->pcp_high != low_high;
-	int high = z->high_min ? z->high_min : z->pcp_high;
+	bool pinned = z->high_min ? z->high_min == z->high_max : z->pcp_high[0] != low_high;
+	int high = z->high_min ? z->high_min : z->pcp_high[0];
 	if (pinned && high == 4LL * z->batch && (!z->high_min || fraction_high(z, node_cpus, 8) == high))
 		pinned = false;         /* a zone too small to tell */
 	long f = pinned ? fraction_for_high(z, node_cpus, high) : 0;

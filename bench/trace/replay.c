@@ -26,6 +26,7 @@
 #include "prime.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -413,14 +414,29 @@ static int64_t start_count(const struct replayer *rp, const struct prime *p, int
 	return prime_start_count(p, cpu, t, z ? z->high_min : 0, counted);
 }
 
+/* Sets the tuned high of the CPU's lists for header zone t, if the
+ * zoneinfo was taken at the trace's start (else high starts at high_min:
+ * the trace bounds the kernel's from below too, but a model started at
+ * those bounds drained less than the kernel on the traces it was checked
+ * against -- docs/fidelity.md).  False if it was not. */
+static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
+{
+	const struct trace_zone *z = &rp->h->zones[t];
+	if (rp->h->excerpt || cpu >= TRACE_PCP_CPUS || t >= rp->h->nr_zones || rp->model_zone[t] < 0)
+		return false;
+	za_pcp_set_high(rp->mm, z->node < za_nr_nodes(rp->mm) ? z->node : 0, rp->model_zone[t], cpu,
+			high < INT_MAX ? (int)high : INT_MAX);
+	return true;
+}
+
 /*
  * Each CPU's lists start as the kernel's were (prime.c): with what they
  * must have held, and with at least the pages their count shows, the rest
  * on the list the trace uses least.  Stand-ins from the buddy lists,
- * freed as that CPU with the tracepoints muted.  (Their tuned high starts
- * at high_min: the trace bounds the kernel's from below too, but a model
- * started at those bounds drained less than the kernel on the traces it
- * was checked against -- docs/fidelity.md.)
+ * freed as that CPU with the tracepoints muted, under a high with room
+ * for them all; then high is the one the zoneinfo shows for the CPU, or
+ * the count if more: its decay by the vmstat worker is what drains lists
+ * the kernel filled before the trace began.
  */
 static void warm_start(struct replayer *rp, const struct prime *p)
 {
@@ -429,12 +445,16 @@ static void warm_start(struct replayer *rp, const struct prime *p)
 	for (int cpu = 0; cpu < cpus; cpu++) {
 		za_bind_cpu(rp->mm, rp->bound_cpu = cpu);
 		for (int t = 0; t < p->nr_zones; t++) {
+			int64_t pages = start_count(rp, p, cpu, t);
+			bool tuned = set_start_high(rp, cpu, t, INT_MAX);
 			for (int slot = 0; slot < PRIME_SLOTS; slot++)
 				for (int mt = 0; mt < PRIME_MTS; mt++)
 					fill_list(rp, t, prime_slot_order(slot), mt,
 						  prime_need(p, cpu, t, slot, mt));
-			fill_list(rp, t, 0, idle_type(p),
-				  start_count(rp, p, cpu, t) - prime_need_pages(p, cpu, t));
+			fill_list(rp, t, 0, idle_type(p), pages - prime_need_pages(p, cpu, t));
+			if (tuned)
+				set_start_high(rp, cpu, t, pages > rp->h->zones[t].pcp_high[cpu] ?
+							   pages : rp->h->zones[t].pcp_high[cpu]);
 		}
 	}
 	rp->muted = false;

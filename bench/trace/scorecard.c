@@ -7,7 +7,10 @@
  * ran with it.  The summary counts the rows within 25% of the kernel's
  * (+5 per 1000 allocations, where both are near zero) and within 10% (+2),
  * and the median absolute error, for the traces the model was tuned on
- * and for those held back.
+ * and for those held back.  And the kernel against itself: one workload
+ * recorded twice under one setting, the second run's figures beside the
+ * first's -- how near any prediction of another run can be expected to
+ * come.
  */
 #include "bench.h"
 #include "cli.h"
@@ -30,12 +33,14 @@ static const enum fid_row scored_rows[] = {
 };
 #define NR_SCORED (sizeof(scored_rows) / sizeof(scored_rows[0]))
 
-/* A line of corpus.txt: a trace, or a prediction (from != ""). */
+/* A line of corpus.txt: a trace, a prediction (from != ""), or a repeat
+ * (from and to; model[] holds the repeat's kernel figures). */
 struct entry {
 	char name[NAME_LEN], recorder[16], split[16];
 	char from[NAME_LEN], to[NAME_LEN], keys[256];
 	double kernel[NR_SCORED], model[NR_SCORED];
 	uint64_t page_allocs;
+	bool repeat;
 	bool failed;
 };
 
@@ -77,8 +82,9 @@ static int declare_split(struct corpus *c, const char *line)
 	return 0;
 }
 
-/* "name recorder events workload sysctl split excerpt..." or
- * "predict from to keys split", the split one the corpus declared. */
+/* "name recorder events workload sysctl split excerpt...",
+ * "predict from to keys split", the split one the corpus declared, or
+ * "repeat first second". */
 static int parse_corpus_line(const struct corpus *c, char *line, struct entry *e)
 {
 	char *f[8];
@@ -89,18 +95,19 @@ static int parse_corpus_line(const struct corpus *c, char *line, struct entry *e
 		return 0;
 	memset(e, 0, sizeof(*e));
 	bool predict = !strcmp(f[0], "predict");
-	if (n < (predict ? 5 : 6))
+	e->repeat = !strcmp(f[0], "repeat");
+	if (n < (predict ? 5 : e->repeat ? 3 : 6))
 		return -1;
-	const char *split = predict ? f[4] : f[5];
-	if (!split_declared(c, split))
+	const char *split = predict ? f[4] : e->repeat ? "repeat" : f[5];
+	if (!e->repeat && !split_declared(c, split))
 		return -1;
 	snprintf(e->split, sizeof(e->split), "%s", split);
-	if (predict) {
+	if (predict || e->repeat) {
 		snprintf(e->from, sizeof(e->from), "%s", f[1]);
 		snprintf(e->to, sizeof(e->to), "%s", f[2]);
-		snprintf(e->keys, sizeof(e->keys), "%s", f[3]);
-		snprintf(e->name, sizeof(e->name), "%.30s>%.30s", f[1], f[2]);
-		snprintf(e->recorder, sizeof(e->recorder), "predict");
+		snprintf(e->keys, sizeof(e->keys), "%s", predict ? f[3] : "");
+		snprintf(e->name, sizeof(e->name), "%.30s%s%.30s", f[1], predict ? ">" : "~", f[2]);
+		snprintf(e->recorder, sizeof(e->recorder), "%s", f[0]);
 	} else {
 		snprintf(e->name, sizeof(e->name), "%s", f[0]);
 		snprintf(e->recorder, sizeof(e->recorder), "%s", f[1]);
@@ -141,8 +148,9 @@ static int read_corpus(const char *path, struct corpus *c)
 		if (rc < 0) {
 			fclose(f);
 			return corpus_error(path, nr, "not \"NAME RECORDER EVENTS WORKLOAD SYSCTL "
-						      "SPLIT ...\" nor \"predict FROM TO KEYS SPLIT\", SPLIT "
-						      "declared by a \"# split SPLIT: ...\" line above");
+						      "SPLIT ...\", \"predict FROM TO KEYS SPLIT\" nor "
+						      "\"repeat FIRST SECOND\", SPLIT declared by a "
+						      "\"# split SPLIT: ...\" line above");
 		}
 		c->n += rc;
 	}
@@ -196,8 +204,40 @@ static void override_keys(char *config, size_t len, const char *other, const cha
 	}
 }
 
+/* The kernel's all-orders figures of trace NAME. */
+static int kernel_figures(const struct corpus *c, const char *name, double *figures,
+			  uint64_t *page_allocs)
+{
+	static char path[1024], zi[1024], sc[1024];
+	struct replay_opts ro;
+	struct mirror m;
+	struct replay_result r = { 0 };
+	char err[512];
+	if (mirror_of(c, name, &ro, path, sizeof(path), zi, sc, &m))
+		return -1;
+	int rc = fidelity_init(&r.kernel, m.nr_cpus);
+	if (rc || (rc = replay_trace(NULL, path, &ro, &r, err, sizeof(err))))
+		fprintf(stderr, "zabench scorecard: %s\n", rc && !r.kernel.count ? "out of memory" : err);
+	for (size_t k = 0; k < NR_SCORED && !rc; k++)
+		figures[k] = fidelity_per_1000(&r.kernel, scored_rows[k], -1, FID_ALL);
+	*page_allocs = r.kernel.page_allocs;
+	fidelity_free(&r.kernel);
+	return rc ? -1 : 0;
+}
+
+/* A repeat: the first recording's figures as the kernel's, the second's
+ * in the model's place. */
+static int repeat_entry(const struct corpus *c, struct entry *e)
+{
+	uint64_t second;
+	return kernel_figures(c, e->from, e->kernel, &e->page_allocs) ||
+	       kernel_figures(c, e->to, e->model, &second) ? -1 : 0;
+}
+
 static int replay_entry(const struct corpus *c, struct entry *e)
 {
+	if (e->repeat)
+		return repeat_entry(c, e);
 	static char path[1024], zi[1024], sc[1024], tpath[1024], tzi[1024], tsc[1024];
 	static struct mirror m, to;
 	struct replay_opts ro, tro;
@@ -259,16 +299,16 @@ static double median(double *v, int n)
 	return !n ? NAN : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The summary of the entries of one split ("" for all): rows within 25%
- * and 10%, the median absolute error, and the median error relative to
- * the kernel's figure where that is 5 per 1000 or more. */
+/* The summary of the entries of one split ("" for all but the repeats):
+ * rows within 25% and 10%, the median absolute error, and the median
+ * error relative to the kernel's figure where that is 5 per 1000 or more. */
 static void summary(const struct corpus *c, const char *split, FILE *out)
 {
 	double err[MAX_ENTRIES * NR_SCORED], rel[MAX_ENTRIES * NR_SCORED];
 	int n = 0, nrel = 0, in25 = 0, in10 = 0;
 	for (int i = 0; i < c->n; i++) {
 		const struct entry *e = &c->e[i];
-		if (e->failed || (split[0] && strcmp(e->split, split)))
+		if (e->failed || (split[0] ? strcmp(e->split, split) != 0 : e->repeat))
 			continue;
 		for (size_t r = 0; r < NR_SCORED; r++) {
 			double k = e->kernel[r], m = e->model[r];
@@ -279,22 +319,25 @@ static void summary(const struct corpus *c, const char *split, FILE *out)
 				rel[nrel++] = fabs(m - k) * 100 / k;
 		}
 	}
-	fprintf(out, "  %-5s %d of %d rows within 25%% (+5), %d within 10%% (+2); median error %.1f per "
-		     "1000 allocations, %.1f%% of the kernel's over the %d rows of 5 or more\n",
-		split[0] ? split : "all", in25, n, in10, median(err, n), median(rel, nrel), nrel);
+	fprintf(out, "  %-6s %d of %d rows within 25%% (+5), %d within 10%% (+2); median error %.1f per "
+		     "1000 allocations, %.1f%% of the %s over the %d rows of 5 or more\n",
+		split[0] ? split : "all", in25, n, in10, median(err, n), median(rel, nrel),
+		strcmp(split, "repeat") ? "kernel's" : "first run's", nrel);
 }
 
-static void print_scorecard(const struct corpus *c, const char *path, FILE *out)
+/* The table of the repeats (repeats) or of the rest. */
+static void print_entries(const struct corpus *c, bool repeats, FILE *out)
 {
 	struct table t;
 	table_init(&t, 8);
-	static const char *const head[] = { "trace", "split", "recorder", "row", "kernel",
-					    "zonealloc", "error", "within" };
+	const char *const head[] = { repeats ? "first~second" : "trace", "split", "recorder", "row",
+				     repeats ? "first" : "kernel", repeats ? "second" : "zonealloc",
+				     "error", "within" };
 	for (int i = 0; i < 8; i++)
 		table_add(&t, "%s", head[i]);
 	for (int i = 0; i < c->n; i++) {
 		const struct entry *e = &c->e[i];
-		for (size_t r = 0; r < NR_SCORED; r++) {
+		for (size_t r = 0; r < NR_SCORED && e->repeat == repeats; r++) {
 			double k = e->kernel[r], m = e->model[r];
 			table_add(&t, "%s", r ? "" : e->name);
 			table_add(&t, "%s", r ? "" : e->split);
@@ -311,29 +354,52 @@ static void print_scorecard(const struct corpus *c, const char *path, FILE *out)
 			table_add(&t, "%s", within(k, m, 0.10, 2) ? "10%" : within(k, m, 0.25, 5) ? "25%" : "NO");
 		}
 	}
+	table_print(&t, out);
+	table_free(&t);
+}
+
+static bool has_repeats(const struct corpus *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->e[i].repeat)
+			return true;
+	return false;
+}
+
+static void print_scorecard(const struct corpus *c, const char *path, FILE *out)
+{
 	fprintf(out, "Fidelity scorecard (%s): each trace replayed with the default mirror, "
 		     "the kernel's all-orders figures per 1000 page allocations beside zonealloc's; "
 		     "error relative to the kernel's (absolute below 1)\n", path);
-	table_print(&t, out);
-	table_free(&t);
-	fprintf(out, "Summary by split (%s):\n", c->splits_said);
+	print_entries(c, false, out);
+	if (has_repeats(c)) {
+		fprintf(out, "The kernel against itself: one workload recorded twice under one "
+			     "setting, the second run's figures beside the first's -- the spread any "
+			     "prediction of another run is read against\n");
+		print_entries(c, true, out);
+	}
+	fprintf(out, "Summary by split (%s%s):\n", c->splits_said,
+		has_repeats(c) ? "; repeat: the kernel against itself" : "");
 	for (int i = 0; i < c->n; i++) {
-		bool first = true;
+		bool first = !c->e[i].repeat;
 		for (int j = 0; j < i && first; j++)
 			first = strcmp(c->e[j].split, c->e[i].split) != 0;
 		if (first)
 			summary(c, c->e[i].split, out);
 	}
 	summary(c, "", out);
+	if (has_repeats(c))
+		summary(c, "repeat", out);
 }
 
-static void json_scorecard(const struct corpus *c, FILE *out)
+/* The rows of the repeats (first's figures as "kernel", second's as
+ * "zonealloc") or of the rest. */
+static void json_rows(const struct corpus *c, bool repeats, FILE *out)
 {
-	fprintf(out, "{\"kind\": \"scorecard\", \"rows\": [");
 	bool first = true;
 	for (int i = 0; i < c->n; i++) {
 		const struct entry *e = &c->e[i];
-		for (size_t r = 0; r < NR_SCORED && !e->failed; r++, first = false) {
+		for (size_t r = 0; r < NR_SCORED && !e->failed && e->repeat == repeats; r++, first = false) {
 			fprintf(out, "%s{\"trace\": ", first ? "" : ", ");
 			json_string(out, e->name);
 			fprintf(out, ", \"split\": ");
@@ -347,6 +413,14 @@ static void json_scorecard(const struct corpus *c, FILE *out)
 			fprintf(out, "}");
 		}
 	}
+}
+
+static void json_scorecard(const struct corpus *c, FILE *out)
+{
+	fprintf(out, "{\"kind\": \"scorecard\", \"rows\": [");
+	json_rows(c, false, out);
+	fprintf(out, "], \"repeats\": [");
+	json_rows(c, true, out);
 	fprintf(out, "]}\n");
 }
 

@@ -100,7 +100,7 @@ struct trace_zone {
 	uint64_t min, low, high;        /* watermarks, pages */
 	int batch;                      /* pagesets: cpu 0's batch; 0 if absent */
 	int high_min, high_max;         /* pagesets (6.7+); 0 if absent */
-	int pcp_high;                   /* pagesets: cpu 0's high at recording */
+	int pcp_high[TRACE_PCP_CPUS];   /* pagesets: each CPU's high at recording */
 	int pcp_count[TRACE_PCP_CPUS];  /* pagesets: each CPU's pages at recording */
 	int nr_pagesets;                /* 1 + the highest CPU whose pageset it showed */
 };

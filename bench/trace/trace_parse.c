@@ -615,8 +615,8 @@ static void zoneinfo_value(const char *key, const char *end, struct trace_header
 			z->nr_pagesets = iv + 1;
 		return;
 	}
-	if (ZKEY("count:") && h->zi_part != ZI_ZONE && h->zi_cpu < TRACE_PCP_CPUS) {
-		z->pcp_count[h->zi_cpu] = iv;
+	if (h->zi_part != ZI_ZONE && h->zi_cpu < TRACE_PCP_CPUS && (ZKEY("count:") || ZKEY("high:"))) {
+		(ZKEY("count:") ? z->pcp_count : z->pcp_high)[h->zi_cpu] = iv;
 		return;
 	}
 	if (ZKEY("spanned"))
@@ -637,8 +637,6 @@ static void zoneinfo_value(const char *key, const char *end, struct trace_header
 		z->start_pfn = v;
 	else if (h->zi_part != ZI_CPU0)
 		return;
-	else if (ZKEY("high:"))
-		z->pcp_high = iv;
 	else if (ZKEY("batch:"))
 		z->batch = iv;
 	else if (ZKEY("high_min:"))

@@ -9,13 +9,18 @@ EVENTS events, whichever comes first.  The text goes to stdout, e.g.
   excerpt.py --from 3 --allocs 60000 build.full.zst | zstd -19 -q -o build.trace.zst
 
 Footer lines about the whole recording (events_written, lost_events,
-seconds) are renamed recording_*, and the excerpt's own are added."""
+seconds) are renamed recording_*, and the excerpt's own are added.  An
+event's page= field is dropped unless it is null (a failed allocation):
+it is the kernel's hashed pointer (or perf's copy of pfn=), which says
+nothing pfn= does not, and as random hex it was a third of each
+compressed trace."""
 import argparse
 import re
 import subprocess
 import sys
 
 TIMESTAMP = re.compile(r" (\d+\.\d+):\s+(?:\d+\s+)?(?:\w+:)?(\w+):")
+PAGE = re.compile(r"\bpage=(?!\(null\)|\(nil\)|0+ |0x0+ )\S+ ")
 
 
 def lines(path):
@@ -53,7 +58,7 @@ def excerpt(path, start_after, max_allocs, max_events, out):
             span[0] = span[0] if span[0] is not None else float(m.group(1))
             span[1] = float(m.group(1))
         allocs += bool(m and m.group(2) == "mm_page_alloc")
-        body.append(line)
+        body.append(PAGE.sub("", line, count=1))
     out.writelines(header)
     out.write(f"# excerpt {len(body)} of the recording's {seen} event lines, from event line "
               f"{skipped + 1}: {span[0]}..{span[1]} s, {allocs} mm_page_alloc\n")
