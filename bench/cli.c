@@ -42,7 +42,8 @@ static void list_switches(FILE *out)
 		     "any configuration key of za_mm_create works the same way):\n");
 	for (const struct ab_switch *s = ab_switches; s->name; s++) {
 		char seed[16];
-		snprintf(seed, sizeof(seed), "%s%s", s->seed ? "seed " : "", s->seed ? s->seed : "");
+		snprintf(seed, sizeof(seed), "%s%s", s->seed ? "seed " : "",
+			 s->seed ? s->seed : s->since ? s->since : "");
 		fprintf(out, "  %-23s %-4s %-8s %s\n", s->name, s->values, seed, s->what);
 	}
 }

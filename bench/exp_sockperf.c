@@ -18,6 +18,7 @@
  * separates the throughput from the median -- and the mean of the rest.
  */
 #include "bench.h"
+#include "histogram.h"
 #include "queue.h"
 
 #include <stdatomic.h>
@@ -25,14 +26,6 @@
 #include <string.h>
 
 #define TOKEN ((void *)1)
-
-/* The histogram: values below LINEAR_NS exactly, above with SUB_BUCKETS per
- * power of two (0.4%). */
-#define LINEAR_BITS 12
-#define LINEAR_NS (1LL << LINEAR_BITS)
-#define SUB_BITS 8
-#define SUB_BUCKETS (1 << SUB_BITS)
-#define NR_BUCKETS (LINEAR_NS + (63 - LINEAR_BITS + 1) * SUB_BUCKETS)
 
 /* A round trip this long did not spend its time allocating: a thread of the
  * pair was off its CPU (preempted, or yielding to the other side). */
@@ -43,7 +36,7 @@ static const long default_sizes[] = { 14, 100, 300, 500, 850, 4096, 16384 };
 struct pair_stats {
 	long long trips, stalled;
 	double sum_ns, stalled_ns, max_ns;
-	long long *hist;                        /* [NR_BUCKETS] */
+	long long *hist;                        /* [HIST_BUCKETS] */
 };
 
 /* What the measured iterations of one variant gave at one size. */
@@ -60,43 +53,10 @@ struct sp_state {
 	int pairs;
 	struct ring *to_server, *to_client;     /* [pairs] */
 	struct pair_stats *stats;               /* [pairs] */
-	long long *hist;                        /* [NR_BUCKETS]: all pairs merged */
+	long long *hist;                        /* [HIST_BUCKETS]: all pairs merged */
 	int m_tput[MAX_SIZES], m_p50[MAX_SIZES], m_p99[MAX_SIZES];
 	struct size_totals totals[MAX_VARIANTS][MAX_SIZES];
 };
-
-static int bucket_of(long long ns)
-{
-	if (ns < LINEAR_NS)
-		return ns < 0 ? 0 : (int)ns;
-	int e = 63 - __builtin_clzll((unsigned long long)ns);  /* >= LINEAR_BITS */
-	int sub = (int)(ns >> (e - SUB_BITS)) & (SUB_BUCKETS - 1);
-	return (int)LINEAR_NS + (e - LINEAR_BITS) * SUB_BUCKETS + sub;
-}
-
-/* The middle of a bucket's range (the value itself in the linear part). */
-static double bucket_value(int b)
-{
-	if (b < LINEAR_NS)
-		return b;
-	int e = (b - (int)LINEAR_NS) / SUB_BUCKETS + LINEAR_BITS;
-	int sub = (b - (int)LINEAR_NS) % SUB_BUCKETS;
-	double step = (double)(1LL << (e - SUB_BITS));
-	return (double)(SUB_BUCKETS + sub) * step + step / 2;
-}
-
-/* The value of the sample of rank total * num / den (0-based), as a sort of
- * every sample would give to within a bucket. */
-static double percentile(const long long *hist, long long total, long long num, long long den)
-{
-	if (!total)
-		return 0;
-	long long rank = total * num / den, seen = 0;
-	for (int b = 0; b < NR_BUCKETS; b++)
-		if ((seen += hist[b]) > rank)
-			return bucket_value(b);
-	return 0;
-}
 
 static void sp_declare(struct bench *b)
 {
@@ -119,8 +79,8 @@ static void sp_declare(struct bench *b)
 	st->to_client = aligned_alloc(64, sizeof(struct ring) * (size_t)st->pairs);
 	st->stats = calloc((size_t)st->pairs, sizeof(struct pair_stats));
 	for (int p = 0; p < st->pairs; p++)
-		st->stats[p].hist = malloc(sizeof(long long) * NR_BUCKETS);
-	st->hist = malloc(sizeof(long long) * NR_BUCKETS);
+		st->stats[p].hist = malloc(sizeof(long long) * HIST_BUCKETS);
+	st->hist = malloc(sizeof(long long) * HIST_BUCKETS);
 	b->state = st;
 }
 
@@ -162,7 +122,7 @@ static void client(struct sp_state *st, int pair)
 		t1 = now_seconds();
 		double ns = (t1 - t0) * 1e9;
 		t0 = t1;
-		ps->hist[bucket_of((long long)(ns + 0.5))]++;
+		ps->hist[hist_bucket((long long)(ns + 0.5))]++;
 		ps->trips++;
 		ps->sum_ns += ns;
 		if (ns > ps->max_ns)
@@ -205,17 +165,17 @@ static void sp_run(struct bench *b, struct variant *v, struct iteration *it)
 		memset(st->to_client, 0, sizeof(struct ring) * (size_t)st->pairs);
 		for (int p = 0; p < st->pairs; p++) {
 			long long *hist = st->stats[p].hist;
-			memset(hist, 0, sizeof(long long) * NR_BUCKETS);
+			memset(hist, 0, sizeof(long long) * HIST_BUCKETS);
 			st->stats[p] = (struct pair_stats){ .hist = hist };
 		}
 		st->deadline = now_seconds() + bench_seconds(b);
 		double wall = run_threads(2 * st->pairs, sp_worker, st);
 		/* Percentiles over every pair's trips. */
 		struct size_totals t = { .wall = wall };
-		memset(st->hist, 0, sizeof(long long) * NR_BUCKETS);
+		memset(st->hist, 0, sizeof(long long) * HIST_BUCKETS);
 		for (int p = 0; p < st->pairs; p++) {
 			const struct pair_stats *ps = &st->stats[p];
-			for (int k = 0; k < NR_BUCKETS; k++)
+			for (int k = 0; k < HIST_BUCKETS; k++)
 				st->hist[k] += ps->hist[k];
 			t.trips += ps->trips;
 			t.stalled += ps->stalled;
@@ -225,8 +185,8 @@ static void sp_run(struct bench *b, struct variant *v, struct iteration *it)
 				t.max_ns = ps->max_ns;
 		}
 		it->value[st->m_tput[s]] = (double)t.trips / wall;
-		it->value[st->m_p50[s]] = percentile(st->hist, t.trips, 50, 100);
-		it->value[st->m_p99[s]] = percentile(st->hist, t.trips, 99, 100);
+		it->value[st->m_p50[s]] = hist_percentile(st->hist, t.trips, 50, 100);
+		it->value[st->m_p99[s]] = hist_percentile(st->hist, t.trips, 99, 100);
 		it->ops += t.trips;
 		if (!b->warmup) {
 			struct size_totals *sum = &st->totals[v - b->variants][s];

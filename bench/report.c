@@ -371,7 +371,8 @@ static void format_counter(double v, bool per_op, char *out, size_t len)
 static void summary_row(struct doc *d, const struct run_record *r)
 {
 	char seed[32], change[64], medians[96], mech[160], a[32], b[32], sw[96], verdict[64];
-	snprintf(seed, sizeof(seed), "%s", r->sw && r->sw->seed ? r->sw->seed : "-");
+	snprintf(seed, sizeof(seed), "%s", !r->sw ? "-" : r->sw->seed ? r->sw->seed :
+					   r->sw->since ? r->sw->since : "-");
 	const char *colon = strrchr(r->title, ':');
 	snprintf(sw, sizeof(sw), "%s", colon ? colon + 2 : "");
 	format_value(r->before, a, sizeof(a));
@@ -406,8 +407,9 @@ static void write_switch_line(struct doc *d, const struct ab_switch *s,
 		runs += recs[i].ab && recs[i].sw == s;
 	if (!runs)
 		return;
-	len = snprintf(text, sizeof(text), "%s (%s%s):", s->name, s->seed ? "seed " : "hardening",
-		       s->seed ? s->seed : "");
+	len = snprintf(text, sizeof(text), "%s (%s%s):", s->name,
+		       s->seed ? "seed " : s->since ? "kernel " : "hardening",
+		       s->seed ? s->seed : s->since ? s->since : "");
 	for (size_t v = 0; v < sizeof(order) / sizeof(order[0]); v++) {
 		int count = 0;
 		for (int i = 0; i < n; i++)

@@ -10,15 +10,16 @@
 #include <string.h>
 
 const struct ab_switch ab_switches[] = {
-	{ "pcp_high_order", "000", "0|1", "orders 1..3 on the per-CPU lists, high = 11 x batch" },
-	{ "bulkfree_outside_lock", "001", "0|1", "bulk free picks its pages before the zone lock" },
-	{ "slub_max_order", "002", "3|4", "the largest slab order (4: the patch)" },
-	{ "slub_big_system", "002", "0|1", "with nr_cpus >= 32: double min_objects and cpu_partial" },
-	{ "fair_zone", "003", "0|1", "allocation batches spread pages over the zones fairly" },
-	{ "kswapd_wake_high", "003", "0|1", "wake kswapd until the zone is balanced at high" },
-	{ "quicklists", "004", "0|1", "page-table pages kept constructed on per-CPU lists" },
-	{ "slab_freelist_random", NULL, "0|1", "hardening: slab free lists in random order" },
-	{ "slab_freelist_hardened", NULL, "0|1", "hardening: free pointers stored obfuscated" },
+	{ "pcp_high_order", "000", NULL, "0|1", "orders 1..3 on the per-CPU lists, high = 11 x batch" },
+	{ "bulkfree_outside_lock", "001", NULL, "0|1", "bulk free picks its pages before the zone lock" },
+	{ "slub_max_order", "002", NULL, "3|4", "the largest slab order (4: the patch)" },
+	{ "slub_big_system", "002", NULL, "0|1", "with nr_cpus >= 32: double min_objects and cpu_partial" },
+	{ "fair_zone", "003", NULL, "0|1", "allocation batches spread pages over the zones fairly" },
+	{ "kswapd_wake_high", "003", NULL, "0|1", "wake kswapd until the zone is balanced at high" },
+	{ "quicklists", "004", NULL, "0|1", "page-table pages kept constructed on per-CPU lists" },
+	{ "pcp_drain_chunks", NULL, "6.19", "0|1", "a drain over high returns a batch per lock hold" },
+	{ "slab_freelist_random", NULL, NULL, "0|1", "hardening: slab free lists in random order" },
+	{ "slab_freelist_hardened", NULL, NULL, "0|1", "hardening: free pointers stored obfuscated" },
 	{ 0 },
 };
 
@@ -58,6 +59,9 @@ static const struct seed_figure figures[] = {
 	  "pte_alloc 2.7 us -> 1.3 us, pgd_alloc 4 us -> 150 ns" },
 	{ "quicklists", "fsmark", NULL, "bytes_zeroed", NULL, "(not measured: a control)" },
 	{ "quicklists", NULL, NULL, "bytes_zeroed", NULL, NULL },
+	{ "pcp_drain_chunks", NULL, NULL, "pcp_bulkfree_pages", "pcp_bulkfree",
+	  "free_pcppages_bulk of 2000+ pages per zone-lock hold seen across Meta's fleet; kbuild "
+	  "sys time -11.9% on 316 CPUs, -3.2% on 36" },
 	{ 0 },
 };
 

@@ -6,7 +6,8 @@
 
 struct ab_switch {
 	const char *name;
-	const char *seed;       /* "000".."004", NULL for the hardening switches */
+	const char *seed;       /* "000".."004", NULL for the others */
+	const char *since;      /* a later kernel's mechanism: its release; NULL: hardening */
 	const char *values;     /* "before|after" */
 	const char *what;
 };

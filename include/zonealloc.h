@@ -116,6 +116,12 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        << pcp_batch_scale_max pages, keeping a batch when
  *                        llc_per_cpu holds more than 3 batches; 3 as 6.16,
  *                        as 2 once the streak reaches batch + high_min / 2
+ *   pcp_drain_chunks=0   1: as 6.19, a free that takes count over high and
+ *                        the vmstat tick's decay return their pages a
+ *                        batch per per-CPU and zone-lock hold, the
+ *                        per-CPU lock dropped between batches (a free
+ *                        whose retake fails leaves the rest); 0: all in
+ *                        one hold of each
  *   llc_per_cpu=auto     the last-level cache per CPU sharing it (the
  *                        kernel's per_cpu_data_slice_size); auto: this
  *                        machine's (0 if unknown)
@@ -641,6 +647,16 @@ void za_vmstat_tick(za_mm_t *mm);
  *                                 block; fragmenting when smaller than a
  *                                 pageblock, change_ownership when the
  *                                 pageblock became the request's type
+ * and, asked for by za_set_tracepoints' mask, the zone-lock events
+ * proposed for the kernel in 2026 (kmem:mm_zone_lock_contended,
+ * mm_zone_locked, mm_zone_lock_unlock), on the bulk paths -- a refill
+ * (caller "rmqueue_bulk") and a bulk free ("free_pcppages_bulk"); count
+ * is the pages the hold is taken for (asked for, at the lock):
+ *   ZA_TP_ZONE_LOCK_CONTENDED     the lock was held by another: waiting
+ *   ZA_TP_ZONE_LOCKED             taken; contended, and wait_ns if so
+ *   ZA_TP_ZONE_LOCK_UNLOCK        released; hold_ns since ZONE_LOCKED
+ *                                 (zonealloc's: the kernel's consumer
+ *                                 subtracts the timestamps)
  * fn runs on the thread that caused the event, possibly under a zone
  * lock: it must not call into mm.  NULL turns tracing off.  Change it only
  * while no other thread (nor the vmstat worker) uses the system: a
@@ -651,7 +667,12 @@ enum za_tracepoint {
 	ZA_TP_PAGE_ALLOC_ZONE_LOCKED,
 	ZA_TP_PAGE_PCPU_DRAIN,
 	ZA_TP_PAGE_ALLOC_EXTFRAG,
+	ZA_TP_ZONE_LOCK_CONTENDED,
+	ZA_TP_ZONE_LOCKED,
+	ZA_TP_ZONE_LOCK_UNLOCK,
 };
+#define ZA_TP_PAGE_EVENTS       0x7u    /* the three kmem page events */
+#define ZA_TP_ZONE_LOCK_EVENTS  0x38u   /* the three zone-lock events */
 struct za_tp_event {
 	enum za_tracepoint type;
 	int cpu;                /* drain: the CPU whose lists gave the pages;
@@ -662,10 +683,16 @@ struct za_tp_event {
 	int migratetype;        /* extfrag: the allocation's */
 	int percpu_refill;      /* zone_locked */
 	int fallback_order, fallback_migratetype;       /* extfrag */
+	int count, contended;                           /* zone lock */
+	unsigned long long wait_ns, hold_ns;            /* zone lock */
+	const char *caller;                             /* zone lock */
 	int fragmenting, change_ownership;              /* extfrag */
 };
 typedef void (*za_tracepoint_fn)(const struct za_tp_event *ev, void *ctx);
+/* The page events (ZA_TP_PAGE_EVENTS) to fn. */
 void za_set_tracepoint(za_mm_t *mm, za_tracepoint_fn fn, void *ctx);
+/* The events whose bits (1u << type) are set in mask to fn. */
+void za_set_tracepoints(za_mm_t *mm, za_tracepoint_fn fn, void *ctx, unsigned int mask);
 
 /* ------------------------------------------------------------------------
  * Counters and reports (vmstat)

@@ -71,6 +71,7 @@ static const struct key keys[] = {
 	{ "pcp_refill_drain",      K_BOOL,   FIELD(pcp_refill_drain), 0, 1, false, NULL },
 	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
 	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 3, false, NULL },
+	{ "pcp_drain_chunks",      K_BOOL,   FIELD(pcp_drain_chunks), 0, 1, false, NULL },
 	{ "llc_per_cpu",           K_SIZE,   FIELD(llc_per_cpu), 0, 0, true, NULL },
 	{ "vmstat_interval_ms",    K_INT,    FIELD(vmstat_interval_ms), 0, 3600000, true, NULL },
 	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false, NULL },
@@ -311,6 +312,10 @@ static const struct preset_row kernel_presets[] = {
 	  "5.18: free_high drains a CPU freeing high-order pages (f26b3fa04611); 6.7: only after "
 	  "two high-order frees in a row, keeping a batch on CPUs with a large cache slice; "
 	  "6.16 [likely]: only once free_count reaches batch + high_min / 2 (Nikhil Dhama)" },
+	{ "pcp_drain_chunks", 0, { { KV(6, 19, 0), 1 } },
+	  "6.19 [likely]: a free over high and the vmstat worker's decay return their pages a batch "
+	  "per per-CPU and zone-lock hold, the per-CPU lock dropped between ('batch page freeing in "
+	  "free_frozen_page_commit' and '... in decay_pcp_high', Joshua Hahn)" },
 	{ "pcp_high_auto", 0, { { KV(6, 7, 0), 1 } },
 	  "6.7: 'PCP high auto-tuning' (Huang Ying): high_min/high_max, alloc_factor, free_count, "
 	  "decay by the vmstat worker" },
@@ -336,10 +341,10 @@ static const struct preset_row kernel_presets[] = {
 };
 
 /* Releases the preset knows: 2.6.0 .. 2.6.39, 3.0 .. 3.19, 4.0 .. 4.20,
- * 5.0 .. 5.19, 6.0 .. 6.18. */
+ * 5.0 .. 5.19, 6.0 .. 6.19. */
 static bool known_release(unsigned int a, unsigned int b, unsigned int c, bool has_c)
 {
-	static const unsigned int last_minor[] = { [3] = 19, [4] = 20, [5] = 19, [6] = 18 };
+	static const unsigned int last_minor[] = { [3] = 19, [4] = 20, [5] = 19, [6] = 19 };
 	if (a == 2)
 		return b == 6 && has_c && c <= 39;
 	return a >= 3 && a <= 6 && b <= last_minor[a];
@@ -375,7 +380,7 @@ static int apply_kernel_preset(struct za_config *cfg, const char *key, const cha
 		return bad_value(key, val, len, "a release like 6.18, 4.9 or 2.6.22");
 	if (!known_release(part[0], part[1], part[2], nparts == 3)) {
 		za_set_last_error("config: key '%s': no release %.*s known (2.6.0 .. 2.6.39, 3.0 .. "
-				  "6.18)", key, len, val);
+				  "6.19)", key, len, val);
 		errno = EINVAL;
 		return -1;
 	}

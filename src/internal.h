@@ -130,9 +130,41 @@ void tp_pcpu_drain_slow(struct za_zone *z, int cpu, const struct za_page *page, 
 void tp_extfrag_slow(struct za_zone *z, int cpu, const struct za_page *page, unsigned int order,
 		     int start_mt, unsigned int fallback_order, int fallback_mt);
 
+/* Is a hook set for any of the events in mask?  (tp_mask is written
+ * before the hook is published.) */
+static inline bool tracing_events(const struct za_mm *mm, unsigned int mask)
+{
+	return unlikely(atomic_load_explicit(&mm->tp_fn, memory_order_acquire) != NULL) &&
+	       (mm->tp_mask & mask);
+}
+
 static inline bool tracing(const struct za_mm *mm)
 {
-	return unlikely(atomic_load_explicit(&mm->tp_fn, memory_order_acquire) != NULL);
+	return tracing_events(mm, ZA_TP_PAGE_EVENTS);
+}
+
+uint64_t zone_lock_traced(struct za_zone *z, const char *caller, int count);
+void zone_unlock_traced(struct za_zone *z, uint64_t t0, int cause, const char *caller, int count);
+
+static inline bool tracing_zone_lock(const struct za_mm *mm)
+{
+	return tracing_events(mm, ZA_TP_ZONE_LOCK_EVENTS);
+}
+
+/* The zone lock on a bulk path (a refill, a bulk free, for count pages):
+ * zone_lock, and with the zone-lock events on, those events. */
+static inline uint64_t zone_lock_bulk(struct za_zone *z, const char *caller, int count)
+{
+	return tracing_zone_lock(z->mm) ? zone_lock_traced(z, caller, count) : zone_lock(z);
+}
+
+static inline void zone_unlock_bulk(struct za_zone *z, uint64_t t0, int cause, const char *caller,
+				    int count)
+{
+	if (tracing_zone_lock(z->mm))
+		zone_unlock_traced(z, t0, cause, caller, count);
+	else
+		zone_unlock(z, t0, cause);
 }
 
 /* A block of `order` at pfn taken from the buddy lists for type mt. */

@@ -378,6 +378,7 @@ struct za_mm {
 	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
 	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
 	uint8_t pcp_free_high, pcp_batch_scale_max;
+	bool pcp_drain_chunks;
 	struct za_node *nodes;
 
 	struct za_config cfg;
@@ -419,6 +420,7 @@ struct za_mm {
 	/* Tracepoints (za_set_tracepoint): looked at on slow paths only. */
 	_Atomic(za_tracepoint_fn) tp_fn;
 	void *tp_ctx;                   /* written before tp_fn (release) */
+	unsigned int tp_mask;           /* ... as is this: 1u << the types delivered */
 	/* The vmstat worker (vmstat.c), when vmstat_interval_ms > 0. */
 	struct vmstat_worker *vmstat_worker;
 

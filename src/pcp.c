@@ -63,6 +63,7 @@ void pcp_setup_lists(struct za_mm *mm)
 	mm->pcp_high_auto = mm->cfg.pcp_high_auto;
 	mm->pcp_free_high = (uint8_t)mm->cfg.pcp_free_high;
 	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
+	mm->pcp_drain_chunks = mm->cfg.pcp_drain_chunks;
 	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
 	/* The free-side books of 6.7's mechanisms are kept per free, under
 	 * the lock: with them, every block goes through the lists. */
@@ -267,7 +268,7 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 {
 	struct za_list taken;
 	list_init(&taken);
-	uint64_t t0 = zone_lock(z);
+	uint64_t t0 = zone_lock_bulk(z, "rmqueue_bulk", blocks << order);
 	unsigned long whole = 0;
 	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken,
 						 cpu, nofragment, &whole);
@@ -279,7 +280,7 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 		ev_add(&z->stat, EV_PCP_ALLOC + (unsigned int)hit_slot, 1);
 		ev_add(&z->stat, EV_PCP_ALLOC_MISS + (unsigned int)hit_slot, 1);
 	}
-	zone_unlock(z, t0, EV_PCP_REFILL_HOLD);
+	zone_unlock_bulk(z, t0, EV_PCP_REFILL_HOLD, "rmqueue_bulk", blocks << order);
 
 	while (!list_empty(&taken)) {
 		struct za_page *block = container_of(taken.next, struct za_page, lru);
@@ -457,73 +458,112 @@ static struct za_page *pick_page(struct za_zone *z, struct za_pcp *pcp, void *cu
 	return take_cold(z, pcp, mm->pcp_lists[c->i], budget);
 }
 
-/*
- * Returns `pages` pages (or all there are; a block may take it beyond) to
- * the buddy lists, in chunks of at most BUDDY_COALESCE_MAX blocks, one
- * zone-lock hold per chunk; pindex is the list of the block whose free
- * called for it (any list for drains).  Blocks of a chunk that are buddies
- * of each other are merged first: one merge into the free lists instead of
- * one per page, which is most of the work when a run of pages is freed
- * together.
- *
- * bulkfree_outside_lock=1 (seed 001): picking and coalescing happen before
- * the zone lock is taken -- the lists are ours while we hold the per-CPU
- * lock -- with a prefetch of each buddy's descriptor, so that the lock is
- * held only for the merges into the free lists, which then mostly hit the
- * cache.  =0: all of it under the zone lock.
- */
-/*
- * blocks[0..n), `pages` pages, back to the buddy lists: merged among
- * themselves first, then freed under the zone lock -- taken here, after a
- * prefetch of each buddy, unless the caller holds it already (locked: its
- * hold's start).  Returns with the lock held, for the caller's events.
- */
-static uint64_t buddy_free_chunk(struct za_zone *z, struct za_page **blocks, int n, int pages,
-				 const uint64_t *locked)
+typedef struct za_page *(*pick_fn)(struct za_zone *z, struct za_pcp *pcp, void *arg, int *budget);
+
+/* Up to BUDDY_COALESCE_MAX blocks that `pick` takes off the lists while
+ * *budget (pages) lasts, those that are buddies of each other merged
+ * first: one merge into the free lists instead of one per page, which is
+ * most of the work when a run of pages is freed together.  How many
+ * blocks are left in blocks[]. */
+static int pick_chunk(struct za_zone *z, struct za_pcp *pcp, int *budget, pick_fn pick, void *arg,
+		      struct za_page **blocks, unsigned long *merges)
 {
-	struct za_mm *mm = z->mm;
-	unsigned long merges = 0;
-	n = buddy_coalesce(mm, blocks, n, &merges);
-	if (!locked)
-		for (int i = 0; i < n; i++) {
-			unsigned long pfn = page_to_pfn(mm, blocks[i]);
-			__builtin_prefetch(pfn_to_page(mm, pfn ^ (1UL << page_order(blocks[i]))));
-		}
-	uint64_t t0 = locked ? *locked : zone_lock(z);
-	for (int i = 0; i < n; i++)
-		buddy_free(z, blocks[i], page_order(blocks[i]),
-			   pageblock_mt(mm, page_to_pfn(mm, blocks[i])));
+	struct za_page *page;
+	int n = 0;
+	while (*budget > 0 && n < BUDDY_COALESCE_MAX && (page = pick(z, pcp, arg, budget)))
+		blocks[n++] = page;
+	return buddy_coalesce(z->mm, blocks, n, merges);
+}
+
+static void prefetch_buddies(const struct za_mm *mm, struct za_page **blocks, int n)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned long pfn = page_to_pfn(mm, blocks[i]);
+		__builtin_prefetch(pfn_to_page(mm, pfn ^ (1UL << page_order(blocks[i]))));
+	}
+}
+
+/* A block back to the buddy lists.  Under the zone lock. */
+static void free_block(struct za_zone *z, struct za_page *block)
+{
+	const struct za_mm *mm = z->mm;
+	zone_lock_assert_held(z);
+	buddy_free(z, block, page_order(block), pageblock_mt(mm, page_to_pfn(mm, block)));
+}
+
+#define BULK_FREE "free_pcppages_bulk"
+
+/* A bulk free's events, then the zone lock it took at t0 released. */
+static void bulk_free_done(struct za_zone *z, int pages, unsigned long merges, uint64_t t0)
+{
 	ev_add(&z->stat, EV_BUDDY_MERGE, merges);
 	ev_add(&z->stat, EV_PCP_BULKFREE, 1);
 	ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)pages);
-	return t0;
+	zone_unlock_bulk(z, t0, EV_PCP_BULKFREE_HOLD, BULK_FREE, pages);
 }
 
-/* One chunk of a bulk free: up to BUDDY_COALESCE_MAX blocks that `pick`
- * takes off the lists while *budget (pages) lasts, back to the buddy
- * lists in one zone-lock hold (taken before the picking unless
- * bulkfree_outside_lock). */
-static void bulk_free_chunk(struct za_zone *z, struct za_pcp *pcp, int *budget,
-			    struct za_page *(*pick)(struct za_zone *, struct za_pcp *, void *, int *),
-			    void *arg)
+static struct za_page *chain_next(const struct za_page *page)
+{
+	return (struct za_page *)(void *)page->lru.next;
+}
+
+/*
+ * The kernel's free_pcppages_bulk: the blocks `pick` takes off the lists
+ * while *budget (pages; a block may take it beyond) lasts, back to the
+ * buddy lists in one zone-lock hold, however many there are -- what
+ * bounds a hold is how much its callers ask for (pcp_drain_chunks).
+ *
+ * bulkfree_outside_lock=1 (seed 001): picking and merging happen before
+ * the zone lock is taken -- the lists are ours while we hold the per-CPU
+ * lock -- the picked blocks chained through their list links, with a
+ * prefetch of the first chunk's buddies, so that the lock is held only
+ * for the merges into the free lists.  =0: all of it under the zone lock.
+ */
+static void bulk_free(struct za_zone *z, struct za_pcp *pcp, int *budget, pick_fn pick, void *arg)
 {
 	bool outside = z->mm->bulkfree_outside_lock;
-	struct za_page *blocks[BUDDY_COALESCE_MAX], *page;
-	uint64_t t0 = outside ? 0 : zone_lock(z);
-	int n = 0, before = *budget;
-	while (*budget > 0 && n < BUDDY_COALESCE_MAX && (page = pick(z, pcp, arg, budget)))
-		blocks[n++] = page;
-	t0 = buddy_free_chunk(z, blocks, n, before - *budget, outside ? NULL : &t0);
-	zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
+	struct za_page *chain = NULL, *last = NULL;
+	unsigned long merges = 0;
+	int before = *budget;
+	za_lock_assert_held(z->mm, &pcp->lock);
+	uint64_t t0 = outside ? 0 : zone_lock_bulk(z, BULK_FREE, before);
+	while (*budget > 0) {
+		struct za_page *blocks[BUDDY_COALESCE_MAX];
+		int n = pick_chunk(z, pcp, budget, pick, arg, blocks, &merges);
+		if (!n)
+			break;
+		if (!chain && outside)
+			prefetch_buddies(z->mm, blocks, n);
+		for (int i = 0; i < n; i++) {
+			if (!outside) {
+				free_block(z, blocks[i]);
+				continue;
+			}
+			blocks[i]->lru.next = NULL;
+			if (last)
+				last->lru.next = (struct za_list *)(void *)blocks[i];
+			else
+				chain = blocks[i];
+			last = blocks[i];
+		}
+	}
+	if (outside)
+		t0 = zone_lock_bulk(z, BULK_FREE, before - *budget);
+	for (struct za_page *next; chain; chain = next) {
+		next = chain_next(chain);
+		free_block(z, chain);
+	}
+	bulk_free_done(z, before - *budget, merges, t0);
 }
 
+/* `pages` pages (or all there are) off the lists, pindex's first where
+ * the order of the lists says so (any list for drains). */
 static void free_pcppages_bulk(struct za_zone *z, struct za_pcp *pcp, int pages, unsigned int pindex)
 {
 	struct bulk_cursor cur = bulk_cursor_start(z->mm, pindex);
 	int budget = pages < pcp_count(pcp) ? pages : pcp_count(pcp);
-	za_lock_assert_held(z->mm, &pcp->lock);
-	while (budget > 0)
-		bulk_free_chunk(z, pcp, &budget, pick_page, &cur);
+	if (budget > 0)
+		bulk_free(z, pcp, &budget, pick_page, &cur);
 	pcp_check_count(z, pcp);
 }
 
@@ -555,8 +595,8 @@ static void drain_for_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int
 	for (unsigned int i = 0; i < mm->nr_pcp_lists && excess > 0; i++) {
 		unsigned int pindex = mm->pcp_lists[i];
 		struct za_list *list = &pcp->lists[pindex];
-		while (pindex_to_order(mm, pindex) != order && !list_empty(list) && excess > 0)
-			bulk_free_chunk(z, pcp, &excess, pick_cold, &pindex);
+		if (pindex_to_order(mm, pindex) != order && !list_empty(list) && excess > 0)
+			bulk_free(z, pcp, &excess, pick_cold, &pindex);
 	}
 	pcp_check_count(z, pcp);
 }
@@ -629,21 +669,51 @@ static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int bat
 	return min_int(max_int(pcp->free_count, batch), high - batch);
 }
 
+/*
+ * to_free pages back from a free over the limit: in one bulk free, or
+ * with pcp_drain_chunks (6.19) a batch per bulk free, the per-CPU lock
+ * dropped between batches so that a free of thousands of pages (a large
+ * tuned high, a long freeing streak) does not hold off the lock's other
+ * users for all of it.  The retake is a trylock, as the free path's; if
+ * it fails, or the thread now runs on another CPU, the rest stays on the
+ * lists for a later free.  Returns whether the per-CPU lock is held.
+ */
+static bool free_over_high(struct za_zone *z, struct za_pcp *pcp, int to_free, unsigned int pindex)
+{
+	const struct za_mm *mm = z->mm;
+	int chunk = mm->pcp_drain_chunks ? pcp->batch : to_free;
+	for (;;) {
+		int n = min_int(to_free, chunk);
+		free_pcppages_bulk(z, pcp, n, pindex);
+		to_free -= n;
+		if (to_free <= 0 || !pcp_count(pcp))
+			return true;
+		za_tryunlock(&pcp->lock);
+		if (!za_trylock(&pcp->lock))
+			return false;
+		if (this_cpu(mm) != pcp_cpu(z, pcp)) {
+			za_tryunlock(&pcp->lock);
+			return false;
+		}
+	}
+}
+
 /* pcp_free_account's rest: a drain may be due, or high may change.
- * Under the per-CPU lock. */
-static void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high)
+ * Entered under the per-CPU lock; returns whether it is still held. */
+static bool pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex, bool free_high)
 {
 	const struct za_mm *mm = z->mm;
 	int batch = pcp->batch;
 	za_lock_assert_held(mm, &pcp->lock);
 	int high = nr_pcp_high(z, pcp, batch, free_high);
 	if (pcp_count(pcp) < high)
-		return;
-	free_pcppages_bulk(z, pcp, nr_pcp_free(mm, pcp, batch, high, free_high), pindex);
+		return true;
+	bool locked = free_over_high(z, pcp, nr_pcp_free(mm, pcp, batch, high, free_high), pindex);
 	/* The drain may have lifted the zone back above its high watermark. */
 	if ((load_relaxed(&z->pcp_flags) & ZONE_BELOW_HIGH) && zone_above_high(z))
 		atomic_fetch_and_explicit(&z->pcp_flags, ~(unsigned int)ZONE_BELOW_HIGH,
 					  memory_order_relaxed);
+	return locked;
 }
 
 /*
@@ -658,7 +728,8 @@ static void pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int
  * with 3 once free_count reaches half of high_min beyond a batch (6.16).
  * The rest, when a drain may be due or high may change, is
  * pcp_free_tracked's.  Out of line, so that the hit path without these
- * switches keeps its registers.  Under the per-CPU lock.
+ * switches keeps its registers.  Entered under the per-CPU lock; returns
+ * whether it is still held (pcp_drain_chunks may have let it go).
  */
 /* pcp_free_high=3 (6.16, "increase pcp->free_count threshold to trigger
  * free_high"): a freeing streak must also cover half of high_min before it
@@ -668,7 +739,7 @@ static int free_high_extra(const struct za_mm *mm, const struct za_pcp *pcp)
 	return mm->pcp_free_high == 3 ? pcp->high_min / 2 : 0;
 }
 
-void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
+bool pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex)
 {
 	const struct za_mm *mm = z->mm;
 	int batch = pcp->batch;
@@ -692,7 +763,8 @@ void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order,
 		free_count += 1 << order;
 	pcp->free_count = free_count;
 	if (unlikely(free_high || load_relaxed(&z->pcp_flags) || pcp_count(pcp) >= pcp_high(pcp)))
-		pcp_free_tracked(z, pcp, pindex, free_high);
+		return pcp_free_tracked(z, pcp, pindex, free_high);
+	return true;
 }
 
 /* ------------------------------------------------------------------------
@@ -703,11 +775,6 @@ static void front_fold(struct za_pcp *pcp, unsigned int order, uint64_t tally)
 {
 	pcp_ev_add(&pcp->stat, EV_PCP_FREE + order, tally_pushes(tally));
 	pcp_ev_add(&pcp->stat, EV_PCP_ALLOC + order, tally_pops(tally));
-}
-
-static struct za_page *chain_next(const struct za_page *page)
-{
-	return (struct za_page *)(void *)page->lru.next;
 }
 
 /* A chain taken off a front goes to the head of its list, in its order
@@ -796,17 +863,23 @@ static void chain_free(struct za_zone *z, struct za_page *chain, unsigned int or
 {
 	while (chain) {
 		struct za_page *blocks[BUDDY_COALESCE_MAX];
+		unsigned long merges = 0;
 		int n = 0;
 		for (; chain && n < BUDDY_COALESCE_MAX; chain = chain_next(chain))
 			blocks[n++] = chain;
-		uint64_t t0 = buddy_free_chunk(z, blocks, n, n << order, NULL);
+		int pages = n << order;
+		n = buddy_coalesce(z->mm, blocks, n, &merges);
+		prefetch_buddies(z->mm, blocks, n);
+		uint64_t t0 = zone_lock_bulk(z, BULK_FREE, pages);
+		for (int i = 0; i < n; i++)
+			free_block(z, blocks[i]);
 		if (tally) {
 			ev_add(&z->stat, EV_PCP_FREE + order, tally_pushes(*tally));
 			ev_add(&z->stat, EV_PCP_ALLOC + order, tally_pops(*tally));
 			ev_add(&z->stat, EV_PCP_FREE + slot, 1);
 			tally = NULL;
 		}
-		zone_unlock(z, t0, EV_PCP_BULKFREE_HOLD);
+		bulk_free_done(z, pages, merges, t0);
 	}
 }
 
@@ -966,25 +1039,40 @@ long pcp_front_pages(const struct za_zone *z)
 /* ------------------------------------------------------------------------
  * Drains and decay
  * ------------------------------------------------------------------------ */
+/*
+ * All of a CPU's lists back (the kernel's drain_pages_zone).  Since 6.7
+ * (pcp_high_auto came with it) batch << pcp_batch_scale_max pages per
+ * per-CPU lock hold, the lock retaken between, as much as the count showed
+ * at each hold; before, all of it in one.
+ */
 void pcp_drain_cpu(struct za_zone *z, int cpu)
 {
+	const struct za_mm *mm = z->mm;
 	struct za_pcp *pcp = &z->pcp[cpu];
-	za_trylock_wait(&pcp->lock);
-	pcp_fronts_stop(z, pcp);
-	if (pcp_count(pcp)) {
-		pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
-		free_pcppages_bulk(z, pcp, pcp_count(pcp), 0);
-	}
-	pcp_fronts_start(pcp);
-	za_tryunlock(&pcp->lock);
+	bool counted = false;
+	int left;
+	do {
+		za_trylock_wait(&pcp->lock);
+		pcp_fronts_stop(z, pcp);
+		int count = pcp_count(pcp);
+		int n = mm->pcp_high_auto ? min_int(count, pcp->batch << mm->pcp_batch_scale_max) : count;
+		if (n && !counted)
+			pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
+		counted |= n != 0;
+		if (n)
+			free_pcppages_bulk(z, pcp, n, 0);
+		left = count - n;
+		pcp_fronts_start(pcp);
+		za_tryunlock(&pcp->lock);
+	} while (left > 0);
 }
 
 /*
  * The vmstat tick's work on one CPU's set (pcp_high_auto; the kernel's
  * decay_pcp_high): high, if above high_min, drops by an eighth -- less
  * while count is more than batch << pcp_batch_scale_max above the result,
- * never below high_min -- and whatever count has above high goes back, a
- * batch per per-CPU lock hold.
+ * never below high_min -- and whatever count has above high goes back in
+ * one per-CPU lock hold, or (pcp_drain_chunks, 6.19) a batch per hold.
  */
 void pcp_decay(struct za_zone *z, int cpu)
 {
@@ -998,9 +1086,10 @@ void pcp_decay(struct za_zone *z, int cpu)
 		pcp_set_high(mm, pcp, high);
 	}
 	int to_drain = pcp_count(pcp) - high;
+	int chunk = mm->pcp_drain_chunks ? batch : max_int(to_drain, 1);
 	za_tryunlock(&pcp->lock);
 	while (to_drain > 0) {
-		int n = min_int(to_drain, batch);
+		int n = min_int(to_drain, chunk);
 		za_trylock_wait(&pcp->lock);
 		free_pcppages_bulk(z, pcp, n, 0);
 		za_tryunlock(&pcp->lock);

@@ -28,7 +28,7 @@ void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list, bool nofragment);
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
-void pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex);
+bool pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex);
 void pcp_decay(struct za_zone *z, int cpu);
 void zone_check_below_high(struct za_zone *z);
 
@@ -269,11 +269,13 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
 	if (front)
 		pcp_front_balance(z, pcp, pindex, true);
-	if (unlikely(mm->pcp_track_free))
-		pcp_free_account(z, pcp, order, pindex);
-	else    /* more than once only after a front joined the list */
+	if (unlikely(mm->pcp_track_free)) {
+		if (!pcp_free_account(z, pcp, order, pindex))
+			return true;    /* pcp_drain_chunks let the lock go */
+	} else {        /* more than once only after a front joined the list */
 		while (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
 			pcp_free_batch(z, pcp, pindex);
+	}
 	za_tryunlock(&pcp->lock);
 	return true;
 }

@@ -623,18 +623,64 @@ int za_report(za_mm_t *mm, const char *what, FILE *out)
 /* ------------------------------------------------------------------------
  * Tracepoints: the kernel's kmem page events, to a hook
  * ------------------------------------------------------------------------ */
-void za_set_tracepoint(za_mm_t *mm, za_tracepoint_fn fn, void *ctx)
+void za_set_tracepoints(za_mm_t *mm, za_tracepoint_fn fn, void *ctx, unsigned int mask)
 {
 	atomic_store_explicit(&mm->tp_fn, NULL, memory_order_release);
 	mm->tp_ctx = ctx;
-	atomic_store_explicit(&mm->tp_fn, fn, memory_order_release);
+	mm->tp_mask = mask;
+	atomic_store_explicit(&mm->tp_fn, mask ? fn : NULL, memory_order_release);
+}
+
+void za_set_tracepoint(za_mm_t *mm, za_tracepoint_fn fn, void *ctx)
+{
+	za_set_tracepoints(mm, fn, ctx, ZA_TP_PAGE_EVENTS);
 }
 
 void tp_emit(struct za_mm *mm, const struct za_tp_event *ev)
 {
 	za_tracepoint_fn fn = atomic_load_explicit(&mm->tp_fn, memory_order_acquire);
-	if (fn)
+	if (fn && (mm->tp_mask & 1u << ev->type))
 		fn(ev, mm->tp_ctx);
+}
+
+/* ------------------------------------------------------------------------
+ * The zone-lock events on the bulk paths (zone_lock_bulk): the lock taken
+ * as zone_lock takes it, timed whatever lock_stats says.
+ * ------------------------------------------------------------------------ */
+static void tp_zone_lock(struct za_zone *z, enum za_tracepoint type, const char *caller, int count,
+			 bool contended, uint64_t wait, uint64_t hold)
+{
+	struct za_tp_event ev = {
+		.type = type, .cpu = za_current_cpu(z->mm), .zone = z->id, .count = count,
+		.contended = contended, .wait_ns = za_cycles_to_ns(wait), .hold_ns = za_cycles_to_ns(hold),
+		.caller = caller,
+	};
+	tp_emit(z->mm, &ev);
+}
+
+uint64_t zone_lock_traced(struct za_zone *z, const char *caller, int count)
+{
+	uint64_t wait = 0;
+	bool contended = !za_lock_try(&z->lock);
+	if (contended) {
+		tp_zone_lock(z, ZA_TP_ZONE_LOCK_CONTENDED, caller, count, true, 0, 0);
+		uint64_t t0 = za_cycles();
+		za_lock_slow(&z->lock);
+		wait = za_cycles() - t0;
+		ev_add(&z->stat, EV_ZONE_LOCK_CONTENDED, 1);
+		if (z->mm->lock_stats)
+			ev_add(&z->stat, EV_ZONE_LOCK_WAIT, wait);
+	}
+	ev_add(&z->stat, EV_ZONE_LOCK_ACQUIRE, 1);
+	tp_zone_lock(z, ZA_TP_ZONE_LOCKED, caller, count, contended, wait, 0);
+	return za_cycles();
+}
+
+void zone_unlock_traced(struct za_zone *z, uint64_t t0, int cause, const char *caller, int count)
+{
+	uint64_t held = za_cycles() - t0;
+	zone_unlock(z, t0, cause);
+	tp_zone_lock(z, ZA_TP_ZONE_LOCK_UNLOCK, caller, count, false, 0, held);
 }
 
 /* percpu_refill as the kernel computes it: the order is one the per-CPU

@@ -14,6 +14,8 @@
  */
 #include "test.h"
 
+#include <pthread.h>
+
 #include <time.h>
 
 #define BASE "memory=1G,zones=DMA32:256M+Normal,fair_zone=0,kswapd=0,lock_stats=0," \
@@ -74,6 +76,7 @@ struct recorder {
 static void record(const struct za_tp_event *ev, void *ctx)
 {
 	struct recorder *r = ctx;
+	CHECK(ev->type <= ZA_TP_PAGE_ALLOC_EXTFRAG);     /* za_set_tracepoint's only */
 	if (!r->n[ev->type])
 		r->first[ev->type] = *ev;
 	r->n[ev->type]++;
@@ -92,6 +95,8 @@ static void record(const struct za_tp_event *ev, void *ctx)
 		r->change_ownership += ev->change_ownership;
 		/* the kernel's definitions */
 		CHECK_EQ(ev->fragmenting, ev->fallback_order < 9);
+		break;
+	default:
 		break;
 	}
 	unsigned long long words[] = { (unsigned long long)ev->type, (unsigned long long)ev->cpu,
@@ -424,13 +429,104 @@ static int decayed(int high)
 	return h > HIGH_MIN ? h : HIGH_MIN;
 }
 
-/* n order-0 movable pages, as CPU 0 of a fresh system would take them. */
-static void **alloc_movable(za_mm_t *mm, size_t n)
+/* n order-0 movable pages, taken as CPU cpu (bound to it). */
+static void **alloc_movable_on(za_mm_t *mm, int cpu, size_t n)
 {
 	void **v = hold(n);
+	CHECK_EQ(za_bind_cpu(mm, cpu), 0);
 	for (size_t i = 0; i < n; i++)
 		CHECK((v[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
 	return v;
+}
+
+/* ... as CPU 0 of a fresh system would take them. */
+static void **alloc_movable(za_mm_t *mm, size_t n)
+{
+	void **v = alloc_movable_on(mm, 0, n);
+	za_bind_cpu(mm, -1);
+	return v;
+}
+
+/* The zone-lock events seen, by caller, and their invariants. */
+struct lock_recorder {
+	_Atomic long contended, locked, locked_contended, unlocked;
+	_Atomic long refill_locks, refill_pages, free_locks, free_pages, page_events;
+};
+
+static void record_locks(const struct za_tp_event *ev, void *ctx)
+{
+	struct lock_recorder *r = ctx;
+	bool refill = ev->caller && !strcmp(ev->caller, "rmqueue_bulk");
+	switch (ev->type) {
+	case ZA_TP_ZONE_LOCK_CONTENDED:
+		r->contended++;
+		break;
+	case ZA_TP_ZONE_LOCKED:
+		r->locked++;
+		r->locked_contended += ev->contended;
+		*(refill ? &r->refill_locks : &r->free_locks) += 1;
+		break;
+	case ZA_TP_ZONE_LOCK_UNLOCK:
+		r->unlocked++;
+		*(refill ? &r->refill_pages : &r->free_pages) += ev->count;
+		break;
+	default:
+		r->page_events++;
+	}
+}
+
+/*
+ * The zone-lock events (za_set_tracepoints, ZA_TP_ZONE_LOCK_EVENTS): one
+ * locked and one unlock per hold on the bulk paths, as many as the
+ * counters count refills and bulk frees, the unlocks' counts adding up to
+ * their pages; no page event with that mask.  1000 allocations and frees
+ * on CPU 0, then the same on two threads as CPUs 0 and 1, where some
+ * holds may wait: each contended event is followed by a contended lock.
+ */
+struct locker {
+	za_mm_t *mm;
+	int cpu;
+};
+
+static void *churn_pages(void *arg)
+{
+	struct locker *l = arg;
+	enum { N = 1000 };
+	void **v = alloc_movable_on(l->mm, l->cpu, N);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_free_pages(l->mm, v[i], 0), 0);
+	free(v);
+	za_bind_cpu(l->mm, -1);
+	return NULL;
+}
+
+static void test_zone_lock_events(void)
+{
+	za_mm_t *mm = make("cpus=2");
+	struct lock_recorder r = { 0 };
+	za_set_tracepoints(mm, record_locks, &r, ZA_TP_ZONE_LOCK_EVENTS);
+	for (int threads = 1; threads <= 2; threads++) {
+		long long refills = za_stat(mm, "pcp_refill"), refill_pages = za_stat(mm, "pcp_refill_pages");
+		long long frees = za_stat(mm, "pcp_bulkfree"), free_pages = za_stat(mm, "pcp_bulkfree_pages");
+		long locks = r.refill_locks, rpages = r.refill_pages, flocks = r.free_locks, fpages = r.free_pages;
+		struct locker l[2] = { { mm, 0 }, { mm, 1 } };
+		pthread_t t[2];
+		for (int i = 0; i < threads; i++)
+			CHECK_EQ(pthread_create(&t[i], NULL, churn_pages, &l[i]), 0);
+		for (int i = 0; i < threads; i++)
+			CHECK_EQ(pthread_join(t[i], NULL), 0);
+		CHECK_EQ(r.refill_locks - locks, za_stat(mm, "pcp_refill") - refills);
+		CHECK_EQ(r.refill_pages - rpages, za_stat(mm, "pcp_refill_pages") - refill_pages);
+		CHECK_EQ(r.free_locks - flocks, za_stat(mm, "pcp_bulkfree") - frees);
+		CHECK_EQ(r.free_pages - fpages, za_stat(mm, "pcp_bulkfree_pages") - free_pages);
+		CHECK(r.refill_locks > locks && r.free_locks > flocks);
+	}
+	CHECK_EQ(r.locked, r.unlocked);
+	CHECK_EQ(r.contended, r.locked_contended);
+	CHECK_EQ(r.page_events, 0);
+	za_set_tracepoint(mm, NULL, NULL);
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
 /*
@@ -544,9 +640,10 @@ static void test_auto_decay_and_burst(void)
 	CHECK_EQ(ps.count, 1047);
 	CHECK_EQ(ps.high, 2079);
 
-	/* Idle ticks give back what is above the floor, a batch per hold:
-	 * the count (1047) stays below high as 2079 decays to 1820, 1593,
-	 * 1394, 1220, 1068, then 935 -> 964: 83 pages, two holds. */
+	/* Idle ticks give back what is above the floor, in one hold (as
+	 * 6.7 .. 6.18; test_drain_chunks has 6.19's batches): the count
+	 * (1047) stays below high as 2079 decays to 1820, 1593, 1394, 1220,
+	 * 1068, then 935 -> 964: 83 pages. */
 	long long holds = za_stat(mm, "pcp_bulkfree");
 	for (int i = 0; i < 6; i++)
 		za_vmstat_tick(mm);
@@ -554,10 +651,48 @@ static void test_auto_decay_and_burst(void)
 	CHECK_EQ(ps.high, HIGH_MIN);
 	CHECK_EQ(ps.count, HIGH_MIN);
 	CHECK_EQ(r.drained_pages, 2917 + 83);
-	CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, 2);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, 1);
 	free(v);
 	CHECK(za_verify(mm) == 0);
 	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/*
+ * pcp_drain_chunks (6.19) changes how a drain holds the locks, not what it
+ * drains: the freeing burst of auto_decay_and_burst (after its ticks took
+ * high down to high_min) returns the same 2917 pages, in 7 bulk frees
+ * (one zone-lock hold per drain: 63, 63, 126, 252, 504, 901, 1008)
+ * without it and in 47 with it (a batch of 63 each: 1 + 1 + 2 + 4 + 8 +
+ * 15 + 16); the ticks' 83 pages in 1 and 2.
+ */
+static void test_drain_chunks(void)
+{
+	for (int chunks = 0; chunks <= 1; chunks++) {
+		char config[96];
+		snprintf(config, sizeof(config), "cpus=1,pcp_high_auto=1,pcp_drain_chunks=%d", chunks);
+		za_mm_t *mm = make(config);
+		struct recorder r = { 0 };
+		enum { N = 3000 };
+		void **v = alloc_movable(mm, N);
+		for (int i = 0; i < 14; i++)    /* high down to high_min, as there */
+			za_vmstat_tick(mm);
+		za_set_tracepoint(mm, record, &r);
+		long long holds = za_stat(mm, "pcp_bulkfree");
+		for (int i = 0; i < N; i++)
+			CHECK_EQ(za_free_pages(mm, v[i], 0), 0);
+		CHECK_EQ(r.drained_pages, 2917);
+		CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, chunks ? 47 : 7);
+		holds = za_stat(mm, "pcp_bulkfree");
+		for (int i = 0; i < 12; i++)
+			za_vmstat_tick(mm);
+		CHECK_EQ(pageset(mm, "Normal", 0).count, HIGH_MIN);
+		CHECK_EQ(r.drained_pages, 2917 + 83);
+		CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, chunks ? 2 : 1);
+		za_set_tracepoint(mm, NULL, NULL);
+		free(v);
+		CHECK(za_verify(mm) == 0);
+		CHECK_EQ(za_mm_destroy(mm), 0);
+	}
 }
 
 /*
@@ -937,9 +1072,12 @@ static void test_preset(void)
 		"pcp_high_auto=1", "pcp_free_high=3", "fallback_steal_smallest=1", "fair_zone=0",
 		"alloc_nofragment=1",
 		"kswapd_wake_high=1", "quicklists=0", "slub_max_order=3", "slub_big_system=0",
-		"vmstat_interval_ms=1000", "pcp_batch_scale_max=5", NULL
+		"vmstat_interval_ms=1000", "pcp_batch_scale_max=5", "pcp_drain_chunks=0", NULL
 	};
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.18", k618);
+	static const char *const k619[] = { "kernel=6.19", "pcp_drain_chunks=1", "pcp_high_auto=1",
+					    "pcp_free_high=3", NULL };
+	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.19", k619);
 	/* A key after the preset overrides it; one before is overridden. */
 	static const char *const after[] = { "kernel=6.18", "pcp_high_auto=0", "vmstat_interval_ms=0",
 					     "pcp_free_high=3", NULL };
@@ -972,7 +1110,7 @@ static void test_preset(void)
 	static const char *const none[] = { "kernel=", "pcp_high_order=1", "fair_zone=1", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0", none);
 
-	expect_error("kernel=6.19", "key 'kernel': no release 6.19 known");
+	expect_error("kernel=6.20", "key 'kernel': no release 6.20 known");
 	expect_error("kernel=7.0", "key 'kernel'");
 	expect_error("kernel=2.6", "key 'kernel'");
 	expect_error("kernel=2.4.31", "key 'kernel'");
@@ -1128,6 +1266,8 @@ int main(int argc, char **argv)
 		{ "alloc_factor", test_alloc_factor },
 		{ "auto_decay_and_burst", test_auto_decay_and_burst },
 		{ "set_high", test_set_high },
+		{ "drain_chunks", test_drain_chunks },
+		{ "zone_lock_events", test_zone_lock_events },
 		{ "high_fraction_pins", test_high_fraction_pins },
 		{ "high_caps", test_high_caps },
 		{ "refill_drain", test_refill_drain },

@@ -59,7 +59,8 @@ def experiments():
 
 
 def test_each_experiment():
-    extra = {"bulk": ["--pages", "256"], "rand": ["--pages", "256"], "repeat": ["--order", "1"],
+    extra = {"bulk": ["--pages", "256"], "rand": ["--pages", "256"], "drain": ["--pages", "256"],
+             "repeat": ["--order", "1"],
              "replay": [TRACE]}
     for exp in experiments():
         if exp == "malloc":

@@ -120,6 +120,8 @@ static void model_tracepoint(const struct za_tp_event *e, void *ctx)
 	case ZA_TP_PAGE_ALLOC_EXTFRAG:
 		fidelity_extfrag(f, e->cpu, (int)e->order, e->fragmenting, e->change_ownership);
 		break;
+	default:                /* the zone-lock events: not asked for */
+		break;
 	}
 }
 
