@@ -174,6 +174,32 @@ def test_start_high_decays(tmp):
     assert rows(fid, "zonealloc") == rows(fid, "kernel"), fid
 
 
+def test_zone_lock_rows(tmp):
+    """A kernel with the zone-lock events proposed in 2026: its holds on the
+    bulk paths (one refill, which waited) beside the model's, the model's
+    events asked for only then.  One allocation on CPU 5, lists empty: one
+    refill each side, one hold each; the kernel's waited, a replay's (one
+    thread) cannot.  Without those events the rows are not shown."""
+    t = Trace()
+    t.add(5, "mm_zone_lock_contended", "node_id=0 name=Normal count=63 caller=rmqueue_bulk+0x3c")
+    t.add(5, "mm_zone_locked", "node_id=0 name=Normal count=63 contended=1 "
+          "caller=rmqueue_bulk+0x3c wait_ns=1520")
+    for i in range(63):
+        t.add(5, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x1000 + i:x} "
+              "order=0 migratetype=1 percpu_refill=1")
+    t.add(5, "mm_zone_lock_unlock", "node_id=0 name=Normal count=63 caller=rmqueue_bulk+0x3c")
+    t.alloc(5, 0x1000)
+    fid = replay_json(t.write(os.path.join(tmp, "locks.txt")))["variants"][0]["fidelity"]
+    kernel, model = rows(fid, "kernel"), rows(fid, "zonealloc")
+    assert kernel["zone_lock_bulk_holds"] == 1000 and kernel["zone_lock_bulk_contended"] == 1000, fid
+    assert model["zone_lock_bulk_holds"] == 1000 and model["zone_lock_bulk_contended"] == 0, fid
+    assert [r["order"] for r in fid["rows"] if r["metric"] == "zone_lock_bulk_holds"] == [None] * 9
+    plain = Trace()
+    plain.alloc(5, 0x1000)
+    fid = replay_json(plain.write(os.path.join(tmp, "nolocks.txt")))["variants"][0]["fidelity"]
+    assert not any(r["metric"].startswith("zone_lock_bulk") for r in fid["rows"]), fid
+
+
 def test_drain_after_frees_of_early_pages(tmp):
     """One allocation (a refill: 62 pages left on CPU 0), then 693 frees of
     pages allocated before the trace: their stand-ins come from the buddy
@@ -381,6 +407,7 @@ def test_scorecard(tmp):
 
 
 CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_high_decays,
+         test_zone_lock_rows,
          test_scorecard, test_drain_after_frees_of_early_pages,
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,

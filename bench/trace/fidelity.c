@@ -20,7 +20,21 @@ static const char *const row_metric[NR_FID_ROWS] = {
 	[FID_PCP_DRAIN_PAGES] = "pcp_drain_pages",
 	[FID_EXTFRAG_FALLBACKS] = "extfrag_fallbacks",
 	[FID_PAGEBLOCK_STEALS] = "pageblock_steals",
+	[FID_ZONE_LOCK_HOLDS] = "zone_lock_bulk_holds",
+	[FID_ZONE_LOCK_CONTENDED] = "zone_lock_bulk_contended",
 };
+
+/* Rows counted for all orders only, and shown only when the kernel's
+ * trace has their events. */
+static bool lock_row(int row)
+{
+	return row >= FID_ZONE_LOCK_HOLDS;
+}
+
+static bool row_shown(const struct fidelity *kernel, int row)
+{
+	return !lock_row(row) || kernel->zone_lock_events;
+}
 
 const char *fid_row_metric(enum fid_row row)
 {
@@ -32,6 +46,7 @@ int fidelity_init(struct fidelity *f, int nr_cpus)
 	f->nr_cpus = nr_cpus < 1 ? 1 : nr_cpus;
 	f->count = calloc((size_t)f->nr_cpus + 1, sizeof(*f->count));
 	f->page_allocs = 0;
+	f->zone_lock_events = false;
 	return f->count ? 0 : -1;
 }
 
@@ -45,6 +60,7 @@ void fidelity_reset(struct fidelity *f)
 {
 	memset(f->count, 0, ((size_t)f->nr_cpus + 1) * sizeof(*f->count));
 	f->page_allocs = 0;
+	f->zone_lock_events = false;
 }
 
 /* Counted for the CPU and for all CPUs, for the order and for all orders.
@@ -98,6 +114,14 @@ void fidelity_extfrag(struct fidelity *f, int cpu, int order, int fragmenting, i
 		fidelity_add(f, FID_PAGEBLOCK_STEALS, cpu, order, 1);
 }
 
+void fidelity_zone_lock(struct fidelity *f, int cpu, int contended)
+{
+	f->zone_lock_events = true;
+	fidelity_add(f, FID_ZONE_LOCK_HOLDS, cpu, -1, 1);
+	if (contended)
+		fidelity_add(f, FID_ZONE_LOCK_CONTENDED, cpu, -1, 1);
+}
+
 void fidelity_count_kernel(struct fidelity *f, const struct trace_event *ev)
 {
 	switch (ev->type) {
@@ -115,6 +139,9 @@ void fidelity_count_kernel(struct fidelity *f, const struct trace_event *ev)
 		break;
 	case TEV_EXTFRAG:
 		fidelity_extfrag(f, ev->cpu, ev->order, ev->fragmenting, ev->change_ownership);
+		break;
+	case TEV_ZONE_LOCK_LOCKED:
+		fidelity_zone_lock(f, ev->cpu, ev->contended);
 		break;
 	default:
 		break;
@@ -136,7 +163,8 @@ static bool fidelity_differs(const struct fidelity *kernel, const struct fidelit
 {
 	double k = fidelity_per_1000(kernel, row, -1, FID_ALL);
 	double m = fidelity_per_1000(model, row, -1, FID_ALL);
-	if (isnan(k) || isnan(m) || (k < FIDELITY_FLOOR && m < FIDELITY_FLOOR))
+	if (isnan(k) || isnan(m) || (k < FIDELITY_FLOOR && m < FIDELITY_FLOOR) ||
+	    !row_shown(kernel, row) || row == FID_ZONE_LOCK_CONTENDED)
 		return false;
 	return fabs(m - k) > FIDELITY_TOLERANCE * (k > m ? k : m);
 }
@@ -164,6 +192,10 @@ static const char *fidelity_explain(enum fid_row row)
 		[FID_PAGEBLOCK_STEALS] =
 			"pageblock claiming: the kernel claims a pageblock when half of it is free "
 			"or compatible (try_to_claim_block), counted on its real, aged pageblocks",
+		[FID_ZONE_LOCK_HOLDS] =
+			"how much each hold does: refill sizes (alloc_factor) and drain sizes "
+			"(pcp_drain_chunks: 6.19 frees a batch per hold)",
+		[FID_ZONE_LOCK_CONTENDED] = "",
 	};
 	return why[row];
 }
@@ -193,7 +225,9 @@ static void print_orders(const struct fid_column *cols, int ncols, FILE *out)
 	_Static_assert(sizeof(orders) / sizeof(orders[0]) == FID_ORDERS + 1, "every order slot");
 	header_row(&t, cols, ncols, "per 1000 page allocations", "order");
 	for (int row = 0; row < NR_FID_ROWS; row++) {
-		for (size_t i = 0; i < sizeof(orders) / sizeof(orders[0]); i++) {
+		if (!row_shown(cols[0].f, row))
+			continue;
+		for (size_t i = 0; i < (lock_row(row) ? 1 : sizeof(orders) / sizeof(orders[0])); i++) {
 			int o = orders[i];
 			table_add(&t, "%s", o == FID_ALL ? row_metric[row] : "");
 			table_add(&t, o == FID_ALL ? "all" : "%d", o);
@@ -211,6 +245,8 @@ static void print_cpus(const struct fid_column *cols, int ncols, FILE *out)
 	table_init(&t, 2 + ncols);
 	header_row(&t, cols, ncols, "per CPU, all orders", "cpu");
 	for (int row = 0; row < NR_FID_ROWS; row++) {
+		if (!row_shown(cols[0].f, row))
+			continue;
 		for (int cpu = 0; cpu < cols[0].f->nr_cpus; cpu++) {
 			table_add(&t, "%s", cpu ? "" : row_metric[row]);
 			table_add(&t, "%d", cpu);
@@ -272,8 +308,8 @@ void fidelity_json(const struct fidelity *kernel, const struct fidelity *model, 
 	bool first = true;
 	fprintf(out, "{\"page_allocs\": %llu, \"rows\": [", (unsigned long long)kernel->page_allocs);
 	for (int row = 0; row < NR_FID_ROWS; row++)
-		for (int cpu = -1; cpu < kernel->nr_cpus; cpu++)
-			for (int o = 0; o <= FID_ALL; o++, first = false)
+		for (int cpu = -1; cpu < kernel->nr_cpus && row_shown(kernel, row); cpu++)
+			for (int o = lock_row(row) ? FID_ALL : 0; o <= FID_ALL; o++, first = false)
 				json_row(kernel, model, row, cpu, o, first, out);
 	fprintf(out, "]}");
 }

@@ -186,6 +186,9 @@ static void scan_event(struct scan *s, const struct trace_event *ev)
 		if (trace_release(s->h) >= 6015 || !trace_release(s->h))
 			scan_steal(s, ev);
 		break;
+	case TEV_ZONE_LOCK_LOCKED:
+		s->p->zone_lock_events = true;
+		return;
 	default:
 		return;
 	}

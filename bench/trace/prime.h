@@ -26,6 +26,7 @@ struct prime {
 	int nr_cpus, nr_zones;          /* zones: the header's, + 1 for pfns in none */
 	uint64_t page_allocs;           /* successful mm_page_alloc events */
 	uint64_t mt_allocs[PRIME_MTS];  /* ... of each migratetype */
+	bool zone_lock_events;          /* the trace has the zone-lock events */
 	int64_t *net, *need;            /* [cpu][zone][slot][mt] blocks */
 	struct prime_lists *lists;      /* [cpu][zone] */
 };

@@ -61,11 +61,22 @@ struct record_opts {
 	char **cmd;
 };
 
-/* The events recorded (kmem's) are the types [0, nr_events): the page
- * events, which come before TEV_KMALLOC, and with --slab the slab events. */
-static int nr_events(const struct record_opts *o)
+/* The event types recorded (kmem's), into types[NR_TEV]: the page events
+ * (before TEV_KMALLOC), with --slab the slab events, and the zone-lock
+ * events (from TEV_ZONE_LOCK_CONTENDED) where the kernel has them: they
+ * were proposed in 2026.  How many. */
+static int record_types(const struct record_opts *o, int *types)
 {
-	return o->slab ? NR_TEV : TEV_KMALLOC;
+	int n = 0;
+	for (int t = 0; t < NR_TEV; t++) {
+		bool slab = t >= TEV_KMALLOC && t < TEV_ZONE_LOCK_CONTENDED;
+		bool lock = t >= TEV_ZONE_LOCK_CONTENDED;
+		if ((slab && !o->slab) ||
+		    (lock && access(TRACEFS_DIR "/events/kmem/mm_zone_locked", F_OK)))
+			continue;
+		types[n++] = t;
+	}
+	return n;
 }
 
 /* What the reader saw in the stream. */
@@ -317,9 +328,10 @@ static void write_header(struct trace_writer *w, const struct record_opts *o, in
 	trace_writer_printf(w, "# zabench record: kernel kmem tracepoints, ftrace text\n"
 			    "# nr_cpus %d\n# uname %s\n# machine %s\n# recorded %s\n# command %s\n",
 			    nr_cpus, u.release, u.machine, when, cmd);
+	int types[NR_TEV], n = record_types(o, types);
 	trace_writer_printf(w, "# events");
-	for (int t = 0; t < nr_events(o); t++)
-		trace_writer_printf(w, " kmem:%s", trace_event_name(t));
+	for (int i = 0; i < n; i++)
+		trace_writer_printf(w, " kmem:%s", trace_event_name(types[i]));
 	trace_writer_printf(w, "\n# buffer_size_kb %ld\n# trace_clock %.*s\n# page_size %ld\n",
 			    o->buffer_kb, in_use ? (int)strcspn(in_use + 1, "]") : 0,
 			    in_use ? in_use + 1 : "", sysconf(_SC_PAGESIZE));
@@ -407,10 +419,10 @@ static int setup_tracing(const struct record_opts *o)
 {
 	char kb[32], err[512], names[NR_TEV][EVENT_NAME_MAX];
 	const char *events[NR_TEV];
-	int n = nr_events(o);
-	for (int t = 0; t < n; t++) {
-		snprintf(names[t], sizeof(names[t]), "kmem:%s", trace_event_name(t));
-		events[t] = names[t];
+	int types[NR_TEV], n = record_types(o, types);
+	for (int i = 0; i < n; i++) {
+		snprintf(names[i], sizeof(names[i]), "kmem:%s", trace_event_name(types[i]));
+		events[i] = names[i];
 	}
 	snprintf(kb, sizeof(kb), "%ld", o->buffer_kb);
 	if (ftrace_write("tracing_on", "0") || ftrace_write("trace", "")) {

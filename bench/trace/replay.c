@@ -120,7 +120,10 @@ static void model_tracepoint(const struct za_tp_event *e, void *ctx)
 	case ZA_TP_PAGE_ALLOC_EXTFRAG:
 		fidelity_extfrag(f, e->cpu, (int)e->order, e->fragmenting, e->change_ownership);
 		break;
-	default:                /* the zone-lock events: not asked for */
+	case ZA_TP_ZONE_LOCKED:
+		fidelity_zone_lock(f, e->cpu, e->contended);
+		break;
+	default:
 		break;
 	}
 }
@@ -573,7 +576,8 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 				 .objects = rp->objects };
 	if (mm) {
 		map_zones(rp);
-		za_set_tracepoint(mm, model_tracepoint, rp);
+		za_set_tracepoints(mm, model_tracepoint, rp, ZA_TP_PAGE_EVENTS |
+				   (start.zone_lock_events ? ZA_TP_ZONE_LOCK_EVENTS : 0));
 		if (!o->empty_start)
 			warm_start(rp, &start);
 	}

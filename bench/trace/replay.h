@@ -20,6 +20,9 @@ enum fid_row {
 	FID_PCP_DRAIN_PAGES,    /* pages given back from per-CPU lists */
 	FID_EXTFRAG_FALLBACKS,  /* fragmenting fallbacks */
 	FID_PAGEBLOCK_STEALS,   /* fallbacks that changed a pageblock's owner */
+	/* With the zone-lock events (all orders only): */
+	FID_ZONE_LOCK_HOLDS,    /* zone-lock holds of refills and bulk frees */
+	FID_ZONE_LOCK_CONTENDED,        /* ... that waited for the lock */
 	NR_FID_ROWS
 };
 
@@ -30,6 +33,7 @@ enum fid_row {
 /* What one side (the kernel, or zonealloc) did, counted per CPU. */
 struct fidelity {
 	int nr_cpus;
+	bool zone_lock_events;                  /* it counted some */
 	uint64_t page_allocs;                   /* the denominator: successful mm_page_alloc */
 	uint64_t (*count)[NR_FID_ROWS][FID_ORDERS + 1];  /* [nr_cpus + 1]: [nr_cpus] is all CPUs */
 };
@@ -45,6 +49,7 @@ double fidelity_per_1000(const struct fidelity *f, enum fid_row row, int cpu, in
 void fidelity_zone_locked(struct fidelity *f, int cpu, int order, int percpu_refill);
 void fidelity_drain(struct fidelity *f, int cpu, int order);
 void fidelity_extfrag(struct fidelity *f, int cpu, int order, int fragmenting, int change_ownership);
+void fidelity_zone_lock(struct fidelity *f, int cpu, int contended);
 /* The kernel's side from one trace event (a no-op for other events). */
 void fidelity_count_kernel(struct fidelity *f, const struct trace_event *ev);
 

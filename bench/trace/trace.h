@@ -27,8 +27,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The page events, then from TEV_KMALLOC the slab events (record.c
- * enables them by these ranges, in this order). */
+/* The page events, then from TEV_KMALLOC the slab events, then from
+ * TEV_ZONE_LOCK_CONTENDED the zone-lock events (record.c enables them by
+ * these ranges, in this order). */
 enum trace_event_type {
 	TEV_PAGE_ALLOC,         /* kmem:mm_page_alloc */
 	TEV_PAGE_FREE,          /* kmem:mm_page_free */
@@ -40,6 +41,10 @@ enum trace_event_type {
 	TEV_KFREE,              /* kmem:kfree */
 	TEV_CACHE_ALLOC,        /* kmem:kmem_cache_alloc */
 	TEV_CACHE_FREE,         /* kmem:kmem_cache_free */
+	/* the zone-lock events proposed in 2026, where a kernel has them */
+	TEV_ZONE_LOCK_CONTENDED,        /* kmem:mm_zone_lock_contended */
+	TEV_ZONE_LOCK_LOCKED,           /* kmem:mm_zone_locked */
+	TEV_ZONE_LOCK_UNLOCK,           /* kmem:mm_zone_lock_unlock */
 	NR_TEV
 };
 
@@ -89,6 +94,9 @@ struct trace_event {
 	uint64_t ptr;                   /* as printed (hashed by %p, but stable) */
 	uint32_t bytes_req, bytes_alloc;
 	char cache[32];                 /* kmem_cache_*: name=, "" if absent */
+	/* zone-lock events */
+	int contended;                  /* mm_zone_locked: 0/1 */
+	uint64_t wait_ns;               /* mm_zone_locked: 0 if absent */
 };
 
 #define TRACE_PCP_CPUS  256             /* CPUs whose per-CPU counts are kept */

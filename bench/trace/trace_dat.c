@@ -16,7 +16,7 @@
 
 enum dat_field {
 	DF_PFN, DF_ORDER, DF_GFP, DF_MT, DF_REFILL, DF_AORDER, DF_FORDER, DF_AMT, DF_FMT,
-	DF_FRAG, DF_CHOWN, DF_PTR, DF_REQ, DF_ALLOC, DF_NAME, NR_DF
+	DF_FRAG, DF_CHOWN, DF_PTR, DF_REQ, DF_ALLOC, DF_NAME, DF_CONTENDED, DF_WAIT, NR_DF
 };
 
 static const char *const dat_field_names[NR_DF] = {
@@ -25,7 +25,8 @@ static const char *const dat_field_names[NR_DF] = {
 	[DF_FORDER] = "fallback_order", [DF_AMT] = "alloc_migratetype",
 	[DF_FMT] = "fallback_migratetype", [DF_FRAG] = "fragmenting",
 	[DF_CHOWN] = "change_ownership", [DF_PTR] = "ptr", [DF_REQ] = "bytes_req",
-	[DF_ALLOC] = "bytes_alloc", [DF_NAME] = "name",
+	[DF_ALLOC] = "bytes_alloc", [DF_NAME] = "name", [DF_CONTENDED] = "contended",
+	[DF_WAIT] = "wait_ns",
 };
 
 #define D(f) (1u << (f))
@@ -42,6 +43,7 @@ static const unsigned dat_required[NR_TEV] = {
 	[TEV_KFREE] = D(DF_PTR),
 	[TEV_CACHE_ALLOC] = D(DF_PTR) | D(DF_REQ) | D(DF_ALLOC) | D(DF_GFP),
 	[TEV_CACHE_FREE] = D(DF_PTR),
+	[TEV_ZONE_LOCK_LOCKED] = D(DF_CONTENDED),
 };
 
 /* x86-64's pageblock_order, for kernels whose extfrag has no "fragmenting". */
@@ -236,6 +238,8 @@ static int record_event(const struct dat_format *f, const struct tep_record *rec
 	ev->ptr = v[DF_PTR];
 	ev->bytes_req = (uint32_t)v[DF_REQ];
 	ev->bytes_alloc = (uint32_t)v[DF_ALLOC];
+	ev->contended = (int)v[DF_CONTENDED];
+	ev->wait_ns = v[DF_WAIT];
 	if (f->type == TEV_EXTFRAG)
 		extfrag(ev, f, rec, v);
 	if (f->type == TEV_PAGE_FREE_BATCHED)

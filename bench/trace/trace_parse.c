@@ -49,6 +49,9 @@ static const struct {
 	EV_AT(TEV_KFREE, "kfree"),
 	EV_AT(TEV_CACHE_ALLOC, "kmem_cache_alloc"),
 	EV_AT(TEV_CACHE_FREE, "kmem_cache_free"),
+	EV_AT(TEV_ZONE_LOCK_CONTENDED, "mm_zone_lock_contended"),
+	EV_AT(TEV_ZONE_LOCK_LOCKED, "mm_zone_locked"),
+	EV_AT(TEV_ZONE_LOCK_UNLOCK, "mm_zone_lock_unlock"),
 	EV("kmalloc_node", TEV_KMALLOC),                /* before 6.1 */
 	EV("kmem_cache_alloc_node", TEV_CACHE_ALLOC),   /* before 6.1 */
 	EV("mm_page_free_direct", TEV_PAGE_FREE),       /* before 3.3 */
@@ -300,7 +303,7 @@ int trace_parse_gfp(const char *s, size_t len, uint32_t *gfp)
 
 enum field {
 	F_NONE, F_PAGE, F_PFN, F_ORDER, F_MT, F_GFP, F_REFILL, F_AORDER, F_FORDER,
-	F_AMT, F_FMT, F_FRAG, F_CHOWN, F_PTR, F_REQ, F_ALLOC, F_NAME,
+	F_AMT, F_FMT, F_FRAG, F_CHOWN, F_PTR, F_REQ, F_ALLOC, F_NAME, F_CONTENDED, F_WAIT,
 };
 #define B(f) (1u << (f))
 
@@ -318,6 +321,7 @@ static const unsigned required[NR_TEV] = {
 	[TEV_KFREE] = B(F_PTR),
 	[TEV_CACHE_ALLOC] = B(F_PTR) | B(F_REQ) | B(F_ALLOC) | B(F_GFP),
 	[TEV_CACHE_FREE] = B(F_PTR),
+	[TEV_ZONE_LOCK_LOCKED] = B(F_CONTENDED),
 };
 
 static enum field field_id(const char *k, size_t n)
@@ -327,7 +331,9 @@ static enum field field_id(const char *k, size_t n)
 	case 3: return KEY("pfn") ? F_PFN : KEY("ptr") ? F_PTR : F_NONE;
 	case 4: return KEY("page") ? F_PAGE : KEY("name") ? F_NAME : F_NONE;
 	case 5: return KEY("order") ? F_ORDER : F_NONE;
-	case 9: return KEY("gfp_flags") ? F_GFP : KEY("bytes_req") ? F_REQ : F_NONE;
+	case 7: return KEY("wait_ns") ? F_WAIT : F_NONE;
+	case 9: return KEY("gfp_flags") ? F_GFP : KEY("bytes_req") ? F_REQ :
+		       KEY("contended") ? F_CONTENDED : F_NONE;
 	case 11:
 		return KEY("migratetype") ? F_MT : KEY("alloc_order") ? F_AORDER :
 		       KEY("bytes_alloc") ? F_ALLOC : KEY("fragmenting") ? F_FRAG : F_NONE;
@@ -395,6 +401,8 @@ static bool parse_field(enum field f, const char *p, const char *end, struct tra
 	case F_PTR: return parse_ptr(p, end, &ev->ptr);
 	case F_REQ: return parse_u32(p, end, &ev->bytes_req);
 	case F_ALLOC: return parse_u32(p, end, &ev->bytes_alloc);
+	case F_CONTENDED: return parse_int(p, end, 0, 1, &ev->contended);
+	case F_WAIT: return parse_num(p, end, &ev->wait_ns);
 	case F_NAME: {
 		size_t n = (size_t)(end - p) < sizeof(ev->cache) ? (size_t)(end - p) : sizeof(ev->cache) - 1;
 		memcpy(ev->cache, p, n);
