@@ -1,5 +1,5 @@
 /*
- * drain: the fleet case behind 6.19's chunked drains (pcp_drain_chunks):
+ * drain: the fleet case behind 6.19's chunked drains (pcp_drain_chunks=2):
  * one CPU allocates, another frees what it allocated -- the flow of a
  * pool whose purger frees on one CPU what every CPU allocated.  Thread 1,
  * as CPU 1, fills a buffer of --pages pages (default 8192) and hands it to
@@ -25,7 +25,8 @@
 #define CPUS 2
 
 /* What one CPU's tracepoint events gave: written by the thread bound to
- * it only (the system runs no other thread). */
+ * it only; events on other threads (a vmstat worker or kswapd a user's
+ * --config starts) are not counted. */
 struct cpu_holds {
 	long long *hold, *wait;         /* [HIST_BUCKETS]: bulk-free holds, refill waits */
 	long long holds, waits;
@@ -72,12 +73,14 @@ static void drain_release(struct bench *b)
 		free(st->buf[i]);
 }
 
+static _Thread_local int worker_cpu = -1;      /* the CPU a worker is bound to */
+
 static void on_zone_lock(const struct za_tp_event *ev, void *ctx)
 {
 	struct drain_state *st = ctx;
-	if (ev->cpu < 0 || ev->cpu >= CPUS || !ev->caller)
+	if (worker_cpu < 0 || !ev->caller)
 		return;
-	struct cpu_holds *h = &st->cpu[ev->cpu];
+	struct cpu_holds *h = &st->cpu[worker_cpu];
 	bool refill = !strcmp(ev->caller, "rmqueue_bulk");
 	if (ev->type == ZA_TP_ZONE_LOCKED && refill) {
 		h->wait[hist_bucket((long long)ev->wait_ns)]++;
@@ -135,13 +138,13 @@ static long long free_buffers(struct drain_state *st)
 static void drain_worker(int i, void *arg)
 {
 	struct drain_state *st = arg;
-	za_bind_cpu(st->mm, i);
+	za_bind_cpu(st->mm, worker_cpu = i);
 	if (i)
 		fill_buffers(st);
 	else
 		atomic_store(&st->done, free_buffers(st));
 	za_drain_pages(st->mm, i);
-	za_bind_cpu(st->mm, -1);
+	za_bind_cpu(st->mm, worker_cpu = -1);
 }
 
 /* The 99th percentile of both CPUs' bulk-free holds, or refill waits;
@@ -195,7 +198,7 @@ static void drain_run(struct bench *b, struct variant *v, struct iteration *it)
 }
 
 static const char *const drain_report[] = {
-	"--ab pcp_drain_chunks",
+	"--ab pcp_drain_chunks=1:2",
 	"--ab bulkfree_outside_lock",
 	NULL,
 };

@@ -17,7 +17,7 @@ const struct ab_switch ab_switches[] = {
 	{ "fair_zone", "003", NULL, "0|1", "allocation batches spread pages over the zones fairly" },
 	{ "kswapd_wake_high", "003", NULL, "0|1", "wake kswapd until the zone is balanced at high" },
 	{ "quicklists", "004", NULL, "0|1", "page-table pages kept constructed on per-CPU lists" },
-	{ "pcp_drain_chunks", NULL, "6.19", "0|1", "a drain over high returns a batch per lock hold" },
+	{ "pcp_drain_chunks", NULL, "6.19", "1|2", "a drain over high returns a batch per lock hold" },
 	{ "slab_freelist_random", NULL, NULL, "0|1", "hardening: slab free lists in random order" },
 	{ "slab_freelist_hardened", NULL, NULL, "0|1", "hardening: free pointers stored obfuscated" },
 	{ 0 },

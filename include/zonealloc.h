@@ -116,9 +116,12 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        << pcp_batch_scale_max pages, keeping a batch when
  *                        llc_per_cpu holds more than 3 batches; 3 as 6.16,
  *                        as 2 once the streak reaches batch + high_min / 2
- *   pcp_drain_chunks=0   1: as 6.19, a free that takes count over high and
- *                        the vmstat tick's decay return their pages a
- *                        batch per per-CPU and zone-lock hold, the
+ *   pcp_drain_chunks=0   1: as 6.10, emptying a CPU's lists
+ *                        (za_drain_pages) takes batch <<
+ *                        pcp_batch_scale_max pages per per-CPU lock hold;
+ *                        2: as 6.19, also a free that takes count over
+ *                        high and the vmstat tick's decay return their
+ *                        pages a batch per per-CPU and zone-lock hold, the
  *                        per-CPU lock dropped between batches (a free
  *                        whose retake fails leaves the rest); 0: all in
  *                        one hold of each

@@ -71,7 +71,7 @@ static const struct key keys[] = {
 	{ "pcp_refill_drain",      K_BOOL,   FIELD(pcp_refill_drain), 0, 1, false, NULL },
 	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
 	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 3, false, NULL },
-	{ "pcp_drain_chunks",      K_BOOL,   FIELD(pcp_drain_chunks), 0, 1, false, NULL },
+	{ "pcp_drain_chunks",      K_INT,    FIELD(pcp_drain_chunks), 0, 2, false, NULL },
 	{ "llc_per_cpu",           K_SIZE,   FIELD(llc_per_cpu), 0, 0, true, NULL },
 	{ "vmstat_interval_ms",    K_INT,    FIELD(vmstat_interval_ms), 0, 3600000, true, NULL },
 	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false, NULL },
@@ -312,9 +312,11 @@ static const struct preset_row kernel_presets[] = {
 	  "5.18: free_high drains a CPU freeing high-order pages (f26b3fa04611); 6.7: only after "
 	  "two high-order frees in a row, keeping a batch on CPUs with a large cache slice; "
 	  "6.16 [likely]: only once free_count reaches batch + high_min / 2 (Nikhil Dhama)" },
-	{ "pcp_drain_chunks", 0, { { KV(6, 19, 0), 1 } },
-	  "6.19 [likely]: a free over high and the vmstat worker's decay return their pages a batch "
-	  "per per-CPU and zone-lock hold, the per-CPU lock dropped between ('batch page freeing in "
+	{ "pcp_drain_chunks", 0, { { KV(6, 10, 0), 1 }, { KV(6, 19, 0), 2 } },
+	  "6.10 [likely]: emptying a CPU's lists takes batch << CONFIG_PCP_BATCH_SCALE_MAX pages per "
+	  "lock hold ('control latency caused by zone PCP draining', Lucas Stach); 6.19 [likely]: a "
+	  "free over high and the vmstat worker's decay return theirs a batch per per-CPU and "
+	  "zone-lock hold, the per-CPU lock dropped between ('batch page freeing in "
 	  "free_frozen_page_commit' and '... in decay_pcp_high', Joshua Hahn)" },
 	{ "pcp_high_auto", 0, { { KV(6, 7, 0), 1 } },
 	  "6.7: 'PCP high auto-tuning' (Huang Ying): high_min/high_max, alloc_factor, free_count, "

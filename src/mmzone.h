@@ -378,7 +378,7 @@ struct za_mm {
 	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
 	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
 	uint8_t pcp_free_high, pcp_batch_scale_max;
-	bool pcp_drain_chunks;
+	uint8_t pcp_drain_chunks;
 	struct za_node *nodes;
 
 	struct za_config cfg;

@@ -63,7 +63,7 @@ void pcp_setup_lists(struct za_mm *mm)
 	mm->pcp_high_auto = mm->cfg.pcp_high_auto;
 	mm->pcp_free_high = (uint8_t)mm->cfg.pcp_free_high;
 	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
-	mm->pcp_drain_chunks = mm->cfg.pcp_drain_chunks;
+	mm->pcp_drain_chunks = (uint8_t)mm->cfg.pcp_drain_chunks;
 	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
 	/* The free-side books of 6.7's mechanisms are kept per free, under
 	 * the lock: with them, every block goes through the lists. */
@@ -280,7 +280,7 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 		ev_add(&z->stat, EV_PCP_ALLOC + (unsigned int)hit_slot, 1);
 		ev_add(&z->stat, EV_PCP_ALLOC_MISS + (unsigned int)hit_slot, 1);
 	}
-	zone_unlock_bulk(z, t0, EV_PCP_REFILL_HOLD, "rmqueue_bulk", blocks << order);
+	zone_unlock_bulk(z, t0, EV_PCP_REFILL_HOLD, "rmqueue_bulk", (int)pages);
 
 	while (!list_empty(&taken)) {
 		struct za_page *block = container_of(taken.next, struct za_page, lru);
@@ -671,7 +671,7 @@ static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int bat
 
 /*
  * to_free pages back from a free over the limit: in one bulk free, or
- * with pcp_drain_chunks (6.19) a batch per bulk free, the per-CPU lock
+ * with pcp_drain_chunks=2 (6.19) a batch per bulk free, the per-CPU lock
  * dropped between batches so that a free of thousands of pages (a large
  * tuned high, a long freeing streak) does not hold off the lock's other
  * users for all of it.  The retake is a trylock, as the free path's; if
@@ -681,7 +681,7 @@ static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int bat
 static bool free_over_high(struct za_zone *z, struct za_pcp *pcp, int to_free, unsigned int pindex)
 {
 	const struct za_mm *mm = z->mm;
-	int chunk = mm->pcp_drain_chunks ? pcp->batch : to_free;
+	int chunk = mm->pcp_drain_chunks == 2 ? pcp->batch : to_free;
 	for (;;) {
 		int n = min_int(to_free, chunk);
 		free_pcppages_bulk(z, pcp, n, pindex);
@@ -689,12 +689,8 @@ static bool free_over_high(struct za_zone *z, struct za_pcp *pcp, int to_free, u
 		if (to_free <= 0 || !pcp_count(pcp))
 			return true;
 		za_tryunlock(&pcp->lock);
-		if (!za_trylock(&pcp->lock))
+		if (this_cpu(mm) != pcp_cpu(z, pcp) || !za_trylock(&pcp->lock))
 			return false;
-		if (this_cpu(mm) != pcp_cpu(z, pcp)) {
-			za_tryunlock(&pcp->lock);
-			return false;
-		}
 	}
 }
 
@@ -729,7 +725,7 @@ static bool pcp_free_tracked(struct za_zone *z, struct za_pcp *pcp, unsigned int
  * The rest, when a drain may be due or high may change, is
  * pcp_free_tracked's.  Out of line, so that the hit path without these
  * switches keeps its registers.  Entered under the per-CPU lock; returns
- * whether it is still held (pcp_drain_chunks may have let it go).
+ * whether it is still held (pcp_drain_chunks=2 may have let it go).
  */
 /* pcp_free_high=3 (6.16, "increase pcp->free_count threshold to trigger
  * free_high"): a freeing streak must also cover half of high_min before it
@@ -1040,10 +1036,10 @@ long pcp_front_pages(const struct za_zone *z)
  * Drains and decay
  * ------------------------------------------------------------------------ */
 /*
- * All of a CPU's lists back (the kernel's drain_pages_zone).  Since 6.7
- * (pcp_high_auto came with it) batch << pcp_batch_scale_max pages per
- * per-CPU lock hold, the lock retaken between, as much as the count showed
- * at each hold; before, all of it in one.
+ * All of a CPU's lists back (the kernel's drain_pages_zone).  With
+ * pcp_drain_chunks (6.10) batch << pcp_batch_scale_max pages per per-CPU
+ * lock hold, the lock retaken between, as much as the count showed at
+ * each hold; before, all of it in one.
  */
 void pcp_drain_cpu(struct za_zone *z, int cpu)
 {
@@ -1055,7 +1051,8 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 		za_trylock_wait(&pcp->lock);
 		pcp_fronts_stop(z, pcp);
 		int count = pcp_count(pcp);
-		int n = mm->pcp_high_auto ? min_int(count, pcp->batch << mm->pcp_batch_scale_max) : count;
+		int n = mm->pcp_drain_chunks ? min_int(count, pcp->batch << mm->pcp_batch_scale_max)
+					     : count;
 		if (n && !counted)
 			pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
 		counted |= n != 0;
@@ -1072,7 +1069,7 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
  * decay_pcp_high): high, if above high_min, drops by an eighth -- less
  * while count is more than batch << pcp_batch_scale_max above the result,
  * never below high_min -- and whatever count has above high goes back in
- * one per-CPU lock hold, or (pcp_drain_chunks, 6.19) a batch per hold.
+ * one per-CPU lock hold, or (pcp_drain_chunks=2, 6.19) a batch per hold.
  */
 void pcp_decay(struct za_zone *z, int cpu)
 {
@@ -1086,7 +1083,7 @@ void pcp_decay(struct za_zone *z, int cpu)
 		pcp_set_high(mm, pcp, high);
 	}
 	int to_drain = pcp_count(pcp) - high;
-	int chunk = mm->pcp_drain_chunks ? batch : max_int(to_drain, 1);
+	int chunk = mm->pcp_drain_chunks == 2 ? batch : max_int(to_drain, 1);
 	za_tryunlock(&pcp->lock);
 	while (to_drain > 0) {
 		int n = min_int(to_drain, chunk);

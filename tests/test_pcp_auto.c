@@ -658,16 +658,17 @@ static void test_auto_decay_and_burst(void)
 }
 
 /*
- * pcp_drain_chunks (6.19) changes how a drain holds the locks, not what it
+ * pcp_drain_chunks=2 (6.19) changes how a drain holds the locks, not what it
  * drains: the freeing burst of auto_decay_and_burst (after its ticks took
  * high down to high_min) returns the same 2917 pages, in 7 bulk frees
  * (one zone-lock hold per drain: 63, 63, 126, 252, 504, 901, 1008)
- * without it and in 47 with it (a batch of 63 each: 1 + 1 + 2 + 4 + 8 +
- * 15 + 16); the ticks' 83 pages in 1 and 2.
+ * without it (0, or 1: 6.10's drains of all of a CPU's lists only) and in
+ * 47 with it (a batch of 63 each: 1 + 1 + 2 + 4 + 8 + 15 + 16); the ticks'
+ * 83 pages in 1 and 2.
  */
 static void test_drain_chunks(void)
 {
-	for (int chunks = 0; chunks <= 1; chunks++) {
+	for (int chunks = 0; chunks <= 2; chunks++) {
 		char config[96];
 		snprintf(config, sizeof(config), "cpus=1,pcp_high_auto=1,pcp_drain_chunks=%d", chunks);
 		za_mm_t *mm = make(config);
@@ -681,13 +682,13 @@ static void test_drain_chunks(void)
 		for (int i = 0; i < N; i++)
 			CHECK_EQ(za_free_pages(mm, v[i], 0), 0);
 		CHECK_EQ(r.drained_pages, 2917);
-		CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, chunks ? 47 : 7);
+		CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, chunks == 2 ? 47 : 7);
 		holds = za_stat(mm, "pcp_bulkfree");
 		for (int i = 0; i < 12; i++)
 			za_vmstat_tick(mm);
 		CHECK_EQ(pageset(mm, "Normal", 0).count, HIGH_MIN);
 		CHECK_EQ(r.drained_pages, 2917 + 83);
-		CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, chunks ? 2 : 1);
+		CHECK_EQ(za_stat(mm, "pcp_bulkfree") - holds, chunks == 2 ? 2 : 1);
 		za_set_tracepoint(mm, NULL, NULL);
 		free(v);
 		CHECK(za_verify(mm) == 0);
@@ -1072,10 +1073,10 @@ static void test_preset(void)
 		"pcp_high_auto=1", "pcp_free_high=3", "fallback_steal_smallest=1", "fair_zone=0",
 		"alloc_nofragment=1",
 		"kswapd_wake_high=1", "quicklists=0", "slub_max_order=3", "slub_big_system=0",
-		"vmstat_interval_ms=1000", "pcp_batch_scale_max=5", "pcp_drain_chunks=0", NULL
+		"vmstat_interval_ms=1000", "pcp_batch_scale_max=5", "pcp_drain_chunks=1", NULL
 	};
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.18", k618);
-	static const char *const k619[] = { "kernel=6.19", "pcp_drain_chunks=1", "pcp_high_auto=1",
+	static const char *const k619[] = { "kernel=6.19", "pcp_drain_chunks=2", "pcp_high_auto=1",
 					    "pcp_free_high=3", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.19", k619);
 	/* A key after the preset overrides it; one before is overridden. */

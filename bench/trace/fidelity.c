@@ -194,7 +194,7 @@ static const char *fidelity_explain(enum fid_row row)
 			"or compatible (try_to_claim_block), counted on its real, aged pageblocks",
 		[FID_ZONE_LOCK_HOLDS] =
 			"how much each hold does: refill sizes (alloc_factor) and drain sizes "
-			"(pcp_drain_chunks: 6.19 frees a batch per hold)",
+			"(pcp_drain_chunks=2: 6.19 frees a batch per hold)",
 		[FID_ZONE_LOCK_CONTENDED] = "",
 	};
 	return why[row];
