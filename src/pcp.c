@@ -1080,7 +1080,12 @@ void pcp_decay(struct za_zone *z, int cpu)
 	if (high > pcp->high_min) {
 		high = max_int(max_int(pcp_count(pcp) - (batch << mm->pcp_batch_scale_max),
 				       high - (high >> 3)), pcp->high_min);
-		pcp_set_high(mm, pcp, high);
+		/* A count more than batch << S above high_max (a free that gave
+		 * up its drain, pcp_drain_chunks=2, left it there) puts the
+		 * kernel's high above high_max until its next refill; here high
+		 * stays at high_max, and the tick drains as much as the
+		 * kernel's. */
+		pcp_set_high(mm, pcp, min_int(high, pcp->high_max));
 	}
 	int to_drain = pcp_count(pcp) - high;
 	int chunk = mm->pcp_drain_chunks == 2 ? batch : max_int(to_drain, 1);
