@@ -461,16 +461,24 @@ static inline long node_free_pages(const struct za_mm *mm, int node)
  * contended acquisitions, time waited and time held (cycles), the hold also
  * charged to its cause (refill, bulk free, or the generic hold only).
  * ------------------------------------------------------------------------ */
+/* The zone lock, found taken: waits for it, counted.  The wait in cycles
+ * if timed (lock_stats, or a caller that wants it), else 0. */
+static inline uint64_t zone_lock_contended(struct za_zone *z, bool timed)
+{
+	uint64_t t0 = timed ? za_cycles() : 0, wait;
+	za_lock_slow(&z->lock);
+	wait = timed ? za_cycles() - t0 : 0;
+	ev_add(&z->stat, EV_ZONE_LOCK_CONTENDED, 1);
+	if (z->mm->lock_stats)
+		ev_add(&z->stat, EV_ZONE_LOCK_WAIT, wait);
+	return wait;
+}
+
 static inline uint64_t zone_lock(struct za_zone *z)
 {
 	bool timing = z->mm->lock_stats;
-	if (unlikely(!za_lock_try(&z->lock))) {
-		uint64_t t0 = timing ? za_cycles() : 0;
-		za_lock_slow(&z->lock);
-		ev_add(&z->stat, EV_ZONE_LOCK_CONTENDED, 1);
-		if (timing)
-			ev_add(&z->stat, EV_ZONE_LOCK_WAIT, za_cycles() - t0);
-	}
+	if (unlikely(!za_lock_try(&z->lock)))
+		zone_lock_contended(z, timing);
 	ev_add(&z->stat, EV_ZONE_LOCK_ACQUIRE, 1);
 	return timing ? za_cycles() : 0;
 }

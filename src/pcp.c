@@ -532,13 +532,14 @@ static void bulk_free(struct za_zone *z, struct za_pcp *pcp, int *budget, pick_f
 		int n = pick_chunk(z, pcp, budget, pick, arg, blocks, &merges);
 		if (!n)
 			break;
-		if (!chain && outside)
+		if (!outside) {
+			for (int i = 0; i < n; i++)
+				free_block(z, blocks[i]);
+			continue;
+		}
+		if (!chain)
 			prefetch_buddies(z->mm, blocks, n);
 		for (int i = 0; i < n; i++) {
-			if (!outside) {
-				free_block(z, blocks[i]);
-				continue;
-			}
 			blocks[i]->lru.next = NULL;
 			if (last)
 				last->lru.next = (struct za_list *)(void *)blocks[i];
@@ -669,6 +670,13 @@ static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int bat
 	return min_int(max_int(pcp->free_count, batch), high - batch);
 }
 
+/* Pages per hold of a drain of `pages` that a free over the limit or the
+ * decay asks for: a batch with pcp_drain_chunks=2 (6.19), else all. */
+static int drain_chunk(const struct za_mm *mm, const struct za_pcp *pcp, int pages)
+{
+	return mm->pcp_drain_chunks == 2 ? pcp->batch : max_int(pages, 1);
+}
+
 /*
  * to_free pages back from a free over the limit: in one bulk free, or
  * with pcp_drain_chunks=2 (6.19) a batch per bulk free, the per-CPU lock
@@ -681,7 +689,7 @@ static int nr_pcp_free(const struct za_mm *mm, const struct za_pcp *pcp, int bat
 static bool free_over_high(struct za_zone *z, struct za_pcp *pcp, int to_free, unsigned int pindex)
 {
 	const struct za_mm *mm = z->mm;
-	int chunk = mm->pcp_drain_chunks == 2 ? pcp->batch : to_free;
+	int chunk = drain_chunk(mm, pcp, to_free);
 	for (;;) {
 		int n = min_int(to_free, chunk);
 		free_pcppages_bulk(z, pcp, n, pindex);
@@ -1045,23 +1053,21 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 {
 	const struct za_mm *mm = z->mm;
 	struct za_pcp *pcp = &z->pcp[cpu];
-	bool counted = false;
-	int left;
-	do {
+	for (bool first = true;; first = false) {
 		za_trylock_wait(&pcp->lock);
 		pcp_fronts_stop(z, pcp);
 		int count = pcp_count(pcp);
 		int n = mm->pcp_drain_chunks ? min_int(count, pcp->batch << mm->pcp_batch_scale_max)
 					     : count;
-		if (n && !counted)
-			pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, 1);
-		counted |= n != 0;
-		if (n)
+		if (n) {        /* one drain however many holds */
+			pcp_ev_add(&pcp->stat, EV_PCP_DRAIN, first);
 			free_pcppages_bulk(z, pcp, n, 0);
-		left = count - n;
+		}
 		pcp_fronts_start(pcp);
 		za_tryunlock(&pcp->lock);
-	} while (left > 0);
+		if (count - n <= 0)
+			return;
+	}
 }
 
 /*
@@ -1088,7 +1094,7 @@ void pcp_decay(struct za_zone *z, int cpu)
 		pcp_set_high(mm, pcp, min_int(high, pcp->high_max));
 	}
 	int to_drain = pcp_count(pcp) - high;
-	int chunk = mm->pcp_drain_chunks == 2 ? batch : max_int(to_drain, 1);
+	int chunk = drain_chunk(mm, pcp, to_drain);
 	za_tryunlock(&pcp->lock);
 	while (to_drain > 0) {
 		int n = min_int(to_drain, chunk);

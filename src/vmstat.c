@@ -664,12 +664,7 @@ uint64_t zone_lock_traced(struct za_zone *z, const char *caller, int count)
 	bool contended = !za_lock_try(&z->lock);
 	if (contended) {
 		tp_zone_lock(z, ZA_TP_ZONE_LOCK_CONTENDED, caller, count, true, 0, 0);
-		uint64_t t0 = za_cycles();
-		za_lock_slow(&z->lock);
-		wait = za_cycles() - t0;
-		ev_add(&z->stat, EV_ZONE_LOCK_CONTENDED, 1);
-		if (z->mm->lock_stats)
-			ev_add(&z->stat, EV_ZONE_LOCK_WAIT, wait);
+		wait = zone_lock_contended(z, true);
 	}
 	ev_add(&z->stat, EV_ZONE_LOCK_ACQUIRE, 1);
 	tp_zone_lock(z, ZA_TP_ZONE_LOCKED, caller, count, contended, wait, 0);

@@ -25,7 +25,7 @@ static const char *const row_metric[NR_FID_ROWS] = {
 };
 
 /* Rows counted for all orders only, and shown only when the kernel's
- * trace has their events. */
+ * trace has their events (so some holds). */
 static bool lock_row(int row)
 {
 	return row >= FID_ZONE_LOCK_HOLDS;
@@ -33,7 +33,7 @@ static bool lock_row(int row)
 
 static bool row_shown(const struct fidelity *kernel, int row)
 {
-	return !lock_row(row) || kernel->zone_lock_events;
+	return !lock_row(row) || kernel->count[kernel->nr_cpus][FID_ZONE_LOCK_HOLDS][FID_ALL];
 }
 
 const char *fid_row_metric(enum fid_row row)
@@ -46,7 +46,6 @@ int fidelity_init(struct fidelity *f, int nr_cpus)
 	f->nr_cpus = nr_cpus < 1 ? 1 : nr_cpus;
 	f->count = calloc((size_t)f->nr_cpus + 1, sizeof(*f->count));
 	f->page_allocs = 0;
-	f->zone_lock_events = false;
 	return f->count ? 0 : -1;
 }
 
@@ -60,7 +59,6 @@ void fidelity_reset(struct fidelity *f)
 {
 	memset(f->count, 0, ((size_t)f->nr_cpus + 1) * sizeof(*f->count));
 	f->page_allocs = 0;
-	f->zone_lock_events = false;
 }
 
 /* Counted for the CPU and for all CPUs, for the order and for all orders.
@@ -116,7 +114,6 @@ void fidelity_extfrag(struct fidelity *f, int cpu, int order, int fragmenting, i
 
 void fidelity_zone_lock(struct fidelity *f, int cpu, int contended)
 {
-	f->zone_lock_events = true;
 	fidelity_add(f, FID_ZONE_LOCK_HOLDS, cpu, -1, 1);
 	if (contended)
 		fidelity_add(f, FID_ZONE_LOCK_CONTENDED, cpu, -1, 1);

@@ -33,7 +33,6 @@ enum fid_row {
 /* What one side (the kernel, or zonealloc) did, counted per CPU. */
 struct fidelity {
 	int nr_cpus;
-	bool zone_lock_events;                  /* it counted some */
 	uint64_t page_allocs;                   /* the denominator: successful mm_page_alloc */
 	uint64_t (*count)[NR_FID_ROWS][FID_ORDERS + 1];  /* [nr_cpus + 1]: [nr_cpus] is all CPUs */
 };

@@ -204,81 +204,78 @@ static void override_keys(char *config, size_t len, const char *other, const cha
 	}
 }
 
-/* The kernel's all-orders figures of trace NAME. */
+/* The scored all-orders rows of one side. */
+static void scored_figures(const struct fidelity *f, double *figures)
+{
+	for (size_t k = 0; k < NR_SCORED; k++)
+		figures[k] = fidelity_per_1000(f, scored_rows[k], -1, FID_ALL);
+}
+
+/* The kernel's figures of trace NAME, from its events alone, and the
+ * trace's mirror into *m. */
 static int kernel_figures(const struct corpus *c, const char *name, double *figures,
-			  uint64_t *page_allocs)
+			  uint64_t *page_allocs, struct mirror *m)
 {
 	static char path[1024], zi[1024], sc[1024];
 	struct replay_opts ro;
-	struct mirror m;
 	struct replay_result r = { 0 };
 	char err[512];
-	if (mirror_of(c, name, &ro, path, sizeof(path), zi, sc, &m))
+	if (mirror_of(c, name, &ro, path, sizeof(path), zi, sc, m))
 		return -1;
-	int rc = fidelity_init(&r.kernel, m.nr_cpus);
+	int rc = fidelity_init(&r.kernel, m->nr_cpus);
 	if (rc || (rc = replay_trace(NULL, path, &ro, &r, err, sizeof(err))))
 		fprintf(stderr, "zabench scorecard: %s\n", rc && !r.kernel.count ? "out of memory" : err);
-	for (size_t k = 0; k < NR_SCORED && !rc; k++)
-		figures[k] = fidelity_per_1000(&r.kernel, scored_rows[k], -1, FID_ALL);
+	else
+		scored_figures(&r.kernel, figures);
 	*page_allocs = r.kernel.page_allocs;
 	fidelity_free(&r.kernel);
 	return rc ? -1 : 0;
 }
 
-/* A repeat: the first recording's figures as the kernel's, the second's
- * in the model's place. */
-static int repeat_entry(const struct corpus *c, struct entry *e)
-{
-	uint64_t second;
-	return kernel_figures(c, e->from, e->kernel, &e->page_allocs) ||
-	       kernel_figures(c, e->to, e->model, &second) ? -1 : 0;
-}
-
+/*
+ * A trace: the model's figures beside its kernel's.  A prediction: the
+ * first trace replayed with the second's value of the keys, beside the
+ * second's kernel.  A repeat: the second's kernel figures in the model's
+ * place.
+ */
 static int replay_entry(const struct corpus *c, struct entry *e)
 {
-	if (e->repeat)
-		return repeat_entry(c, e);
-	static char path[1024], zi[1024], sc[1024], tpath[1024], tzi[1024], tsc[1024];
+	static char path[1024], zi[1024], sc[1024];
 	static struct mirror m, to;
-	struct replay_opts ro, tro;
+	uint64_t second;
+	if (e->repeat)
+		return kernel_figures(c, e->from, e->kernel, &e->page_allocs, &m) ||
+		       kernel_figures(c, e->to, e->model, &second, &to) ? -1 : 0;
+	if (e->from[0] && kernel_figures(c, e->to, e->kernel, &e->page_allocs, &to))
+		return -1;
+	struct replay_opts ro;
 	const char *trace = e->from[0] ? e->from : e->name;
 	if (mirror_of(c, trace, &ro, path, sizeof(path), zi, sc, &m))
 		return -1;
-	if (e->from[0]) {
-		if (mirror_of(c, e->to, &tro, tpath, sizeof(tpath), tzi, tsc, &to))
-			return -1;
+	if (e->from[0])
 		override_keys(m.config, sizeof(m.config), to.config, e->keys);
-	}
 	za_mm_t *mm = za_mm_create(m.config);
 	if (!mm) {
 		fprintf(stderr, "zabench scorecard: %s: %s\n", trace, za_last_error());
 		return -1;
 	}
-	int cpus = m.nr_cpus ? m.nr_cpus : za_nr_cpus(mm);
-	struct replay_result r = { 0 }, k = { 0 };
+	struct replay_result r = { 0 };
 	char err[512];
-	int rc = -1;
-	if (fidelity_init(&r.kernel, cpus) || fidelity_init(&r.model, cpus) ||
-	    fidelity_init(&k.kernel, cpus))
-		goto out;
-	if (replay_trace(mm, path, &ro, &r, err, sizeof(err)) ||
-	    (e->from[0] && replay_trace(NULL, tpath, &tro, &k, err, sizeof(err)))) {
-		fprintf(stderr, "zabench scorecard: %s\n", err);
-		goto out;
+	int cpus = m.nr_cpus ? m.nr_cpus : za_nr_cpus(mm);
+	int rc = fidelity_init(&r.kernel, cpus) || fidelity_init(&r.model, cpus) ? -1 :
+		 replay_trace(mm, path, &ro, &r, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "zabench scorecard: %s\n", r.model.count ? err : "out of memory");
+	else
+		scored_figures(&r.model, e->model);
+	if (!rc && !e->from[0]) {      /* a prediction's kernel is the second trace's */
+		scored_figures(&r.kernel, e->kernel);
+		e->page_allocs = r.kernel.page_allocs;
 	}
-	const struct fidelity *kernel = e->from[0] ? &k.kernel : &r.kernel;
-	for (size_t i = 0; i < NR_SCORED; i++) {
-		e->kernel[i] = fidelity_per_1000(kernel, scored_rows[i], -1, FID_ALL);
-		e->model[i] = fidelity_per_1000(&r.model, scored_rows[i], -1, FID_ALL);
-	}
-	e->page_allocs = kernel->page_allocs;
-	rc = 0;
-out:
 	fidelity_free(&r.kernel);
 	fidelity_free(&r.model);
-	fidelity_free(&k.kernel);
 	za_mm_destroy(mm);
-	return rc;
+	return rc ? -1 : 0;
 }
 
 /* Within pct of the kernel's figure, or `slack` per 1000 allocations. */

@@ -96,7 +96,6 @@ struct trace_event {
 	char cache[32];                 /* kmem_cache_*: name=, "" if absent */
 	/* zone-lock events */
 	int contended;                  /* mm_zone_locked: 0/1 */
-	uint64_t wait_ns;               /* mm_zone_locked: 0 if absent */
 };
 
 #define TRACE_PCP_CPUS  256             /* CPUs whose per-CPU counts are kept */

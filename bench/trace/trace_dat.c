@@ -16,7 +16,7 @@
 
 enum dat_field {
 	DF_PFN, DF_ORDER, DF_GFP, DF_MT, DF_REFILL, DF_AORDER, DF_FORDER, DF_AMT, DF_FMT,
-	DF_FRAG, DF_CHOWN, DF_PTR, DF_REQ, DF_ALLOC, DF_NAME, DF_CONTENDED, DF_WAIT, NR_DF
+	DF_FRAG, DF_CHOWN, DF_PTR, DF_REQ, DF_ALLOC, DF_NAME, DF_CONTENDED, NR_DF
 };
 
 static const char *const dat_field_names[NR_DF] = {
@@ -26,7 +26,6 @@ static const char *const dat_field_names[NR_DF] = {
 	[DF_FMT] = "fallback_migratetype", [DF_FRAG] = "fragmenting",
 	[DF_CHOWN] = "change_ownership", [DF_PTR] = "ptr", [DF_REQ] = "bytes_req",
 	[DF_ALLOC] = "bytes_alloc", [DF_NAME] = "name", [DF_CONTENDED] = "contended",
-	[DF_WAIT] = "wait_ns",
 };
 
 #define D(f) (1u << (f))
@@ -239,7 +238,6 @@ static int record_event(const struct dat_format *f, const struct tep_record *rec
 	ev->bytes_req = (uint32_t)v[DF_REQ];
 	ev->bytes_alloc = (uint32_t)v[DF_ALLOC];
 	ev->contended = (int)v[DF_CONTENDED];
-	ev->wait_ns = v[DF_WAIT];
 	if (f->type == TEV_EXTFRAG)
 		extfrag(ev, f, rec, v);
 	if (f->type == TEV_PAGE_FREE_BATCHED)

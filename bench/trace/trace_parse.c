@@ -303,7 +303,7 @@ int trace_parse_gfp(const char *s, size_t len, uint32_t *gfp)
 
 enum field {
 	F_NONE, F_PAGE, F_PFN, F_ORDER, F_MT, F_GFP, F_REFILL, F_AORDER, F_FORDER,
-	F_AMT, F_FMT, F_FRAG, F_CHOWN, F_PTR, F_REQ, F_ALLOC, F_NAME, F_CONTENDED, F_WAIT,
+	F_AMT, F_FMT, F_FRAG, F_CHOWN, F_PTR, F_REQ, F_ALLOC, F_NAME, F_CONTENDED,
 };
 #define B(f) (1u << (f))
 
@@ -331,7 +331,6 @@ static enum field field_id(const char *k, size_t n)
 	case 3: return KEY("pfn") ? F_PFN : KEY("ptr") ? F_PTR : F_NONE;
 	case 4: return KEY("page") ? F_PAGE : KEY("name") ? F_NAME : F_NONE;
 	case 5: return KEY("order") ? F_ORDER : F_NONE;
-	case 7: return KEY("wait_ns") ? F_WAIT : F_NONE;
 	case 9: return KEY("gfp_flags") ? F_GFP : KEY("bytes_req") ? F_REQ :
 		       KEY("contended") ? F_CONTENDED : F_NONE;
 	case 11:
@@ -402,7 +401,6 @@ static bool parse_field(enum field f, const char *p, const char *end, struct tra
 	case F_REQ: return parse_u32(p, end, &ev->bytes_req);
 	case F_ALLOC: return parse_u32(p, end, &ev->bytes_alloc);
 	case F_CONTENDED: return parse_int(p, end, 0, 1, &ev->contended);
-	case F_WAIT: return parse_num(p, end, &ev->wait_ns);
 	case F_NAME: {
 		size_t n = (size_t)(end - p) < sizeof(ev->cache) ? (size_t)(end - p) : sizeof(ev->cache) - 1;
 		memcpy(ev->cache, p, n);
