@@ -168,6 +168,10 @@ void set_extra_counter(struct variant *v, const char *name, long long value);
 /* The directory for experiment files: --dir, or a temporary one made on
  * first use and removed at exit. */
 const char *bench_dir(struct bench *b);
+/* The flags the kernel creates its cache of this name with, where they
+ * matter to the model: vm_area_struct and maple_node ask for sheaves
+ * (ZA_SLAB_SHEAVES: their sheaf_capacity = 32, since 6.18). */
+unsigned int kernel_cache_flags(const char *name);
 /* The variant's cache in slot (0..3), created on first use. */
 za_cache_t *variant_cache(struct variant *v, int slot, const char *name, size_t size);
 /* Pins the calling thread to CPU i modulo the machine's CPUs. */

@@ -126,6 +126,8 @@ static void hb_describe_threads(const struct bench *b, char *buf, size_t len)
 static const char *const hb_report[] = {
 	"--ab pcp_high_order",
 	"--ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224",
+	"--ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224,kernel=7.0",
+	"--ab slub_sheaves=0:2 --config kernel=7.0",
 	NULL,
 };
 

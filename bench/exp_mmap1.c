@@ -126,26 +126,32 @@ static void mm1_run(struct bench *b, struct variant *v, struct iteration *it)
  * E3 asks for objects per slab and slab order per cache, for each variant.
  * The per-CPU partial list's limit is kept in slabs (cpu_partial_slabs),
  * derived as the kernel does from a number of objects; both are shown, the
- * objects being what those slabs hold when full.
+ * objects being what those slabs hold when full.  With slub_sheaves, a
+ * CPU's sheaves hold up to two sheaves of objects instead (7.0 has no
+ * CPU partial list).
  */
 static void mm1_print_caches(const struct bench *b, FILE *out)
 {
 	fprintf(out, "\nCaches (cpu partial: the per-CPU partial list's limit, in slabs and in "
-		     "the objects those slabs hold)\n");
-	fprintf(out, "%-18s %-8s %6s %10s %18s %17s\n", "cache", "variant", "order", "objs/slab",
-		"cpu partial slabs", "cpu partial objs");
+		     "the objects those slabs hold; sheaf: objects per sheaf, 0 without)\n");
+	fprintf(out, "%-18s %-8s %6s %10s %18s %17s %6s\n", "cache", "variant", "order", "objs/slab",
+		"cpu partial slabs", "cpu partial objs", "sheaf");
 	for (int c = 0; c < 3; c++)
 		for (int i = 0; i < b->nvariants; i++) {
 			struct za_cache_info info;
 			za_cache_info(b->variants[i].caches[c], &info);
-			fprintf(out, "%-18s %-8s %6u %10u %18u %17u\n", info.name, b->variants[i].name,
-				info.order, info.objects, info.cpu_partial_slabs,
-				info.cpu_partial_slabs * info.objects);
+			fprintf(out, "%-18s %-8s %6u %10u %18u %17u %6u\n", info.name,
+				b->variants[i].name, info.order, info.objects, info.cpu_partial_slabs,
+				info.cpu_partial_slabs * info.objects, info.sheaf_capacity);
 		}
 }
 
 static const char *const mm1_report[] = {
 	"--threads 8 --ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224",
+	/* Does seed 002 still matter with 7.0's sheaves?  And sheaves against
+	 * the CPU slabs (7.0 without them is 6.19's SLUB). */
+	"--threads 8 --ab slub_max_order=3:4,slub_big_system=0:1 --config nr_cpus=224,kernel=7.0",
+	"--threads 8 --ab slub_sheaves=0:2 --config kernel=7.0",
 	NULL,
 };
 

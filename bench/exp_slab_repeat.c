@@ -62,6 +62,7 @@ static void sr_run(struct bench *b, struct variant *v, struct iteration *it)
 static const char *const sr_report[] = {
 	"--size 64",
 	"--size 64 --threads 2",
+	"--size 64 --ab slub_sheaves=0:2 --config kernel=7.0",
 	NULL,
 };
 

@@ -79,9 +79,15 @@ const char *bench_dir(struct bench *b)
 	return temp_dir;
 }
 
+unsigned int kernel_cache_flags(const char *name)
+{
+	return !strcmp(name, "vm_area_struct") || !strcmp(name, "maple_node") ? ZA_SLAB_SHEAVES : 0;
+}
+
 za_cache_t *variant_cache(struct variant *v, int slot, const char *name, size_t size)
 {
-	if (!v->caches[slot] && !(v->caches[slot] = za_cache_create(v->mm, name, size, 0, 0, NULL))) {
+	if (!v->caches[slot] &&
+	    !(v->caches[slot] = za_cache_create(v->mm, name, size, 0, kernel_cache_flags(name), NULL))) {
 		fprintf(stderr, "zabench: %s\n", za_last_error());
 		exit(1);
 	}

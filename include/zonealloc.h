@@ -326,13 +326,19 @@ void za_drain_all_pages(za_mm_t *mm);
  *
  * A cache hands out objects of one size from slabs: page-allocator blocks
  * of the order the kernel's calculation picks (see the slub_* keys).  Per
- * CPU it keeps a current slab and a few partial slabs; allocation from the
- * CPU's slab and freeing into it take no lock shared with other CPUs.
+ * CPU it keeps a current slab and a few partial slabs, or with
+ * slub_sheaves two arrays of free objects (sheaves) in front; allocation
+ * and freeing there take no lock shared with other CPUs.
  * Objects may be freed from any thread.
  *
  * Configuration keys of za_mm_create for caches:
  *   slub_min_order=0, slub_max_order=3, slub_min_objects=0 (0: 4 * (fls(nr_cpus) + 1))
  *   nr_cpus=auto         the CPU count the sizing assumes (e.g. 224 for a big server)
+ *   slub_sheaves=0       per-CPU sheaves and per-node barns in front of the slabs:
+ *                        1 as 6.18, for caches created with ZA_SLAB_SHEAVES (32 objects
+ *                        a sheaf); 2 as 7.0, for every cache but debug ones (the
+ *                        kernel's sizing, 4..60 objects), and no CPU slab or CPU
+ *                        partial list under them
  *   slub_big_system=1    seed 002: with nr_cpus >= 32, double min_objects and the
  *                        per-CPU partial sizes
  *   slub_debug=          debug letters for every cache ("FZPU"), or per cache
@@ -350,6 +356,10 @@ typedef struct za_kmem_cache za_cache_t;
  * kernel's freeptr_offset): a free object, and a new slab, touch no page
  * of the object but its first.  Objects of at least 16 bytes. */
 #define ZA_SLAB_FREEPTR_EARLY     (1u << 2)
+/* The cache asks for per-CPU sheaves of 32 objects (the kernel's
+ * kmem_cache_args.sheaf_capacity, as vm_area_struct and maple_node do):
+ * it gets them with slub_sheaves=1, and at least 32 with slub_sheaves=2. */
+#define ZA_SLAB_SHEAVES           (1u << 3)
 #define ZA_SLAB_CONSISTENCY_CHECKS (1u << 4)  /* debug F, for this cache */
 #define ZA_SLAB_RED_ZONE          (1u << 5)   /* debug Z */
 #define ZA_SLAB_POISON            (1u << 6)   /* debug P */
@@ -388,6 +398,7 @@ struct za_cache_info {
 	size_t object_size, size, align;        /* size: the stride, metadata included */
 	unsigned int order, objects;            /* per slab */
 	unsigned int cpu_partial_slabs, min_partial;
+	unsigned int sheaf_capacity;            /* 0: no sheaves (slub_sheaves) */
 	unsigned int debug;                     /* ZA_SLAB_* debug bits in force */
 };
 void za_cache_info(const za_cache_t *cache, struct za_cache_info *info);

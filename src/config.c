@@ -87,6 +87,7 @@ static const struct key keys[] = {
 	{ "slub_min_objects",      K_INT,    FIELD(slub_min_objects), 0, 32767, false, NULL },
 	{ "nr_cpus",               K_INT,    FIELD(nr_cpus), 1, 65536, true, NULL },
 	{ "slub_big_system",       K_BOOL,   FIELD(slub_big_system), 0, 1, false, NULL },
+	{ "slub_sheaves",          K_INT,    FIELD(slub_sheaves), 0, 2, false, NULL },
 	{ "slub_debug",            K_STRING, FIELD(slub_debug), 0, 128, false, slub_debug_check },
 	{ "slab_freelist_random",  K_BOOL,   FIELD(slab_freelist_random), 0, 1, false, NULL },
 	{ "slab_freelist_hardened", K_BOOL,  FIELD(slab_freelist_hardened), 0, 1, false, NULL },
@@ -336,6 +337,11 @@ static const struct preset_row kernel_presets[] = {
 	{ "quicklists", 0, { { KV(2, 6, 22), 1 }, { KV(2, 6, 25), 0 } },
 	  "seed 004 merged in 2.6.22; x86-64 stopped using it with the 2.6.25 page-table "
 	  "unification (Lameter, LKML 10 Mar 2008); ia64 and sh kept it until 5.4 (13224794cb08)" },
+	{ "slub_sheaves", 0, { { KV(6, 18, 0), 1 }, { KV(7, 0, 0), 2 } },
+	  "6.18: per-CPU sheaves and per-node barns for the caches that ask (vm_area_struct, "
+	  "maple_node: sheaf_capacity 32); 7.0: for every cache but debug ones ('slab: add sheaves "
+	  "to most caches'), and the CPU slabs, CPU partial lists and cmpxchg fast paths removed "
+	  "(Vlastimil Babka)" },
 	{ "slub_max_order", 3, { { 0, 0 } },
 	  "seed 002: order 4 was never merged; 3 (PAGE_ALLOC_COSTLY_ORDER) throughout" },
 	{ "slub_big_system", 0, { { 0, 0 } },
@@ -343,13 +349,13 @@ static const struct preset_row kernel_presets[] = {
 };
 
 /* Releases the preset knows: 2.6.0 .. 2.6.39, 3.0 .. 3.19, 4.0 .. 4.20,
- * 5.0 .. 5.19, 6.0 .. 6.19. */
+ * 5.0 .. 5.19, 6.0 .. 6.19, 7.0. */
 static bool known_release(unsigned int a, unsigned int b, unsigned int c, bool has_c)
 {
-	static const unsigned int last_minor[] = { [3] = 19, [4] = 20, [5] = 19, [6] = 19 };
+	static const unsigned int last_minor[] = { [3] = 19, [4] = 20, [5] = 19, [6] = 19, [7] = 0 };
 	if (a == 2)
 		return b == 6 && has_c && c <= 39;
-	return a >= 3 && a <= 6 && b <= last_minor[a];
+	return a >= 3 && a <= 7 && b <= last_minor[a];
 }
 
 /* "X.Y" or "X.Y.Z", each part 0..255. */
@@ -382,7 +388,7 @@ static int apply_kernel_preset(struct za_config *cfg, const char *key, const cha
 		return bad_value(key, val, len, "a release like 6.18, 4.9 or 2.6.22");
 	if (!known_release(part[0], part[1], part[2], nparts == 3)) {
 		za_set_last_error("config: key '%s': no release %.*s known (2.6.0 .. 2.6.39, 3.0 .. "
-				  "6.19)", key, len, val);
+				  "6.19, 7.0)", key, len, val);
 		errno = EINVAL;
 		return -1;
 	}

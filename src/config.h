@@ -62,6 +62,7 @@ struct za_config {
 	int64_t slub_min_objects;       /* 0: 4 * (fls(nr_cpus) + 1) */
 	int64_t nr_cpus;                /* for slab sizing only; ZA_AUTO: the machine's */
 	int64_t slub_big_system;        /* seed 002 */
+	int64_t slub_sheaves;           /* 0 off, 1 as 6.18 (caches that ask), 2 as 7.0 (all) */
 	char slub_debug[128];           /* "FZPU" or "FZ:cache:cache;P:cache" */
 	int64_t slab_freelist_random;
 	int64_t slab_freelist_hardened;

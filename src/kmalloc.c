@@ -53,6 +53,20 @@ static inline struct za_kmem_cache *kmalloc_cache(struct za_mm *mm, unsigned int
 	return likely(s) ? s : kmalloc_cache_create(mm, i);
 }
 
+/* The cache kmalloc(size) takes from, size <= KMALLOC_MAX_CACHE (sheaves'
+ * memory, slub_sheaf.c); NULL without memory for it. */
+struct za_kmem_cache *kmalloc_slab(struct za_mm *mm, size_t size)
+{
+	return kmalloc_cache(mm, kmalloc_index(size ? size : 1));
+}
+
+/* The bytes kmalloc(size) gives, for a size its caches serve. */
+size_t kmalloc_size_roundup(size_t size)
+{
+	VM_BUG_ON(NULL, size > KMALLOC_MAX_CACHE);
+	return kmalloc_sizes[kmalloc_index(size ? size : 1)];
+}
+
 /* Sizes above the caches: a block of the page allocator, marked as
  * kmalloc's so that kfree takes it and nothing else. */
 static void *kmalloc_large(struct za_mm *mm, size_t size, za_gfp_t gfp)

@@ -21,6 +21,7 @@
 #define ZA_SLAB_H
 
 #include "mm_layers.h"
+#include "sheaf.h"
 
 #include <limits.h>
 
@@ -88,6 +89,15 @@ enum slab_event {
 	SL_FREE_SLAB,
 	SL_ORDER_FALLBACK,
 	SL_BAD_FREE,
+	/* slub_sheaves (slub_sheaf.c), the kernel's names */
+	SL_SHEAF_FLUSH,                 /* objects flushed from a sheaf to slabs */
+	SL_SHEAF_REFILL,                /* objects refilled into a sheaf from slabs */
+	SL_SHEAF_ALLOC,                 /* empty sheaves allocated (kmalloc) */
+	SL_SHEAF_FREE,                  /* ... and freed */
+	SL_BARN_GET,                    /* a full sheaf from the barn */
+	SL_BARN_GET_FAIL,               /* ... none there */
+	SL_BARN_PUT,                    /* a full sheaf onto the barn */
+	SL_BARN_PUT_FAIL,               /* ... over its limit, or no empty one to trade */
 	NR_SLAB_EVENTS
 };
 
@@ -111,6 +121,18 @@ struct kmem_cache_cpu {
 /* A power of two, so that the sections find a CPU's by a shift. */
 #define SLAB_CPU_SHIFT 8
 _Static_assert(sizeof(struct kmem_cache_cpu) == 1 << SLAB_CPU_SHIFT, "kmem_cache_cpu: 4 lines");
+
+/*
+ * slub_sheaves: a CPU's sheaves of a cache (slub_sheaf.c).  main is what
+ * the fast paths pop and push (empty_sheaf until the CPU's first miss);
+ * spare is full, empty or NULL.  Under lock, a trylock as the kernel's
+ * local_trylock: a thread that finds it busy takes the slab paths.
+ */
+struct slub_percpu_sheaves {
+	za_trylock_t lock;
+	struct sheaf *main, *spare;
+	za_counter_t alloc_fastpath, free_fastpath;     /* served by main */
+} __attribute__((aligned(ZA_CACHELINE)));
 
 struct kmem_cache_node {
 	za_lock_t list_lock;
@@ -159,6 +181,13 @@ struct za_kmem_cache {
 	unsigned int min_partial;
 	unsigned int align;
 	unsigned int flags;             /* ZA_SLAB_* */
+	/* slub_sheaves: objects per sheaf, 0 for a cache without them (debug,
+	 * not asked for, or the malloc's); then the CPU slabs and partial
+	 * lists are off as well with slub_sheaves=2 (7.0 removed them). */
+	unsigned int sheaf_capacity;
+	bool cpu_slab_off;
+	struct slub_percpu_sheaves *cpu_sheaves;        /* [mm->nr_cpus] */
+	struct barn *barn;                              /* [mm->nr_nodes] */
 	unsigned int owner_tag;         /* for the cache's creator (malloc's class), < 255; or SLAB_NO_TAG */
 	void (*ctor)(void *);
 	uint16_t *random_seq;           /* slab_freelist_random: a permutation */
@@ -343,6 +372,29 @@ const char *slab_event_name(int i);
 long slab_shrink_reclaim(struct za_mm *mm);
 unsigned long slab_count(void *mm);
 unsigned long slab_scan(void *mm, unsigned long nr);
+
+/* slub.c: the slab paths under the sheaves (slub_sheaf.c). */
+void *slab_alloc_nosheaf(struct za_kmem_cache *s, za_gfp_t gfp, int node);
+unsigned int slab_refill_objects(struct za_kmem_cache *s, za_gfp_t gfp, int node, unsigned int n,
+				 void **objs);
+void slab_free_objects(struct za_kmem_cache *s, size_t n, void **objs);
+void cache_stat(struct za_kmem_cache *s, enum slab_event e);
+void cache_stat_add(struct za_kmem_cache *s, enum slab_event e, unsigned long n);
+
+/* kmalloc.c: where sheaves come from. */
+struct za_kmem_cache *kmalloc_slab(struct za_mm *mm, size_t size);
+size_t kmalloc_size_roundup(size_t size);
+
+/* slub_sheaf.c: slub_sheaves, Linux 7.0's per-CPU layer. */
+unsigned int calculate_sheaf_capacity(const struct za_kmem_cache *s);
+void cache_disable_sheaves(struct za_kmem_cache *s);   /* before the cache is used */
+void *alloc_from_pcs(struct za_kmem_cache *s, za_gfp_t gfp, int cpu);
+int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu);
+size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs);
+size_t free_to_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs);
+void pcs_flush_cpu(struct za_kmem_cache *s, int cpu, bool wait);
+void barn_shrink(struct za_kmem_cache *s);
+int pcs_verify(struct za_kmem_cache *s);
 
 /* slab_common.c: the layer's exit, fork locks and report. */
 void slub_destroy_all(struct za_mm *mm);

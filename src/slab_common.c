@@ -49,15 +49,18 @@ static void unlink_cache(struct za_kmem_cache *s)
 	za_unlock(&mm->caches_lock);
 }
 
-/* A cache's descriptor is followed by its CPU structures, then its node
- * structures: one size for all of a system's caches. */
+/* A cache's descriptor is followed by its CPU structures, its node
+ * structures, its CPUs' sheaves and its nodes' barns: one size for all of
+ * a system's caches. */
 #define CPU_SLAB_ALIGN _Alignof(struct kmem_cache_cpu)
 
 static size_t cache_desc_size(const struct za_mm *mm)
 {
 	return ALIGN_UP(sizeof(struct za_kmem_cache), CPU_SLAB_ALIGN) +
 	       sizeof(struct kmem_cache_cpu) * (size_t)mm->nr_cpus +
-	       sizeof(struct kmem_cache_node) * (size_t)mm->nr_nodes;
+	       sizeof(struct kmem_cache_node) * (size_t)mm->nr_nodes +
+	       sizeof(struct slub_percpu_sheaves) * (size_t)mm->nr_cpus +
+	       sizeof(struct barn) * (size_t)mm->nr_nodes;
 }
 
 /* A destroyed cache's descriptor, cleared, else a new one from memblock:
@@ -119,6 +122,7 @@ void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode)
 
 void slub_destroy_all(struct za_mm *mm)
 {
+	za_shrink_slabs(mm);    /* sheaves first: they are kmalloc objects */
 	while (mm->caches) {
 		struct za_kmem_cache *s = mm->caches;
 		za_cache_shrink(s);
@@ -127,15 +131,22 @@ void slub_destroy_all(struct za_mm *mm)
 	}
 }
 
-/* Every cache's CPU locks, then its node locks, in the order the
- * allocation paths nest them; or all of them released.  Under caches_lock. */
+/* Every cache's CPU locks (sheaves, then CPU slab), then its node locks
+ * (barn, then list_lock), in the order the allocation paths nest them; or
+ * all of them released.  Under caches_lock. */
 void slab_lock_all(struct za_mm *mm, bool lock)
 {
 	for (struct za_kmem_cache *s = mm->caches; s; s = s->next) {
-		for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
-			lock ? za_trylock_wait(&s->cpu_slab[cpu].lock) : za_tryunlock(&s->cpu_slab[cpu].lock);
-		for (int n = 0; n < mm->nr_nodes; n++)
-			lock ? za_lock(&s->node[n].list_lock) : za_unlock(&s->node[n].list_lock);
+		for (int cpu = 0; cpu < mm->nr_cpus; cpu++) {
+			za_trylock_t *l[2] = { &s->cpu_sheaves[cpu].lock, &s->cpu_slab[cpu].lock };
+			for (int i = 0; i < 2; i++)
+				lock ? za_trylock_wait(l[i]) : za_tryunlock(l[i]);
+		}
+		for (int n = 0; n < mm->nr_nodes; n++) {
+			za_lock_t *l[2] = { &s->barn[n].lock, &s->node[n].list_lock };
+			for (int i = 0; i < 2; i++)
+				lock ? za_lock(l[i]) : za_unlock(l[i]);
+		}
 	}
 }
 
@@ -291,6 +302,7 @@ static za_cache_t *create_error(const char *name, const char *why)
 
 #define ZA_SLAB_DEBUG_SHIFT 4
 #define ZA_SLAB_VALID_FLAGS (ZA_SLAB_HWCACHE_ALIGN | ZA_SLAB_RECLAIM_ACCOUNT | ZA_SLAB_FREEPTR_EARLY | \
+			     ZA_SLAB_SHEAVES | \
 			     (SLAB_DEBUG_FLAGS << ZA_SLAB_DEBUG_SHIFT))
 
 za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t align,
@@ -320,8 +332,12 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->align = (unsigned int)calculate_alignment(flags, align ? align : sizeof(void *), size);
 	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s + ALIGN_UP(sizeof(*s), CPU_SLAB_ALIGN));
 	s->node = (struct kmem_cache_node *)(s->cpu_slab + mm->nr_cpus);
+	s->cpu_sheaves = (struct slub_percpu_sheaves *)(s->node + mm->nr_nodes);
+	s->barn = (struct barn *)(s->cpu_sheaves + mm->nr_cpus);
 	for (int n = 0; n < mm->nr_nodes; n++)
 		list_init(&s->node[n].partial);
+	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
+		s->cpu_sheaves[cpu].main = &empty_sheaf;
 	calculate_sizes(s);
 
 	int order = calculate_order(mm, s->size);
@@ -333,7 +349,9 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 	s->objects = order_objects(s->order, s->size);
 	s->min_order = get_order(s->size);
 	s->min_objects = order_objects(s->min_order, s->size);
-	s->cpu_partial_slabs = cpu_partial_slabs(s);
+	s->sheaf_capacity = calculate_sheaf_capacity(s);
+	s->cpu_slab_off = s->sheaf_capacity && mm->cfg.slub_sheaves == 2;
+	s->cpu_partial_slabs = s->cpu_slab_off ? 0 : cpu_partial_slabs(s);
 	s->min_partial = calculate_min_partial(s->size);
 	if (mm->cfg.slab_freelist_hardened)
 		s->random = (uintptr_t)get_random_u64() | 1;
@@ -362,6 +380,7 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 		.objects = s->objects,
 		.cpu_partial_slabs = s->cpu_partial_slabs,
 		.min_partial = s->min_partial,
+		.sheaf_capacity = s->sheaf_capacity,
 		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
 	};
 }

@@ -64,6 +64,14 @@ static const char *const slab_event_names[NR_SLAB_EVENTS] = {
 	[SL_FREE_SLAB] = "slab_free_slab",
 	[SL_ORDER_FALLBACK] = "slab_order_fallback",
 	[SL_BAD_FREE] = "slab_bad_free",
+	[SL_SHEAF_FLUSH] = "slab_sheaf_flush",
+	[SL_SHEAF_REFILL] = "slab_sheaf_refill",
+	[SL_SHEAF_ALLOC] = "slab_sheaf_alloc",
+	[SL_SHEAF_FREE] = "slab_sheaf_free",
+	[SL_BARN_GET] = "slab_barn_get",
+	[SL_BARN_GET_FAIL] = "slab_barn_get_fail",
+	[SL_BARN_PUT] = "slab_barn_put",
+	[SL_BARN_PUT_FAIL] = "slab_barn_put_fail",
 };
 
 const char *slab_event_name(int i)
@@ -81,9 +89,14 @@ static void node_stat(struct kmem_cache_node *n, enum slab_event e)
 	counter_add(&n->stat[e], 1);
 }
 
-static void cache_stat(struct za_kmem_cache *s, enum slab_event e)
+void cache_stat(struct za_kmem_cache *s, enum slab_event e)
 {
 	counter_add_atomic(&s->stat[e], 1);
+}
+
+void cache_stat_add(struct za_kmem_cache *s, enum slab_event e, unsigned long n)
+{
+	counter_add_atomic(&s->stat[e], n);
 }
 
 /* ------------------------------------------------------------------------
@@ -208,9 +221,10 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	if (e < NR_SLAB_CPU_EVENTS)
 		for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
 			uint64_t tally = rseq_tally_load(&s->cpu_slab[cpu].stack);
+			const struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
 			v += load_relaxed(&s->cpu_slab[cpu].stat[e]);
-			v += e == SL_ALLOC_FASTPATH ? tally_allocs(tally) :
-			     e == SL_FREE_FASTPATH ? tally_frees(tally) : 0;
+			v += e == SL_ALLOC_FASTPATH ? tally_allocs(tally) + load_relaxed(&pcs->alloc_fastpath) :
+			     e == SL_FREE_FASTPATH ? tally_frees(tally) + load_relaxed(&pcs->free_fastpath) : 0;
 		}
 	else if (e < NR_SLAB_NODE_EVENTS)
 		for (int n = 0; n < s->mm->nr_nodes; n++)
@@ -308,16 +322,22 @@ static bool slab_update(struct za_page *slab, uint64_t *old, uint64_t new)
 						     memory_order_acq_rel, memory_order_acquire);
 }
 
-/* Takes the slab's whole free list and freezes it: the caller becomes its
- * CPU.  The slab must be on no list. */
-static void *freeze_slab(struct za_kmem_cache *s, struct za_page *slab)
+/* Takes the whole free list of a slab on no list, freezing it (the caller
+ * becomes its CPU) or not (slub_sheaves=2's refill: the slab stays on no
+ * list, full, until a free files it). */
+static void *take_freelist(struct za_kmem_cache *s, struct za_page *slab, bool freeze)
 {
 	uint64_t old = slab_state(slab);
 	VM_BUG_ON_PAGE(s->mm, st_frozen(old) || (page_flags(slab) & PG_slab_partial) ||
 			      slab->slab_cache != s, slab);
-	while (!slab_update(slab, &old, st_make(old, SLAB_NONE, st_objects(old), true)))
+	while (!slab_update(slab, &old, st_make(old, SLAB_NONE, st_objects(old), freeze)))
 		;
 	return slab_object(s, slab, st_head(old));
+}
+
+static void *freeze_slab(struct za_kmem_cache *s, struct za_page *slab)
+{
+	return take_freelist(s, slab, true);
 }
 
 /* The CPU slab ran dry: take what other CPUs freed into it meanwhile.  If
@@ -689,14 +709,21 @@ static struct za_page *new_slab_unlocked(struct za_kmem_cache *s, struct kmem_ca
  * the slab goes to no CPU: onto its node's partial list with the objects
  * left, or, full, onto no list.  Returns how many it took, 0 without memory.
  */
-static unsigned int bulk_from_new_slab(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
-				       za_gfp_t gfp, int node, unsigned int want, void **objs)
+static unsigned int take_from_new_slab(struct za_kmem_cache *s, za_gfp_t gfp, int node,
+				       unsigned int want, void **objs)
 {
-	cpu_let_go(c);
 	struct za_page *slab = allocate_slab(s, gfp, node, want, objs);
 	unsigned int got = slab ? st_inuse(slab_state(slab)) : 0;
 	if (slab && got < slab_objects(slab))
 		add_partial_locked(s, slab, false);
+	return got;
+}
+
+static unsigned int bulk_from_new_slab(struct za_kmem_cache *s, struct kmem_cache_cpu *c,
+				       za_gfp_t gfp, int node, unsigned int want, void **objs)
+{
+	cpu_let_go(c);
+	unsigned int got = take_from_new_slab(s, gfp, node, want, objs);
 	cpu_take_back(c);
 	return got;
 }
@@ -952,22 +979,44 @@ static bool cpu_alloc_locked(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 	return true;
 }
 
-static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
+/* An object from the slabs, below the sheaves: for a debug cache checked
+ * under its node's lock; else from the CPU slab (with slub_sheaves=2,
+ * straight from the node's lists); NULL without memory. */
+static void *slab_paths_alloc(struct za_kmem_cache *s, za_gfp_t gfp, int cpu, int node,
+			      void *caller)
 {
-	struct za_mm *mm = s->mm;
-	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
 	void *obj;
 	if (unlikely(s->debug)) {
 		/* An object found corrupt is reported and left out of use. */
 		while ((obj = alloc_single(s, gfp, node)) && !debug_alloc_check(s, obj, caller))
 			;
-	} else {
-		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
-		if (likely(percpu_sections(s->mm)) && likely(obj = cpu_pop(s)))
-			;       /* counted in the stack's tally */
-		else if (!cpu_alloc_locked(s, c, cpu, gfp, node, &obj))
-			obj = alloc_single(s, gfp, node);
+		return obj;
 	}
+	if (s->cpu_slab_off) {
+		cache_stat(s, SL_ALLOC_SLOWPATH);       /* what the sheaves missed */
+		return alloc_single(s, gfp, node);
+	}
+	if (likely(percpu_sections(s->mm)) && likely(obj = cpu_pop(s)))
+		return obj;     /* counted in the stack's tally */
+	if (!cpu_alloc_locked(s, &s->cpu_slab[cpu], cpu, gfp, node, &obj))
+		obj = alloc_single(s, gfp, node);
+	return obj;
+}
+
+void *slab_alloc_nosheaf(struct za_kmem_cache *s, za_gfp_t gfp, int node)
+{
+	return slab_paths_alloc(s, gfp, this_cpu(s->mm), node, __builtin_return_address(0));
+}
+
+static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
+{
+	struct za_mm *mm = s->mm;
+	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
+	void *obj = NULL;
+	if (s->sheaf_capacity)
+		obj = alloc_from_pcs(s, gfp, cpu);
+	if (!obj)
+		obj = slab_paths_alloc(s, gfp, cpu, node, caller);
 	if (unlikely(!obj)) {
 		za_set_last_error("za_cache_alloc(%s): out of memory", s->name);
 		errno = ENOMEM;
@@ -1079,11 +1128,10 @@ static int cpu_free_locked(struct za_kmem_cache *s, struct za_page *slab, void *
 	return ret;
 }
 
-static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache *s,
-							    struct za_page *slab, void *obj,
-							    void *caller)
+/* A free below the sheaves. */
+static int slab_paths_free(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller)
 {
-	if (unlikely(s->debug))
+	if (unlikely(s->debug) || s->cpu_slab_off)
 		return free_other(s, slab, obj, caller);
 	int r = percpu_sections(s->mm) ? cpu_push(s, slab, obj) : -1;
 	if (likely(r == 0))
@@ -1091,6 +1139,29 @@ static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache
 	if (r < 0 && (r = cpu_free_locked(s, slab, obj, this_cpu(s->mm))) <= 0)
 		return r ? double_free(s, obj) : 0;
 	return free_other(s, slab, obj, caller);
+}
+
+/* slub_sheaves: an object start of slab goes into this CPU's main sheaf
+ * if it can; everything else takes the slab paths. */
+static __attribute__((noinline)) int sheaf_free(struct za_kmem_cache *s, struct za_page *slab,
+						void *obj, void *caller)
+{
+	size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)slab_base(s, slab));
+	if (unlikely(!slab_object_at(s, off, slab_objects(slab), &idx)))
+		return free_other(s, slab, obj, caller);       /* reports */
+	int r = free_to_pcs(s, slab, obj, this_cpu(s->mm));
+	if (likely(r == 0))
+		return 0;
+	return r < 0 ? double_free(s, obj) : slab_paths_free(s, slab, obj, caller);
+}
+
+static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache *s,
+							    struct za_page *slab, void *obj,
+							    void *caller)
+{
+	if (s->sheaf_capacity)
+		return sheaf_free(s, slab, obj, caller);
+	return slab_paths_free(s, slab, obj, caller);
 }
 
 int za_cache_free(za_cache_t *s, void *obj)
@@ -1155,10 +1226,61 @@ static size_t cpu_alloc_bulk(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 }
 
 /*
- * The kernel's kmem_cache_alloc_bulk: one CPU-lock hold for the whole
- * batch.  Debug caches and a busy CPU lock take objects one by one.
+ * slub_sheaves=2: n objects for a sheaf or a bulk allocation, from the
+ * node's partial slabs -- taken off the list under one list_lock hold,
+ * enough of them for n, then each emptied of its whole free list (the
+ * kernel's __refill_objects_node) -- then from new slabs
+ * (alloc_from_new_slab).  Returns how many: fewer only without memory.
  */
-size_t za_cache_alloc_bulk(za_cache_t *s, za_gfp_t gfp, size_t n, void **objs)
+static unsigned int refill_from_partial(struct za_kmem_cache *s, int node, unsigned int n,
+					void **objs)
+{
+	struct kmem_cache_node *kn = &s->node[node];
+	struct za_page *taken = NULL, **tail = &taken;
+	unsigned int counted = 0, got = 0;
+	if (!load_relaxed(&kn->nr_partial))
+		return 0;
+	lock_node(kn);
+	while (counted < n && !list_empty(&kn->partial)) {
+		struct za_page *slab = container_of(kn->partial.next, struct za_page, lru);
+		uint64_t st = slab_state(slab);
+		remove_partial(kn, slab);
+		node_stat(kn, SL_NODE_PARTIAL_ALLOC);
+		counted += st_objects(st) - st_inuse(st);      /* frees may add more */
+		slab->cpu_partial.next = NULL;
+		*tail = slab;
+		tail = &slab->cpu_partial.next;
+	}
+	unlock_node(kn);
+	while (taken && got < n) {
+		struct za_page *slab = taken;
+		taken = slab->cpu_partial.next;
+		void *obj = take_freelist(s, slab, false), *last = NULL;
+		for (; obj && got < n; obj = next_free(s, slab, obj))
+			objs[got++] = obj;
+		unsigned int rest = 0;
+		for (void *p = obj; p; p = next_free(s, slab, p), rest++)
+			last = p;
+		if (rest)               /* more than asked: back, as one chain */
+			free_slowpath(s, slab, obj, last, rest, this_cpu(s->mm));
+	}
+	put_partials(s, taken);         /* more free objects than counted */
+	return got;
+}
+
+static unsigned int refill_objects(struct za_kmem_cache *s, za_gfp_t gfp, int node, unsigned int n,
+				   void **objs)
+{
+	unsigned int got = refill_from_partial(s, node, n, objs), more = 1;
+	while (got < n && (more = take_from_new_slab(s, gfp, node, n - got, objs + got)))
+		got += more;
+	return got;
+}
+
+/* The CPU slab's bulk path: n objects under one hold of the CPU's lock,
+ * one by one if it is busy (or the cache debugs); all or none. */
+static bool cpu_slab_alloc_bulk(struct za_kmem_cache *s, za_gfp_t gfp, size_t n, void **objs,
+				void *caller)
 {
 	struct za_mm *mm = s->mm;
 	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
@@ -1171,9 +1293,42 @@ size_t za_cache_alloc_bulk(za_cache_t *s, za_gfp_t gfp, size_t n, void **objs)
 		za_tryunlock(&c->lock);
 	}
 	for (; got < n; got++)
-		if (!(objs[got] = cache_alloc(s, gfp & ~ZA_GFP_ZERO, __builtin_return_address(0))))
+		if (!(objs[got] = slab_paths_alloc(s, gfp, cpu, node, caller)))
 			break;
-	if (got < n) {
+	if (got < n)
+		slab_free_objects(s, got, objs);
+	return got == n;
+}
+
+/* n objects from the slabs, below the sheaves, all or none. */
+static bool slab_alloc_bulk(struct za_kmem_cache *s, za_gfp_t gfp, size_t n, void **objs,
+			    void *caller)
+{
+	if (!s->cpu_slab_off)
+		return cpu_slab_alloc_bulk(s, gfp, n, objs, caller);
+	size_t got = refill_objects(s, gfp, s->mm->cpu_node[this_cpu(s->mm)], (unsigned int)n, objs);
+	if (got < n)
+		slab_free_objects(s, got, objs);
+	return got == n;
+}
+
+unsigned int slab_refill_objects(struct za_kmem_cache *s, za_gfp_t gfp, int node, unsigned int n,
+				 void **objs)
+{
+	if (s->cpu_slab_off)
+		return refill_objects(s, gfp, node, n, objs);
+	return slab_alloc_bulk(s, gfp, n, objs, __builtin_return_address(0)) ? n : 0;
+}
+
+/*
+ * The kernel's kmem_cache_alloc_bulk: what this CPU's sheaves hold, then
+ * the rest from the slabs (the CPU slab's under one hold of its lock).
+ */
+size_t za_cache_alloc_bulk(za_cache_t *s, za_gfp_t gfp, size_t n, void **objs)
+{
+	size_t got = s->sheaf_capacity ? alloc_from_pcs_bulk(s, this_cpu(s->mm), n, objs) : 0;
+	if (got < n && !slab_alloc_bulk(s, gfp & ~ZA_GFP_ZERO, n - got, objs + got,
+					__builtin_return_address(0))) {
 		za_cache_free_bulk(s, got, objs);
 		za_set_last_error("za_cache_alloc_bulk(%s): out of memory", s->name);
 		errno = ENOMEM;
@@ -1227,7 +1382,7 @@ static struct za_page *chain_slab(struct za_kmem_cache *s, const void *head, con
 	return object_at(s, *base, *objects, head) ? slab : NULL;
 }
 
-void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
+void slab_free_objects(struct za_kmem_cache *s, size_t n, void **objs)
 {
 	size_t i = 0;
 	while (i < n) {
@@ -1251,6 +1406,43 @@ void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 		}
 		free_chain(s, slab, head, tail, cnt);
 	}
+}
+
+#define FREE_BATCH 32
+
+/* A batch of checked objects of this node: what the sheaves take, the
+ * rest to the slabs. */
+static void free_batch(struct za_kmem_cache *s, int cpu, size_t n, void **objs)
+{
+	size_t done = free_to_pcs_bulk(s, cpu, n, objs);
+	slab_free_objects(s, n - done, objs + done);
+}
+
+void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
+{
+	if (!s->sheaf_capacity) {
+		slab_free_objects(s, n, objs);
+		return;
+	}
+	struct za_mm *mm = s->mm;
+	int cpu = this_cpu(mm);
+	void *batch[FREE_BATCH];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *base;
+		unsigned int objects;
+		struct za_page *slab = objs[i] ? chain_slab(s, objs[i], &base, &objects) : NULL;
+		if (!slab || mm->zone_by_id[slab->zone]->node != mm->cpu_node[cpu]) {
+			za_cache_free(s, objs[i]);      /* reports, or another node's */
+			continue;
+		}
+		batch[k++] = objs[i];
+		if (k == FREE_BATCH) {
+			free_batch(s, cpu, k, batch);
+			k = 0;
+		}
+	}
+	free_batch(s, cpu, k, batch);
 }
 
 /* ------------------------------------------------------------------------
@@ -1280,11 +1472,20 @@ static void flush_cpu_slab(struct za_kmem_cache *s, int cpu, bool wait)
 	za_tryunlock(&c->lock);
 }
 
-/* Empties every CPU's slabs onto the node lists and frees every empty slab,
- * whatever min_partial says.  Returns the slabs freed. */
+/* Every CPU's sheaves and every barn of the cache back to the slabs. */
+static void flush_sheaves(struct za_kmem_cache *s, bool wait)
+{
+	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
+		pcs_flush_cpu(s, cpu, wait);
+	barn_shrink(s);
+}
+
+/* Empties every CPU's sheaves and slabs onto the node lists and frees every
+ * empty slab, whatever min_partial says.  Returns the slabs freed. */
 static long shrink_cache(struct za_kmem_cache *s, bool wait)
 {
 	long freed = 0;
+	flush_sheaves(s, wait);
 	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
 		flush_cpu_slab(s, cpu, wait);
 	for (int node = 0; node < s->mm->nr_nodes; node++) {
@@ -1316,10 +1517,14 @@ long za_cache_shrink(za_cache_t *s)
 	return shrink_cache(s, true);
 }
 
+/* Sheaves first, all of them: they are objects of the kmalloc caches,
+ * which a single pass may have shrunk already. */
 static long shrink_all(struct za_mm *mm, bool wait)
 {
 	long freed = 0;
 	za_lock(&mm->caches_lock);
+	for (struct za_kmem_cache *s = mm->caches; s; s = s->next)
+		flush_sheaves(s, wait);
 	for (struct za_kmem_cache *s = mm->caches; s; s = s->next)
 		freed += shrink_cache(s, wait);
 	za_unlock(&mm->caches_lock);

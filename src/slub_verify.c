@@ -183,7 +183,7 @@ static int verify_cache(struct za_kmem_cache *s, const struct cache_tally *t)
 {
 	struct za_mm *mm = s->mm;
 	long frozen[ZA_MAX_NODES] = { 0 };
-	if (verify_cpus(s, frozen))
+	if (verify_cpus(s, frozen) || pcs_verify(s))
 		return -1;
 	for (int node = 0; node < mm->nr_nodes; node++) {
 		const struct kmem_cache_node *n = &s->node[node];

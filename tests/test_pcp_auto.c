@@ -1079,6 +1079,14 @@ static void test_preset(void)
 	static const char *const k619[] = { "kernel=6.19", "pcp_drain_chunks=2", "pcp_high_auto=1",
 					    "pcp_free_high=3", NULL };
 	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.19", k619);
+	/* 6.18 opened sheaves to the caches that ask, 7.0 to all. */
+	static const char *const k70[] = { "kernel=7.0", "slub_sheaves=2", "pcp_drain_chunks=2",
+					   "pcp_high_auto=1", NULL };
+	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=7.0", k70);
+	static const char *const sheaves[] = { "slub_sheaves=1", NULL };
+	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.18", sheaves);
+	static const char *const no_sheaves[] = { "slub_sheaves=0", NULL };
+	expect_keys("memory=64M,zones=Normal,kswapd=0,kernel=6.17", no_sheaves);
 	/* A key after the preset overrides it; one before is overridden. */
 	static const char *const after[] = { "kernel=6.18", "pcp_high_auto=0", "vmstat_interval_ms=0",
 					     "pcp_free_high=3", NULL };
@@ -1112,7 +1120,8 @@ static void test_preset(void)
 	expect_keys("memory=64M,zones=Normal,kswapd=0", none);
 
 	expect_error("kernel=6.20", "key 'kernel': no release 6.20 known");
-	expect_error("kernel=7.0", "key 'kernel'");
+	expect_error("kernel=7.1", "key 'kernel': no release 7.1 known");
+	expect_error("slub_sheaves=3", "'slub_sheaves'");
 	expect_error("kernel=2.6", "key 'kernel'");
 	expect_error("kernel=2.4.31", "key 'kernel'");
 	expect_error("kernel=6", "for key 'kernel'");

@@ -18,6 +18,7 @@ struct order_case {
 	const char *config;
 	size_t size;
 	unsigned int order, objects, cpu_partial_slabs;
+	unsigned int flags, sheaf_capacity;     /* slub_sheaves: sheaf_capacity given flags */
 };
 
 /* min_objects = 4 * (fls(nr_cpus) + 1), doubled by slub_big_system when
@@ -25,30 +26,45 @@ struct order_case {
  * slub_max_order that wastes at most 1/16, then 1/8, 1/4, 1/2. */
 static const struct order_case order_cases[] = {
 	/* 12 objects wanted; 4096 % 64 == 0: order 0, 64 objects; 120 * 2 / 64 -> 4 */
-	{ "nr_cpus=2", 64, 0, 64, 4 },
+	{ "nr_cpus=2", 64, 0, 64, 4, 0, 0 },
 	/* 20 wanted (3840 bytes): order 0 wastes 64 <= 256; 120 * 2 / 21 -> 12 */
-	{ "nr_cpus=8", 192, 0, 21, 12 },
+	{ "nr_cpus=8", 192, 0, 21, 12, 0, 0 },
 	/* 20 wanted, but order 3 holds only 16: order 3 */
-	{ "nr_cpus=8", 2048, 3, 16, 3 },
+	{ "nr_cpus=8", 2048, 3, 16, 3, 0, 0 },
 	/* 20 wanted (14000 bytes): order 2 wastes 284 <= 1024 */
-	{ "nr_cpus=8", 700, 2, 23, 5 },
+	{ "nr_cpus=8", 700, 2, 23, 5, 0, 0 },
 	/* 16 wanted, 10 fit in order 3, which wastes 2768: > 1/16, <= 1/8 */
-	{ "nr_cpus=4", 3000, 3, 10, 5 },
+	{ "nr_cpus=4", 3000, 3, 10, 5, 0, 0 },
 	/* Seed 002, a 224-CPU server, a 200-byte vma: 36 objects, order 1 ... */
-	{ "nr_cpus=224,slub_big_system=0", 200, 1, 40, 6 },
+	{ "nr_cpus=224,slub_big_system=0", 200, 1, 40, 6, 0, 0 },
 	/* ... doubled to 72 with the patch: order 2; cpu partial 120 -> 240 objects */
-	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4", 200, 2, 81, 6 },
+	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4", 200, 2, 81, 6, 0, 0 },
 	/* 1024 bytes: order 3 (32 objects) before, order 4 (64) after */
-	{ "nr_cpus=224,slub_big_system=0", 1024, 3, 32, 2 },
-	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4", 1024, 4, 64, 2 },
+	{ "nr_cpus=224,slub_big_system=0", 1024, 3, 32, 2, 0, 0 },
+	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4", 1024, 4, 64, 2, 0, 0 },
 	/* Below 32 CPUs the switch changes nothing. */
-	{ "nr_cpus=16,slub_big_system=1", 1024, 3, 32, 2 },
+	{ "nr_cpus=16,slub_big_system=1", 1024, 3, 32, 2, 0, 0 },
 	/* An explicit slub_min_objects is not doubled. */
-	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4,slub_min_objects=4", 1024, 0, 4, 24 },
+	{ "nr_cpus=224,slub_big_system=1,slub_max_order=4,slub_min_objects=4", 1024, 0, 4, 24, 0, 0 },
 	/* Nothing fits slub_max_order=0: the smallest order that holds one. */
-	{ "nr_cpus=8,slub_max_order=0", 5000, 1, 1, 12 },
+	{ "nr_cpus=8,slub_max_order=0", 5000, 1, 1, 12, 0, 0 },
 	/* slub_min_order raises small caches. */
-	{ "nr_cpus=8,slub_min_order=2", 64, 2, 256, 1 },
+	{ "nr_cpus=8,slub_min_order=2", 64, 2, 256, 1, 0, 0 },
+	/* Sheaves, 7.0: 60 under 256 bytes, 26 under 1024, 12 under a page,
+	 * 4 beyond, each grown to fill its kmalloc bucket with the kernel's
+	 * 32-byte header (26 -> 240 bytes -> kmalloc-256 -> 28), at least 32
+	 * for a cache that asks; no CPU partial list under them.  6.18: 32
+	 * for the caches that ask, none for the rest.  None for debug caches. */
+	{ "nr_cpus=2,kernel=7.0", 64, 0, 64, 0, 0, 60 },
+	{ "nr_cpus=2,kernel=7.0", 256, 0, 16, 0, 0, 28 },
+	{ "nr_cpus=2,kernel=7.0", 1024, 2, 16, 0, 0, 12 },
+	{ "nr_cpus=2,kernel=7.0", 4096, 3, 8, 0, 0, 4 },
+	{ "nr_cpus=2,kernel=7.0", 1024, 2, 16, 0, ZA_SLAB_SHEAVES, 32 },
+	{ "nr_cpus=2,kernel=7.0", 64, 0, 64, 0, ZA_SLAB_SHEAVES, 60 },
+	{ "nr_cpus=2,kernel=6.18", 200, 0, 20, 12, ZA_SLAB_SHEAVES, 32 },
+	{ "nr_cpus=2,kernel=6.18", 200, 0, 20, 12, 0, 0 },
+	{ "nr_cpus=2,kernel=6.12", 200, 0, 20, 12, ZA_SLAB_SHEAVES, 0 },
+	{ "nr_cpus=2,kernel=7.0,slub_debug=F", 64, 0, 64, 0, 0, 0 },
 };
 
 static void test_order_calculation(void)
@@ -58,15 +74,18 @@ static void test_order_calculation(void)
 		char config[256];
 		snprintf(config, sizeof(config), "memory=64M,zones=Normal,%s", c->config);
 		za_mm_t *mm = test_mm(config);
-		za_cache_t *cache = za_cache_create(mm, "t", c->size, 0, 0, NULL);
+		za_cache_t *cache = za_cache_create(mm, "t", c->size, 0, c->flags, NULL);
 		CHECK(cache);
 		struct za_cache_info info;
 		za_cache_info(cache, &info);
 		if (info.order != c->order || info.objects != c->objects ||
-		    info.cpu_partial_slabs != c->cpu_partial_slabs) {
-			fprintf(stderr, "%s size %zu: order %u objects %u cpu_partial_slabs %u, "
-					"expected %u %u %u\n", c->config, c->size, info.order, info.objects,
-				info.cpu_partial_slabs, c->order, c->objects, c->cpu_partial_slabs);
+		    info.cpu_partial_slabs != c->cpu_partial_slabs ||
+		    info.sheaf_capacity != c->sheaf_capacity) {
+			fprintf(stderr, "%s size %zu flags %#x: order %u objects %u cpu_partial_slabs %u "
+					"sheaf_capacity %u, expected %u %u %u %u\n", c->config, c->size,
+				c->flags, info.order, info.objects, info.cpu_partial_slabs,
+				info.sheaf_capacity, c->order, c->objects, c->cpu_partial_slabs,
+				c->sheaf_capacity);
 			exit(1);
 		}
 		/* slabinfo shows the same. */
@@ -438,7 +457,11 @@ static void threads(const char *config)
 			give(p);
 	}
 	CHECK_EQ(za_cache_stat(scache, "bad_free"), 0);
-	if (!strstr(config, "slub_debug"))          /* debug caches have no CPU slabs */
+	struct za_cache_info info;
+	za_cache_info(scache, &info);
+	if (info.sheaf_capacity)        /* every CPU frees into its sheaves */
+		CHECK(za_cache_stat(scache, "free_fastpath") > 0);
+	else if (!info.debug)           /* debug caches have no CPU slabs */
 		CHECK(za_cache_stat(scache, "free_slowpath") > 0);      /* remote frees happened */
 	CHECK(za_verify(smm) == 0);
 	CHECK_EQ(za_cache_destroy(scache), 0);
@@ -450,10 +473,11 @@ static void threads(const char *config)
 }
 
 /* Bulk: all n or none, every object distinct and of the cache, and the
- * frees of whole runs of one slab keep the accounting exact. */
-static void test_bulk(void)
+ * frees of whole runs of one slab keep the accounting exact.  With
+ * sheaves, what they hold goes first and the rest to the slabs. */
+static void bulk(const char *config)
 {
-	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2,kswapd=0");
+	za_mm_t *mm = test_mm(config);
 	za_cache_t *c = za_cache_create(mm, "bulk", 48, 0, 0, NULL);
 	enum { N = 3000 };
 	void **objs = calloc(N, sizeof(void *));
@@ -477,6 +501,10 @@ static void test_bulk(void)
 	CHECK_EQ(za_cache_stat(c, "bad_free"), 0);
 	/* A foreign pointer in a batch is reported, the rest freed. */
 	CHECK_EQ(za_cache_alloc_bulk(c, 0, 2, objs), 2);
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	if (info.sheaf_capacity)        /* the frees filled them, the two came from them */
+		CHECK(za_cache_stat(c, "free_fastpath") > 0 && za_cache_stat(c, "alloc_fastpath") == 2);
 	struct captured cap = { 0 };
 	za_mm_set_error_handler(mm, capture_error, &cap);
 	void *batch[3] = { objs[0], (char *)objs[1] + 8, objs[1] };
@@ -484,10 +512,21 @@ static void test_bulk(void)
 	CHECK_EQ(cap.count, 1);
 	CHECK_STR_HAS(cap.last, "not the start of an object");
 	CHECK_EQ(za_cache_destroy(c), 0);
+	za_shrink_slabs(mm);            /* the sheaves were kmalloc objects */
 	za_drain_all_pages(mm);
 	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
 	CHECK_EQ(za_mm_destroy(mm), 0);
 	free(objs);
+}
+
+static void test_bulk(void)
+{
+	bulk("memory=64M,zones=Normal,cpus=2,kswapd=0");
+}
+
+static void test_bulk_sheaves(void)
+{
+	bulk("memory=64M,zones=Normal,cpus=2,kswapd=0,kernel=7.0");
 }
 
 /*
@@ -800,6 +839,17 @@ static void test_threads_debug(void)
 	threads("memory=128M,zones=Normal,slub_debug=FZPU");
 }
 
+/* Linux 7.0's sheaves and barns in place of the CPU slabs. */
+static void test_threads_sheaves(void)
+{
+	threads("memory=128M,zones=Normal,kernel=7.0");
+}
+
+static void test_threads_sheaves_two_nodes(void)
+{
+	threads("memory=128M,nodes=2,zones=Normal,slub_sheaves=2,slab_freelist_random=1");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -810,6 +860,7 @@ int main(int argc, char **argv)
 		{ "kmalloc", test_kmalloc },
 		{ "kmalloc_rejects_other_pages", test_kmalloc_rejects_other_pages },
 		{ "bulk", test_bulk },
+		{ "bulk_sheaves", test_bulk_sheaves },
 		{ "bulk_from_new_slabs", test_bulk_from_new_slabs },
 		{ "bulk_from_new_slabs_random", test_bulk_from_new_slabs_random },
 		{ "cache_descriptors_reused", test_cache_descriptors_reused },
@@ -822,6 +873,8 @@ int main(int argc, char **argv)
 		{ "threads_one_cpu", test_threads_one_cpu },
 		{ "threads_two_nodes_random", test_threads_two_nodes_random },
 		{ "threads_debug", test_threads_debug },
+		{ "threads_sheaves", test_threads_sheaves },
+		{ "threads_sheaves_two_nodes", test_threads_sheaves_two_nodes },
 	};
 	return run_test_cases("test_slub", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

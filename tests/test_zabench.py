@@ -329,12 +329,13 @@ def test_report():
         md = open(os.path.join(out, "report.md")).read()
         heads = re.findall(r"^## .*", md, re.M)
         assert heads[0].startswith("## Summary"), heads
-        assert len(heads) == 1 + 4 + 2, heads    # repeat: 4 runs, slab-repeat: 2
+        assert len(heads) == 1 + 4 + 3, heads    # repeat: 4 runs, slab-repeat: 3
         summary = md.split("\n## ")[1]
-        rows = [r for r in summary.splitlines() if r.startswith("| 0")]
-        assert len(rows) == 4, summary             # only the A/B runs
+        rows = [r for r in summary.splitlines() if re.match(r"\| (\d{3}|\d+\.\d+) \|", r)]
+        assert len(rows) == 5, summary             # only the A/B runs
         switches = sorted(r.split(" | ")[1] for r in rows)
-        assert switches == ["fair_zone 0 → 1"] + ["pcp_high_order 0 → 1"] * 3, switches
+        assert switches == (["fair_zone 0 → 1"] + ["pcp_high_order 0 → 1"] * 3 +
+                            ["slub_sheaves 0 → 2"]), switches
         for r in rows:
             cells = r.strip("|").split(" | ")
             assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d%, [+-]\d+\.\d%\]", cells[5].strip()), r
@@ -347,7 +348,7 @@ def test_report():
         assert parser.stack == [], parser.stack
         assert page.index("Summary") < page.index("<pre>")
         plots = "No plots:" not in md
-        assert len(parser.images) == (6 if plots else 0), len(parser.images)
+        assert len(parser.images) == (7 if plots else 0), len(parser.images)   # a plot a run
         for src in parser.images:
             assert src.startswith("data:image/png;base64,"), src[:40]
             check_png(src.split(",", 1)[1])

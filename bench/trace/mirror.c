@@ -24,8 +24,8 @@
  * high at its floor, as this one does. */
 #define MAX_FRACTION (1 << 20)
 #define MIN_FRACTION 8                  /* the sysctl's smallest non-zero */
-#define NEWEST_RELEASE "6.19"
-#define NEWEST 6019                     /* ... as trace_release() counts */
+#define NEWEST_RELEASE "7.0"
+#define NEWEST 7000                     /* ... as trace_release() counts */
 
 static void add(struct mirror *m, const char *fmt, ...)
 {

@@ -21,6 +21,7 @@
  * kernel's side of the fidelity table, while zonealloc's own tracepoints
  * count the model's side.
  */
+#include "bench.h"
 #include "replay.h"
 #include "live_map.h"
 #include "prime.h"
@@ -276,7 +277,7 @@ static int trace_cache(struct replayer *rp, const struct trace_event *ev)
 	struct trace_cache *c = &rp->caches[rp->ncaches];
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->size = ev->bytes_alloc;
-	c->cache = za_cache_create(rp->mm, c->name, c->size, 0, 0, NULL);
+	c->cache = za_cache_create(rp->mm, c->name, c->size, 0, kernel_cache_flags(c->name), NULL);
 	return c->cache ? rp->ncaches++ : -1;
 }
 

@@ -290,6 +290,7 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			 * empties beyond that goes to the page allocator,
 			 * where every class can reuse it. */
 			cache->cpu_partial_slabs = 0;
+			cache_disable_sheaves(cache);   /* its own are in front */
 			unsigned int slabs = MIN_PARTIAL_BYTES >> (PAGE_SHIFT + cache->order);
 			if (cache->min_partial > slabs)
 				cache->min_partial = slabs ? slabs : 1;
@@ -319,7 +320,7 @@ static void fork_prepare(void)
 {
 	cpu_cache_lock(true);
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
-		za_lock(&zm.barns[c].lock);
+		za_lock(&zm.barns[c].b.lock);
 	za_lock(&zm.threads_lock);
 	malloc_debug_lock(true);
 	mappings_lock();
@@ -333,7 +334,7 @@ static void fork_unlock(bool in_child)
 	malloc_debug_lock(false);
 	za_unlock(&zm.threads_lock);
 	for (unsigned int c = 0; c < NR_CLASSES; c++)
-		za_unlock(&zm.barns[c].lock);
+		za_unlock(&zm.barns[c].b.lock);
 	cpu_cache_lock(false);
 }
 

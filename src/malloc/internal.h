@@ -32,6 +32,7 @@
 
 #include "mmzone.h"
 #include "rseq.h"
+#include "sheaf.h"
 #include "slab.h"
 
 #include <pthread.h>
@@ -77,15 +78,8 @@ static inline unsigned int size_class(size_t n)
 }
 
 /* ------------------------------------------------------------------------
- * Sheaves and the barn (sheaf.c)
+ * Sheaves and the barn (sheaf.c, on ../sheaf.h)
  * ------------------------------------------------------------------------ */
-struct sheaf {
-	unsigned int size;              /* objects held */
-	unsigned int capacity;          /* 0 only for the static empty sheaf */
-	struct sheaf *next;             /* on a barn list */
-	void *objects[];
-};
-
 #define BLOCK_CACHE_SLOTS 8
 #define BLOCK_CACHE_BYTES (2UL << 20)
 
@@ -143,10 +137,8 @@ struct thread_cache {
  * back half of what no thread took from it all round and halves the
  * limit's excess over the base (barns_decay).
  */
-struct barn {
-	za_lock_t lock;
-	struct sheaf *full, *empty;
-	unsigned int nr_full, nr_empty;
+struct class_barn {
+	struct barn b;                  /* its lists and lock */
 	unsigned int max_full;          /* beyond this, full sheaves go back to SLUB */
 	unsigned int base_full;         /* the limit when the class does not swing */
 	unsigned int low_full;          /* fewest full sheaves since the last round */
@@ -183,7 +175,6 @@ void sheaves_flush_thread(void);
 void thread_caches_note_idle(void);     /* the purge worker's round */
 
 /* sheaf.c */
-extern struct sheaf empty_sheaf;
 void *sheaf_alloc_slow(unsigned int c);
 void *class_alloc_one(unsigned int c);  /* past every cache: NULL without memory */
 void sheaf_free_slow(unsigned int c, void *obj);
@@ -238,7 +229,7 @@ struct za_malloc {
 	bool address_limited;           /* ulimit -v at the start (init.c's create_system) */
 	unsigned long large_max_pages;  /* the largest run: a quarter section */
 	struct malloc_class classes[NR_CLASSES];
-	struct barn barns[NR_CLASSES];
+	struct class_barn barns[NR_CLASSES];
 	/* Barns that may hold more than their base, a bit per class: set
 	 * under the barn's lock as it goes beyond, cleared by the scan that
 	 * finds it back (barns_evict_idle). */

@@ -28,8 +28,6 @@
 
 #include <string.h>
 
-struct sheaf empty_sheaf;       /* capacity 0: every fast path misses */
-
 /* A fill from the slab cache in this many (per thread) looks for idle barns. */
 #define EVICT_SCAN_FILLS 32
 _Static_assert(NR_CLASSES <= 64, "a bit per class in barns_retaining");
@@ -130,36 +128,20 @@ static void sheaf_flush(unsigned int c, struct sheaf *s)
 /* ------------------------------------------------------------------------
  * The barn
  * ------------------------------------------------------------------------ */
-/* Under the barn's lock: a full sheaf onto its full list, an empty one
- * onto its empty list (the static empty sheaf never: it is no one's). */
-static void barn_add(struct barn *b, struct sheaf *s, bool full)
+/* Under the barn's lock: a full sheaf off it, noting its low mark (the
+ * purge worker's decay). */
+static struct sheaf *take_full(struct class_barn *b)
 {
-	za_lock_assert_held(zm.mm, &b->lock);
-	VM_BUG_ON(zm.mm, s == &empty_sheaf || s->size != (full ? s->capacity : 0));
-	struct sheaf **list = full ? &b->full : &b->empty;
-	s->next = *list;
-	*list = s;
-	(*(full ? &b->nr_full : &b->nr_empty))++;
-}
-
-/* Under the barn's lock: a full (or empty) sheaf off its list, or NULL. */
-static struct sheaf *barn_take(struct barn *b, bool full)
-{
-	za_lock_assert_held(zm.mm, &b->lock);
-	struct sheaf **list = full ? &b->full : &b->empty, *s = *list;
-	if (s) {
-		*list = s->next;
-		(*(full ? &b->nr_full : &b->nr_empty))--;
-		if (full && b->nr_full < b->low_full)
-			b->low_full = b->nr_full;
-	}
+	struct sheaf *s = barn_take(zm.mm, &b->b, true);
+	if (s && b->b.nr_full < b->low_full)
+		b->low_full = b->b.nr_full;
 	return s;
 }
 
 /* Under the barn's lock: it holds more than its base. */
-static void note_retaining(struct barn *b)
+static void note_retaining(struct class_barn *b)
 {
-	za_lock_assert_held(zm.mm, &b->lock);
+	za_lock_assert_held(zm.mm, &b->b.lock);
 	uint64_t bit = 1ULL << (b - zm.barns);
 	if (!(load_relaxed(&zm.barns_retaining) & bit))
 		atomic_fetch_or_explicit(&zm.barns_retaining, bit, memory_order_relaxed);
@@ -168,9 +150,9 @@ static void note_retaining(struct barn *b)
 /* Under the barn's lock: it ran dry after sending full sheaves back to
  * the slab cache, so the program's swing in this class is wider than the
  * limit: double it, within RETAIN_MAX_BYTES.  Returns whether it grew. */
-static bool barn_grow(unsigned int c, struct barn *b)
+static bool barn_grow(unsigned int c, struct class_barn *b)
 {
-	za_lock_assert_held(zm.mm, &b->lock);
+	za_lock_assert_held(zm.mm, &b->b.lock);
 	const struct malloc_class *mc = &zm.classes[c];
 	unsigned int cap = (unsigned int)(RETAIN_MAX_BYTES / (mc->capacity * mc->size));
 	b->overflowed = false;
@@ -184,19 +166,19 @@ static bool barn_grow(unsigned int c, struct barn *b)
  * barn has none. */
 static bool barn_get_full(unsigned int c, struct sheaf **main)
 {
-	struct barn *b = &zm.barns[c];
+	struct class_barn *b = &zm.barns[c];
 	bool grew = false;
-	za_lock(&b->lock);
-	struct sheaf *full = barn_take(b, true);
+	za_lock(&b->b.lock);
+	struct sheaf *full = take_full(b);
 	if (full) {
 		if ((*main)->capacity)
-			barn_add(b, *main, false);
+			barn_add(zm.mm, &b->b, *main, false);
 		*main = full;
 		counter_add(&b->gets, 1);
 	} else if (b->overflowed) {
 		grew = barn_grow(c, b);
 	}
-	za_unlock(&b->lock);
+	za_unlock(&b->b.lock);
 	if (grew)               /* the worker's rounds bring the limit back down */
 		purge_worker_kick();
 	return full != NULL;
@@ -204,31 +186,31 @@ static bool barn_get_full(unsigned int c, struct sheaf **main)
 
 /* Trades the full sheaf *main for an empty one.  Over the barn's limit the
  * full sheaf stays and is returned for flushing; otherwise returns NULL. */
-static struct sheaf *barn_put_full(struct barn *b, struct sheaf **main)
+static struct sheaf *barn_put_full(struct class_barn *b, struct sheaf **main)
 {
 	struct sheaf *overflow = NULL;
-	za_lock(&b->lock);
-	if (b->nr_full >= b->max_full) {
+	za_lock(&b->b.lock);
+	if (b->b.nr_full >= b->max_full) {
 		overflow = *main;
 		b->overflowed = true;
 	} else {
-		barn_add(b, *main, true);
-		if (b->nr_full > b->base_full)
+		barn_add(zm.mm, &b->b, *main, true);
+		if (b->b.nr_full > b->base_full)
 			note_retaining(b);
-		*main = barn_take(b, false);
+		*main = barn_take(zm.mm, &b->b, false);
 		counter_add(&b->puts, 1);
 	}
-	za_unlock(&b->lock);
+	za_unlock(&b->b.lock);
 	return overflow;
 }
 
 /* An empty sheaf for class c: from the barn, else a new one. */
 static struct sheaf *get_empty(unsigned int c)
 {
-	struct barn *b = &zm.barns[c];
-	za_lock(&b->lock);
-	struct sheaf *s = barn_take(b, false);
-	za_unlock(&b->lock);
+	struct class_barn *b = &zm.barns[c];
+	za_lock(&b->b.lock);
+	struct sheaf *s = barn_take(zm.mm, &b->b, false);
+	za_unlock(&b->b.lock);
 	return s ? s : sheaf_new(c);
 }
 
@@ -236,12 +218,12 @@ static struct sheaf *get_empty(unsigned int c)
  * could ever trade. */
 static void put_empty(unsigned int c, struct sheaf *s)
 {
-	struct barn *b = &zm.barns[c];
+	struct class_barn *b = &zm.barns[c];
 	bool keep;
-	za_lock(&b->lock);
-	if ((keep = b->nr_empty < 2 * b->max_full))
-		barn_add(b, s, false);
-	za_unlock(&b->lock);
+	za_lock(&b->b.lock);
+	if ((keep = b->b.nr_empty < 2 * b->max_full))
+		barn_add(zm.mm, &b->b, s, false);
+	za_unlock(&b->b.lock);
 	if (!keep)
 		sheaf_delete(s);
 }
@@ -285,11 +267,12 @@ void sheaves_empty(struct thread_cache *tc)
 
 /* Under the barn's lock: its full sheaves beyond keep_full and its empty
  * ones beyond keep_empty, off its lists and onto *out. */
-static void barn_trim(struct barn *b, unsigned int keep_full, unsigned int keep_empty,
+static void barn_trim(struct class_barn *b, unsigned int keep_full, unsigned int keep_empty,
 		      struct sheaf **out)
 {
-	while (b->nr_full > keep_full || b->nr_empty > keep_empty) {
-		struct sheaf *s = barn_take(b, b->nr_full > keep_full);
+	while (b->b.nr_full > keep_full || b->b.nr_empty > keep_empty) {
+		struct sheaf *s = b->b.nr_full > keep_full ? take_full(b) :
+							     barn_take(zm.mm, &b->b, false);
 		s->next = *out;
 		*out = s;
 	}
@@ -298,7 +281,7 @@ static void barn_trim(struct barn *b, unsigned int keep_full, unsigned int keep_
 /* Under the barn's lock: back to its base limit, holding at most its
  * full sheaves up to keep_full (and twice as many empty ones), the rest
  * onto *out. */
-static void barn_reset(struct barn *b, unsigned int keep_full, struct sheaf **out)
+static void barn_reset(struct class_barn *b, unsigned int keep_full, struct sheaf **out)
 {
 	barn_trim(b, keep_full, 2 * keep_full, out);
 	b->max_full = b->base_full;
@@ -306,7 +289,7 @@ static void barn_reset(struct barn *b, unsigned int keep_full, struct sheaf **ou
 }
 
 /* Sheaves exchanged at the barn so far (read without its lock: a count). */
-static uint64_t barn_exchanges(const struct barn *b)
+static uint64_t barn_exchanges(const struct class_barn *b)
 {
 	return load_relaxed(&b->gets) + load_relaxed(&b->puts);
 }
@@ -327,12 +310,12 @@ static void release_sheaves(unsigned int c, struct sheaf *list)
 void sheaves_flush_barns(void)
 {
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
-		struct barn *b = &zm.barns[c];
+		struct class_barn *b = &zm.barns[c];
 		struct sheaf *out = NULL;
-		za_lock(&b->lock);
+		za_lock(&b->b.lock);
 		barn_reset(b, 0, &out);
 		b->low_full = 0;
-		za_unlock(&b->lock);
+		za_unlock(&b->b.lock);
 		release_sheaves(c, out);
 	}
 }
@@ -353,18 +336,18 @@ static void barns_evict_idle(unsigned int c)
 	uint64_t mask = load_relaxed(&zm.barns_retaining) & ~(1ULL << c);
 	for (unsigned int d; mask; mask &= mask - 1) {
 		d = (unsigned int)__builtin_ctzll(mask);
-		struct barn *b = &zm.barns[d];
+		struct class_barn *b = &zm.barns[d];
 		struct sheaf *out = NULL;
-		za_lock(&b->lock);
+		za_lock(&b->b.lock);
 		uint64_t seen = barn_exchanges(b);
 		bool idle = seen == b->scan_seen;
 		b->scan_seen = seen;
-		if (idle && b->nr_full > b->base_full)
+		if (idle && b->b.nr_full > b->base_full)
 			barn_reset(b, b->base_full, &out);
-		if (b->nr_full <= b->base_full)
+		if (b->b.nr_full <= b->base_full)
 			atomic_fetch_and_explicit(&zm.barns_retaining, ~(1ULL << d),
 						  memory_order_relaxed);
-		za_unlock(&b->lock);
+		za_unlock(&b->b.lock);
 		release_sheaves(d, out);
 	}
 }
@@ -391,16 +374,16 @@ uint64_t barns_activity(void)
 void barns_decay(void)
 {
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
-		struct barn *b = &zm.barns[c];
+		struct class_barn *b = &zm.barns[c];
 		struct sheaf *out = NULL;
-		za_lock(&b->lock);
+		za_lock(&b->b.lock);
 		if (b->low_full > b->base_full) {
-			unsigned int keep = b->nr_full - (b->low_full - b->base_full + 1) / 2;
+			unsigned int keep = b->b.nr_full - (b->low_full - b->base_full + 1) / 2;
 			b->max_full = b->base_full + (b->max_full - b->base_full) / 2;
 			barn_trim(b, keep < b->max_full ? keep : b->max_full, 2 * b->max_full, &out);
 		}
-		b->low_full = b->nr_full;
-		za_unlock(&b->lock);
+		b->low_full = b->b.nr_full;
+		za_unlock(&b->b.lock);
 		release_sheaves(c, out);
 	}
 }
@@ -525,25 +508,14 @@ static int verify_sheaf(unsigned int c, const struct sheaf *s, const char *what)
 	return 0;
 }
 
-/* A barn's lists hold full and empty sheaves, as many as it counts. */
-static int verify_barn(unsigned int c, struct barn *b)
+/* A barn holds its class's sheaves, no more than its limits allow. */
+static int verify_barn(unsigned int c, struct class_barn *b)
 {
-	unsigned int full = 0, empty = 0;
-	for (const struct sheaf *s = b->full; s; s = s->next, full++) {
-		if (verify_sheaf(c, s, "barn"))
-			return -1;
-		VERIFY(s->size == s->capacity, "malloc-%u: a full sheaf of the barn holds %u of %u",
-		       class_size(c), s->size, s->capacity);
-	}
-	for (const struct sheaf *s = b->empty; s; s = s->next, empty++) {
-		if (verify_sheaf(c, s, "barn"))
-			return -1;
-		VERIFY(!s->size, "malloc-%u: an empty sheaf of the barn holds %u", class_size(c),
-		       s->size);
-	}
-	VERIFY(full == b->nr_full && empty == b->nr_empty,
-	       "malloc-%u: the barn has %u full and %u empty sheaves, counted %u and %u",
-	       class_size(c), full, empty, b->nr_full, b->nr_empty);
+	char what[32];
+	snprintf(what, sizeof(what), "malloc-%u", class_size(c));
+	if (barn_verify(zm.mm, &b->b, zm.classes[c].capacity, what))
+		return -1;
+	unsigned int full = b->b.nr_full, empty = b->b.nr_empty;
 	/* Exchanges keep full + empty; put_empty adds below 2 * limit, a put
 	 * with no empty sheaf to trade only when there is none; lowering the
 	 * limit trims both. */
@@ -600,9 +572,9 @@ int malloc_verify(struct za_mm *mm)
 	if (mm != zm.mm)
 		return 0;
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
-		za_lock(&zm.barns[c].lock);
+		za_lock(&zm.barns[c].b.lock);
 		int r = verify_barn(c, &zm.barns[c]);
-		za_unlock(&zm.barns[c].lock);
+		za_unlock(&zm.barns[c].b.lock);
 		if (r)
 			return -1;
 	}

@@ -1,0 +1,622 @@
+/*
+ * slub_sheaves: SLUB's per-CPU sheaves and per-node barns (sheaf.h), the
+ * kernel's per-CPU layer since 7.0 (mm/slub.c: alloc_from_pcs,
+ * free_to_pcs, __pcs_replace_empty_main, __pcs_replace_full_main,
+ * barn_*; opt-in per cache in 6.18).
+ *
+ * A CPU allocates from and frees into its main sheaf under its sheaves'
+ * trylock.  When main runs empty it swaps with a full spare, else trades
+ * it at its node's barn for a full sheaf, else refills a sheaf from the
+ * slabs (slab_refill_objects: the node's partial slabs taken whole, then
+ * new slabs); when main fills up, it swaps with an empty spare, else
+ * trades it at the barn for an empty one -- unless the barn holds
+ * MAX_FULL_SHEAVES full ones: then the spare's objects go back to their
+ * slabs and it becomes main.  An object of another node's slab bypasses
+ * the sheaves.  The slab paths under them (slub.c) run with no sheaf lock
+ * held: lock order is the sheaves' lock, the barn's, then list_lock.
+ *
+ * With slub_sheaves=2 (7.0) a cache with sheaves has no CPU slab and no
+ * CPU partial list: what the sheaves miss goes to the node's lists.  With
+ * 1 (6.18) only caches created with ZA_SLAB_SHEAVES have sheaves, in front
+ * of the CPU slab they keep.
+ *
+ * Simplified: no kfree_rcu batching (zonealloc has no RCU), no prefilled
+ * sheaves (kmem_cache_prefill_sheaf), no pfmemalloc reserves.  Sheaves
+ * are kmalloc objects of the system, as the kernel's, but taken and given
+ * back under the sheaves of their kmalloc cache, not through them.
+ */
+#include "slab.h"
+#include "internal.h"
+#include "percpu.h"
+
+#include <string.h>
+
+#define MAX_FULL_SHEAVES  10
+#define MAX_EMPTY_SHEAVES 10
+#define PCS_BATCH_MAX     32    /* objects moved per sheaf-lock hold when flushing main */
+#define ASKED_CAPACITY    32    /* the vm_area_struct and maple_node caches' request */
+#define KERNEL_SHEAF_HEADER 32  /* sizeof(struct slab_sheaf), the kernel's */
+
+/*
+ * The kernel's calculate_sheaf_capacity: about half what the CPU partial
+ * lists held (a CPU has two sheaves), grown to fill the sheaf's kmalloc
+ * bucket, and at least what the cache asked for.  6.18 gave only the
+ * caches that asked, exactly that.
+ */
+unsigned int calculate_sheaf_capacity(const struct za_kmem_cache *s)
+{
+	int64_t mode = s->mm->cfg.slub_sheaves;
+	bool asked = s->flags & ZA_SLAB_SHEAVES;
+	if (s->debug || !mode || (mode == 1 && !asked))
+		return 0;
+	if (mode == 1)
+		return ASKED_CAPACITY;
+	unsigned int cap = s->size >= PAGE_SIZE ? 4 : s->size >= 1024 ? 12 : s->size >= 256 ? 26 : 60;
+	size_t bytes = kmalloc_size_roundup(KERNEL_SHEAF_HEADER + cap * sizeof(void *));
+	cap = (unsigned int)((bytes - KERNEL_SHEAF_HEADER) / sizeof(void *));
+	return asked && cap < ASKED_CAPACITY ? ASKED_CAPACITY : cap;
+}
+
+void cache_disable_sheaves(struct za_kmem_cache *s)
+{
+	s->sheaf_capacity = 0;
+	s->cpu_slab_off = false;
+}
+
+static int pcs_cpu(const struct za_kmem_cache *s, const struct slub_percpu_sheaves *pcs)
+{
+	return (int)(pcs - s->cpu_sheaves);
+}
+
+static struct barn *pcs_barn(struct za_kmem_cache *s, const struct slub_percpu_sheaves *pcs)
+{
+	return &s->barn[s->mm->cpu_node[pcs_cpu(s, pcs)]];
+}
+
+/* The sheaves of the CPU the thread runs on now, locked: after a slow
+ * path let go of them, it may run elsewhere. */
+static struct slub_percpu_sheaves *lock_this_cpu(struct za_kmem_cache *s)
+{
+	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[this_cpu(s->mm)];
+	za_trylock_wait(&pcs->lock);
+	return pcs;
+}
+
+static void swap_sheaves(struct sheaf **a, struct sheaf **b)
+{
+	struct sheaf *t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/* ------------------------------------------------------------------------
+ * Sheaves to and from the slabs
+ * ------------------------------------------------------------------------ */
+static struct sheaf *sheaf_alloc(struct za_kmem_cache *s, za_gfp_t gfp)
+{
+	struct za_mm *mm = s->mm;
+	struct za_kmem_cache *k = kmalloc_slab(mm, sizeof(struct sheaf) +
+						       s->sheaf_capacity * sizeof(void *));
+	struct sheaf *sh = k ? slab_alloc_nosheaf(k, gfp & ~ZA_GFP_ZERO, mm->cpu_node[this_cpu(mm)])
+			     : NULL;
+	if (sh) {
+		*sh = (struct sheaf){ .capacity = s->sheaf_capacity };
+		cache_stat(s, SL_SHEAF_ALLOC);
+	}
+	return sh;
+}
+
+static void sheaf_free(struct za_kmem_cache *s, struct sheaf *sh)
+{
+	VM_BUG_ON(s->mm, sh == &empty_sheaf || sh->size);
+	slab_free_objects(virt_to_slab(s->mm, sh)->slab_cache, 1, (void **)&sh);
+	cache_stat(s, SL_SHEAF_FREE);
+}
+
+/* A sheaf no CPU or barn holds: its objects back to their slabs. */
+static void sheaf_flush_unused(struct za_kmem_cache *s, struct sheaf *sh)
+{
+	if (!sh->size)
+		return;
+	slab_free_objects(s, sh->size, sh->objects);
+	cache_stat_add(s, SL_SHEAF_FLUSH, sh->size);
+	sh->size = 0;
+}
+
+/* Fills the sheaf from the slabs; false, and the sheaf emptied, if memory
+ * ran out first. */
+static bool refill_sheaf(struct za_kmem_cache *s, struct sheaf *sh, za_gfp_t gfp, int node)
+{
+	unsigned int want = sh->capacity - sh->size;
+	unsigned int got = slab_refill_objects(s, gfp, node, want, sh->objects + sh->size);
+	sh->size += got;
+	cache_stat_add(s, SL_SHEAF_REFILL, got);
+	if (got == want)
+		return true;
+	sheaf_flush_unused(s, sh);
+	return false;
+}
+
+static void barn_put(struct za_kmem_cache *s, struct barn *b, struct sheaf *sh, bool full)
+{
+	za_lock(&b->lock);
+	barn_add(s->mm, b, sh, full);
+	za_unlock(&b->lock);
+}
+
+static struct sheaf *barn_get(struct za_kmem_cache *s, struct barn *b, bool full)
+{
+	za_lock(&b->lock);
+	struct sheaf *sh = barn_take(s->mm, b, full);
+	za_unlock(&b->lock);
+	return sh;
+}
+
+/* An empty sheaf no one needs: to the barn below its limit, else freed. */
+static void put_empty(struct za_kmem_cache *s, struct barn *b, struct sheaf *sh)
+{
+	za_lock(&b->lock);
+	bool keep = b->nr_empty < MAX_EMPTY_SHEAVES;
+	if (keep)
+		barn_add(s->mm, b, sh, false);
+	za_unlock(&b->lock);
+	if (!keep)
+		sheaf_free(s, sh);
+}
+
+/* ------------------------------------------------------------------------
+ * Allocation
+ * ------------------------------------------------------------------------ */
+/* Under pcs's lock, after a refill let go of it: the full sheaf goes where
+ * the CPU's sheaves have room now (another thread of the CPU may have
+ * refilled them meanwhile; then, over the barn's limits if need be). */
+static void install_full(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs,
+			 struct sheaf *full)
+{
+	struct barn *b = pcs_barn(s, pcs);
+	if (!pcs->main->size) {
+		struct sheaf *old = pcs->main;
+		pcs->main = full;
+		if (old == &empty_sheaf)
+			return;
+		if (!pcs->spare)
+			pcs->spare = old;
+		else
+			barn_put(s, b, old, false);
+	} else if (!pcs->spare) {
+		pcs->spare = full;
+	} else if (!pcs->spare->size) {
+		barn_put(s, b, pcs->spare, false);
+		pcs->spare = full;
+	} else {
+		barn_put(s, b, full, true);
+		cache_stat(s, SL_BARN_PUT);
+	}
+}
+
+/*
+ * main is empty: a full sheaf in its place, from the spare, the barn or
+ * the slabs.  Returns the sheaves locked (perhaps another CPU's), or NULL
+ * with them let go.  A NOWAIT allocation only swaps and trades, as the
+ * kernel's without __GFP_DIRECT_RECLAIM.
+ */
+static struct slub_percpu_sheaves *replace_empty_main(struct za_kmem_cache *s,
+						      struct slub_percpu_sheaves *pcs, za_gfp_t gfp)
+{
+	struct za_mm *mm = s->mm;
+	struct barn *b = pcs_barn(s, pcs);
+	za_lock_assert_held(mm, &pcs->lock);
+	if (pcs->spare && pcs->spare->size) {
+		swap_sheaves(&pcs->main, &pcs->spare);
+		return pcs;
+	}
+	za_lock(&b->lock);
+	struct sheaf *full = pcs->main == &empty_sheaf ? barn_take(mm, b, true) :
+							 barn_trade(mm, b, pcs->main, false);
+	za_unlock(&b->lock);
+	if (full) {
+		cache_stat(s, SL_BARN_GET);
+		pcs->main = full;
+		return pcs;
+	}
+	cache_stat(s, SL_BARN_GET_FAIL);
+	if (gfp & ZA_GFP_NOWAIT) {
+		za_tryunlock(&pcs->lock);
+		return NULL;
+	}
+	struct sheaf *empty = pcs->spare;
+	pcs->spare = NULL;
+	int node = mm->cpu_node[pcs_cpu(s, pcs)];
+	za_tryunlock(&pcs->lock);
+	if (!empty && !(empty = barn_get(s, b, false)) && !(empty = sheaf_alloc(s, gfp)))
+		return NULL;
+	if (!refill_sheaf(s, empty, gfp, node)) {
+		sheaf_free(s, empty);   /* short of memory: the barn can do without */
+		return NULL;
+	}
+	pcs = lock_this_cpu(s);
+	install_full(s, pcs, empty);
+	return pcs;
+}
+
+void *alloc_from_pcs(struct za_kmem_cache *s, za_gfp_t gfp, int cpu)
+{
+	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+	if (unlikely(!za_trylock(&pcs->lock)))
+		return NULL;
+	VM_BUG_ON(s->mm, pcs->main == &empty_sheaf && pcs->spare);
+	if (unlikely(!pcs->main->size) && !(pcs = replace_empty_main(s, pcs, gfp)))
+		return NULL;
+	struct sheaf *main = pcs->main;
+	void *obj = main->objects[--main->size];
+	counter_add(&pcs->alloc_fastpath, 1);
+	za_tryunlock(&pcs->lock);
+	return obj;
+}
+
+/* ------------------------------------------------------------------------
+ * Freeing
+ * ------------------------------------------------------------------------ */
+/* Under pcs's lock, after it was let go for an empty sheaf: main should
+ * still be full and the spare missing or full (else someone made room
+ * meanwhile, and the empty sheaf goes to the barn). */
+static void install_empty(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs,
+			  struct sheaf *empty)
+{
+	struct barn *b = pcs_barn(s, pcs);
+	struct sheaf *main = pcs->main;
+	if (main == &empty_sheaf) {
+		pcs->main = empty;
+	} else if (main->size < main->capacity) {
+		barn_put(s, b, empty, false);
+	} else if (!pcs->spare) {
+		pcs->spare = main;
+		pcs->main = empty;
+	} else if (pcs->spare->size < pcs->spare->capacity) {
+		swap_sheaves(&pcs->main, &pcs->spare);
+		barn_put(s, b, empty, false);
+	} else {
+		barn_put(s, b, main, true);
+		cache_stat(s, SL_BARN_PUT);
+		pcs->main = empty;
+	}
+}
+
+/* The objects of this CPU's main sheaf back to their slabs, a batch per
+ * hold of its lock; whether any went. */
+static bool flush_main(struct za_kmem_cache *s)
+{
+	void *batch[PCS_BATCH_MAX];
+	bool flushed = false;
+	for (;;) {
+		struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[this_cpu(s->mm)];
+		if (!za_trylock(&pcs->lock))
+			return flushed;
+		struct sheaf *main = pcs->main;
+		unsigned int n = main->size < PCS_BATCH_MAX ? main->size : PCS_BATCH_MAX;
+		main->size -= n;
+		memcpy(batch, main->objects + main->size, n * sizeof(void *));
+		bool more = main->size;
+		za_tryunlock(&pcs->lock);
+		if (!n)
+			return flushed;
+		slab_free_objects(s, n, batch);
+		cache_stat_add(s, SL_SHEAF_FLUSH, n);
+		flushed = true;
+		if (!more)
+			return true;
+	}
+}
+
+/* Under the barn's lock: trades the full sheaf for an empty one; NULL if
+ * the barn has its fill of full ones (*over) or no empty one. */
+static struct sheaf *barn_replace_full(struct za_kmem_cache *s, struct barn *b,
+				       struct sheaf *full, bool *over)
+{
+	za_lock(&b->lock);
+	*over = b->nr_full >= MAX_FULL_SHEAVES;
+	struct sheaf *empty = *over ? NULL : barn_trade(s->mm, b, full, true);
+	za_unlock(&b->lock);
+	return empty;
+}
+
+/*
+ * main is full (or the static empty sheaf): an empty sheaf in its place.
+ * Returns the sheaves locked (perhaps another CPU's), or NULL with them
+ * let go: then the object goes to its slab.
+ */
+static struct slub_percpu_sheaves *replace_full_main(struct za_kmem_cache *s,
+						     struct slub_percpu_sheaves *pcs)
+{
+	struct za_mm *mm = s->mm;
+	struct barn *b;
+	struct sheaf *empty;
+	bool over, put_fail = false;
+restart:
+	za_lock_assert_held(mm, &pcs->lock);
+	b = pcs_barn(s, pcs);
+	if (!pcs->spare) {
+		if ((empty = barn_get(s, b, false))) {
+			if (pcs->main != &empty_sheaf)
+				pcs->spare = pcs->main;
+			pcs->main = empty;
+			return pcs;
+		}
+	} else if (pcs->spare->size < pcs->spare->capacity) {
+		swap_sheaves(&pcs->main, &pcs->spare);
+		return pcs;
+	} else if ((empty = barn_replace_full(s, b, pcs->main, &over))) {
+		cache_stat(s, SL_BARN_PUT);
+		pcs->main = empty;
+		return pcs;
+	} else if (over) {
+		/* The barn has enough full sheaves: the spare's objects go
+		 * back to their slabs, and it takes main's place. */
+		cache_stat(s, SL_BARN_PUT_FAIL);
+		empty = pcs->spare;
+		pcs->spare = NULL;
+		za_tryunlock(&pcs->lock);
+		sheaf_flush_unused(s, empty);
+		goto got_empty;
+	} else {
+		put_fail = true;        /* no empty sheaf to trade: make one */
+	}
+	bool static_main = pcs->main == &empty_sheaf;
+	za_tryunlock(&pcs->lock);
+	if ((empty = sheaf_alloc(s, ZA_GFP_NOWAIT)))
+		goto got_empty;
+	if (put_fail)
+		cache_stat(s, SL_BARN_PUT_FAIL);
+	if (static_main || !flush_main(s))
+		return NULL;
+	pcs = &s->cpu_sheaves[this_cpu(mm)];
+	if (!za_trylock(&pcs->lock))
+		return NULL;
+	if (pcs->main->size == pcs->main->capacity)
+		goto restart;
+	return pcs;
+got_empty:
+	pcs = &s->cpu_sheaves[this_cpu(mm)];
+	if (!za_trylock(&pcs->lock)) {
+		put_empty(s, pcs_barn(s, pcs), empty);
+		return NULL;
+	}
+	install_empty(s, pcs, empty);
+	return pcs;
+}
+
+/*
+ * obj, an object start of slab, into this CPU's main sheaf: 0 if it went,
+ * 1 if it takes the slab paths (another node's slab, the lock busy, no
+ * room to be had), -1 if it is the object the sheaf took last (the naive
+ * double free, which the CPU slab's free path catches too).
+ */
+int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu)
+{
+	struct za_mm *mm = s->mm;
+	if (unlikely(mm->zone_by_id[slab->zone]->node != mm->cpu_node[cpu]))
+		return 1;
+	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+	if (unlikely(!za_trylock(&pcs->lock)))
+		return 1;
+	struct sheaf *main = pcs->main;
+	if (unlikely(main->size && main->objects[main->size - 1] == obj)) {
+		za_tryunlock(&pcs->lock);
+		return -1;
+	}
+	if (unlikely(main->size == main->capacity)) {
+		if (!(pcs = replace_full_main(s, pcs)))
+			return 1;
+		main = pcs->main;
+	}
+	main->objects[main->size++] = obj;
+	counter_add(&pcs->free_fastpath, 1);
+	za_tryunlock(&pcs->lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Bulk: what the sheaves hold or have room for, a sheaf per lock hold;
+ * the rest is the caller's to take to the slabs.
+ * ------------------------------------------------------------------------ */
+size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs)
+{
+	size_t done = 0;
+	while (done < n) {
+		struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+		if (!za_trylock(&pcs->lock))
+			break;
+		if (!pcs->main->size) {
+			if (pcs->spare && pcs->spare->size) {
+				swap_sheaves(&pcs->main, &pcs->spare);
+			} else {
+				struct barn *b = pcs_barn(s, pcs);
+				za_lock(&b->lock);
+				struct sheaf *full = pcs->main == &empty_sheaf ?
+							     barn_take(s->mm, b, true) :
+							     barn_trade(s->mm, b, pcs->main, false);
+				za_unlock(&b->lock);
+				cache_stat(s, full ? SL_BARN_GET : SL_BARN_GET_FAIL);
+				if (full)
+					pcs->main = full;
+			}
+		}
+		struct sheaf *main = pcs->main;
+		size_t batch = n - done < main->size ? n - done : main->size;
+		main->size -= (unsigned int)batch;
+		memcpy(objs + done, main->objects + main->size, batch * sizeof(void *));
+		counter_add(&pcs->alloc_fastpath, batch);
+		za_tryunlock(&pcs->lock);
+		if (!batch)
+			break;  /* once the barn is dry, the slabs serve the rest */
+		done += batch;
+		cpu = this_cpu(s->mm);
+	}
+	return done;
+}
+
+/* Room in main for a bulk free, without allocating: the spare, an empty
+ * sheaf of the barn, or a trade of main within the barn's limit. */
+static bool make_room_bulk(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs)
+{
+	struct barn *b = pcs_barn(s, pcs);
+	struct sheaf *empty;
+	bool over;
+	if (!pcs->spare) {
+		if (!(empty = barn_get(s, b, false)))
+			return false;
+		if (pcs->main != &empty_sheaf)
+			pcs->spare = pcs->main;
+		pcs->main = empty;
+	} else if (pcs->spare->size < pcs->spare->capacity) {
+		swap_sheaves(&pcs->main, &pcs->spare);
+	} else if ((empty = barn_replace_full(s, b, pcs->main, &over))) {
+		cache_stat(s, SL_BARN_PUT);
+		pcs->main = empty;
+	} else {
+		cache_stat(s, SL_BARN_PUT_FAIL);
+		return false;
+	}
+	return true;
+}
+
+/* The CPU's first main sheaf, for a bulk free (the kernel allocates every
+ * CPU's with the cache): made with pcs's lock let go, then installed
+ * unless another thread of the CPU did meanwhile.  Returns the sheaves
+ * locked, or NULL. */
+static struct slub_percpu_sheaves *first_main(struct za_kmem_cache *s,
+					      struct slub_percpu_sheaves *pcs)
+{
+	za_tryunlock(&pcs->lock);
+	struct sheaf *sh = sheaf_alloc(s, ZA_GFP_NOWAIT);
+	if (!sh)
+		return NULL;
+	pcs = &s->cpu_sheaves[this_cpu(s->mm)];
+	if (!za_trylock(&pcs->lock)) {
+		put_empty(s, pcs_barn(s, pcs), sh);
+		return NULL;
+	}
+	if (pcs->main == &empty_sheaf)
+		pcs->main = sh;
+	else
+		put_empty(s, pcs_barn(s, pcs), sh);
+	return pcs;
+}
+
+/* objs: object starts of s, of this node's slabs. */
+size_t free_to_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs)
+{
+	size_t done = 0;
+	while (done < n) {
+		struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+		if (!za_trylock(&pcs->lock))
+			break;
+		if (pcs->main == &empty_sheaf && !(pcs = first_main(s, pcs)))
+			break;
+		struct sheaf *main = pcs->main;
+		if (main->size == main->capacity && make_room_bulk(s, pcs))
+			main = pcs->main;
+		size_t room = main->capacity - main->size;
+		size_t batch = n - done < room ? n - done : room;
+		memcpy(main->objects + main->size, objs + done, batch * sizeof(void *));
+		main->size += (unsigned int)batch;
+		counter_add(&pcs->free_fastpath, batch);
+		za_tryunlock(&pcs->lock);
+		if (!batch)
+			break;
+		done += batch;
+		cpu = this_cpu(s->mm);
+	}
+	return done;
+}
+
+/* ------------------------------------------------------------------------
+ * Flushing (shrink, reclaim, destroy) and za_verify
+ * ------------------------------------------------------------------------ */
+/* The CPU's sheaves, their objects back to the slabs and the sheaves freed.
+ * Without wait, a CPU whose sheaves are busy keeps them (slub.c's
+ * flush_cpu_slab says why). */
+void pcs_flush_cpu(struct za_kmem_cache *s, int cpu, bool wait)
+{
+	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+	if (wait)
+		za_trylock_wait(&pcs->lock);
+	else if (!za_trylock(&pcs->lock))
+		return;
+	struct sheaf *sheaves[2] = { pcs->main, pcs->spare };
+	pcs->main = &empty_sheaf;
+	pcs->spare = NULL;
+	za_tryunlock(&pcs->lock);
+	for (int i = 0; i < 2; i++)
+		if (sheaves[i] && sheaves[i] != &empty_sheaf) {
+			sheaf_flush_unused(s, sheaves[i]);
+			sheaf_free(s, sheaves[i]);
+		}
+}
+
+/* Every node's barn emptied: full sheaves flushed, all sheaves freed. */
+void barn_shrink(struct za_kmem_cache *s)
+{
+	for (int node = 0; node < s->mm->nr_nodes; node++) {
+		struct barn *b = &s->barn[node];
+		za_lock(&b->lock);
+		struct sheaf *lists[2] = { b->full, b->empty };
+		b->full = b->empty = NULL;
+		b->nr_full = b->nr_empty = 0;
+		za_unlock(&b->lock);
+		for (int i = 0; i < 2; i++)
+			for (struct sheaf *sh = lists[i], *next; sh; sh = next) {
+				next = sh->next;
+				sheaf_flush_unused(s, sh);
+				sheaf_free(s, sh);
+			}
+	}
+}
+
+/* A sheaf of the cache holds object starts of its slabs, within capacity. */
+static int verify_sheaf(struct za_kmem_cache *s, const struct sheaf *sh, int cpu, const char *what)
+{
+	if (!sh || sh == &empty_sheaf)
+		return 0;
+	VERIFY(sh->capacity == s->sheaf_capacity && sh->size <= sh->capacity,
+	       "cache %s cpu %d: its %s sheaf holds %u of %u (capacity %u)", s->name, cpu, what,
+	       sh->size, sh->capacity, s->sheaf_capacity);
+	for (unsigned int i = 0; i < sh->size; i++) {
+		struct za_page *slab = addr_in_arena(s->mm, sh->objects[i]) ?
+					       virt_to_slab(s->mm, sh->objects[i]) : NULL;
+		VERIFY(slab && slab->slab_cache == s &&
+			       object_in_slab(s, slab, sh->objects[i], slab_objects(slab)),
+		       "cache %s cpu %d: its %s sheaf holds %p, not an object of the cache", s->name,
+		       cpu, what, sh->objects[i]);
+	}
+	return 0;
+}
+
+/* Under pcs's lock.  A cache without sheaves has none; one with them:
+ * each within capacity, the spare full or empty (and none with the static
+ * main). */
+static int verify_cpu_sheaves(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs, int cpu)
+{
+	const struct sheaf *spare = pcs->spare;
+	VERIFY(s->sheaf_capacity || (pcs->main == &empty_sheaf && !spare),
+	       "cache %s cpu %d: sheaves without a capacity", s->name, cpu);
+	VERIFY(!spare || ((!spare->size || spare->size == spare->capacity) &&
+			  pcs->main != &empty_sheaf),
+	       "cache %s cpu %d: a spare sheaf of %u objects (main %u)", s->name, cpu,
+	       spare ? spare->size : 0, pcs->main->size);
+	return verify_sheaf(s, pcs->main, cpu, "main") || verify_sheaf(s, spare, cpu, "spare") ? -1
+												: 0;
+}
+
+/* Every CPU's sheaves, and each barn's lists whole.  Under every lock of
+ * the cache (slab_lock_all). */
+int pcs_verify(struct za_kmem_cache *s)
+{
+	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
+		if (verify_cpu_sheaves(s, &s->cpu_sheaves[cpu], cpu))
+			return -1;
+	for (int node = 0; node < s->mm->nr_nodes; node++)
+		if (barn_verify(s->mm, &s->barn[node], s->sheaf_capacity, s->name))
+			return -1;
+	return 0;
+}
