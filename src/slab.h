@@ -90,6 +90,8 @@ enum slab_event {
 	SL_ORDER_FALLBACK,
 	SL_BAD_FREE,
 	/* slub_sheaves (slub_sheaf.c), the kernel's names */
+	SL_ALLOC_CPU_SHEAF,             /* 6.18: from a CPU's sheaves (7.0: alloc_fastpath) */
+	SL_FREE_CPU_SHEAF,              /* 6.18: into them (7.0: free_fastpath) */
 	SL_SHEAF_FLUSH,                 /* objects flushed from a sheaf to slabs */
 	SL_SHEAF_REFILL,                /* objects refilled into a sheaf from slabs */
 	SL_SHEAF_ALLOC,                 /* empty sheaves allocated (kmalloc) */
@@ -131,7 +133,7 @@ _Static_assert(sizeof(struct kmem_cache_cpu) == 1 << SLAB_CPU_SHIFT, "kmem_cache
 struct slub_percpu_sheaves {
 	za_trylock_t lock;
 	struct sheaf *main, *spare;
-	za_counter_t alloc_fastpath, free_fastpath;     /* served by main */
+	za_counter_t allocs, frees;     /* served by main */
 } __attribute__((aligned(ZA_CACHELINE)));
 
 struct kmem_cache_node {
@@ -387,7 +389,6 @@ size_t kmalloc_size_roundup(size_t size);
 
 /* slub_sheaf.c: slub_sheaves, Linux 7.0's per-CPU layer. */
 unsigned int calculate_sheaf_capacity(const struct za_kmem_cache *s);
-void cache_disable_sheaves(struct za_kmem_cache *s);   /* before the cache is used */
 void *alloc_from_pcs(struct za_kmem_cache *s, za_gfp_t gfp, int cpu);
 int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu);
 size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs);
@@ -397,6 +398,7 @@ void barn_shrink(struct za_kmem_cache *s);
 int pcs_verify(struct za_kmem_cache *s);
 
 /* slab_common.c: the layer's exit, fork locks and report. */
+void cache_disable_sheaves(struct za_kmem_cache *s);   /* before the cache is used */
 void slub_destroy_all(struct za_mm *mm);
 void slab_lock_all(struct za_mm *mm, bool lock);
 void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode);

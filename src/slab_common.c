@@ -221,6 +221,15 @@ static unsigned int cpu_partial_slabs(const struct za_kmem_cache *s)
 	return (nr * 2 + s->objects - 1) / s->objects;
 }
 
+/* The malloc's classes: its own sheaves are in front.  Before the cache
+ * is used. */
+void cache_disable_sheaves(struct za_kmem_cache *s)
+{
+	s->sheaf_capacity = 0;
+	s->cpu_slab_off = false;
+	s->cpu_partial_slabs = cpu_partial_slabs(s);
+}
+
 static unsigned int calculate_min_partial(unsigned int size)
 {
 	unsigned int ilog2 = fls_u(size) - 1, v = ilog2 / 2;

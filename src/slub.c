@@ -64,6 +64,8 @@ static const char *const slab_event_names[NR_SLAB_EVENTS] = {
 	[SL_FREE_SLAB] = "slab_free_slab",
 	[SL_ORDER_FALLBACK] = "slab_order_fallback",
 	[SL_BAD_FREE] = "slab_bad_free",
+	[SL_ALLOC_CPU_SHEAF] = "slab_alloc_cpu_sheaf",
+	[SL_FREE_CPU_SHEAF] = "slab_free_cpu_sheaf",
 	[SL_SHEAF_FLUSH] = "slab_sheaf_flush",
 	[SL_SHEAF_REFILL] = "slab_sheaf_refill",
 	[SL_SHEAF_ALLOC] = "slab_sheaf_alloc",
@@ -215,16 +217,35 @@ void cache_link_init(struct za_kmem_cache *s)
 	};
 }
 
+/* What the CPUs' sheaves served: alloc_fastpath and free_fastpath with
+ * 7.0's sheaves (no CPU slab under them), alloc_cpu_sheaf and
+ * free_cpu_sheaf with 6.18's (the CPU slab's freelist is the fast path). */
+static uint64_t sheaf_event(const struct za_kmem_cache *s, int e)
+{
+	bool alloc = e == SL_ALLOC_FASTPATH || e == SL_ALLOC_CPU_SHEAF;
+	bool fast = e == SL_ALLOC_FASTPATH || e == SL_FREE_FASTPATH;
+	uint64_t v = 0;
+	if (fast != s->cpu_slab_off)
+		return 0;
+	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
+		const struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+		v += load_relaxed(alloc ? &pcs->allocs : &pcs->frees);
+	}
+	return v;
+}
+
 static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 {
 	uint64_t v = load_relaxed(&s->stat[e]);
+	if (e == SL_ALLOC_FASTPATH || e == SL_FREE_FASTPATH || e == SL_ALLOC_CPU_SHEAF ||
+	    e == SL_FREE_CPU_SHEAF)
+		v += sheaf_event(s, e);
 	if (e < NR_SLAB_CPU_EVENTS)
 		for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
 			uint64_t tally = rseq_tally_load(&s->cpu_slab[cpu].stack);
-			const struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
 			v += load_relaxed(&s->cpu_slab[cpu].stat[e]);
-			v += e == SL_ALLOC_FASTPATH ? tally_allocs(tally) + load_relaxed(&pcs->alloc_fastpath) :
-			     e == SL_FREE_FASTPATH ? tally_frees(tally) + load_relaxed(&pcs->free_fastpath) : 0;
+			v += e == SL_ALLOC_FASTPATH ? tally_allocs(tally) :
+			     e == SL_FREE_FASTPATH ? tally_frees(tally) : 0;
 		}
 	else if (e < NR_SLAB_NODE_EVENTS)
 		for (int n = 0; n < s->mm->nr_nodes; n++)
@@ -578,9 +599,11 @@ static void deactivate_slab(struct za_kmem_cache *s, struct za_page *slab, void 
 	}
 }
 
-/* Files a chain of CPU partial slabs on their nodes' partial lists, freeing
- * the empty ones the nodes do not need. */
-static void put_partials(struct za_kmem_cache *s, struct za_page *slab)
+/* Files a chain of slabs on their nodes' partial lists, freeing the empty
+ * ones the nodes do not need: a CPU's partial slabs, at the tail (and
+ * counted), or slabs a refill took off the list and left, back at the
+ * head, where it found them. */
+static void put_partials(struct za_kmem_cache *s, struct za_page *slab, bool refill)
 {
 	struct za_page *discard = NULL;
 	while (slab) {
@@ -591,8 +614,9 @@ static void put_partials(struct za_kmem_cache *s, struct za_page *slab)
 			slab->cpu_partial.next = discard;
 			discard = slab;
 		} else {
-			add_partial(n, slab, true);
-			node_stat(n, SL_NODE_PARTIAL_FREE);
+			add_partial(n, slab, !refill);
+			if (!refill)
+				node_stat(n, SL_NODE_PARTIAL_FREE);
 		}
 		unlock_node(n);
 		slab = next;
@@ -632,7 +656,7 @@ static void put_cpu_partial(struct za_kmem_cache *s, struct za_page *slab, int c
 	c->partial = slab;
 	cpu_stat(c, SL_CPU_PARTIAL_FREE);
 	if (drain) {
-		put_partials(s, drain);
+		put_partials(s, drain, false);
 		cpu_stat(c, SL_CPU_PARTIAL_DRAIN);
 	}
 	za_tryunlock(&c->lock);
@@ -879,7 +903,8 @@ static void free_slowpath(struct za_kmem_cache *s, struct za_page *slab, void *h
 	unsigned int prior, inuse;
 	uint64_t old = slab_state(slab), new;
 	unsigned int head_idx = slab_index(s, slab, head);
-	cache_stat(s, SL_FREE_SLOWPATH);
+	if (!s->cpu_slab_off)           /* 7.0 counts objects, in the callers */
+		cache_stat(s, SL_FREE_SLOWPATH);
 	do {
 		if (n) {
 			unlock_node(n);
@@ -1070,6 +1095,8 @@ static __attribute__((noinline)) int free_other(struct za_kmem_cache *s, struct 
 		}
 		return 0;
 	}
+	if (s->cpu_slab_off)
+		cache_stat(s, SL_FREE_SLOWPATH);
 	free_slowpath(s, slab, obj, obj, 1, this_cpu(s->mm));
 	return 0;
 }
@@ -1143,8 +1170,9 @@ static int slab_paths_free(struct za_kmem_cache *s, struct za_page *slab, void *
 
 /* slub_sheaves: an object start of slab goes into this CPU's main sheaf
  * if it can; everything else takes the slab paths. */
-static __attribute__((noinline)) int sheaf_free(struct za_kmem_cache *s, struct za_page *slab,
-						void *obj, void *caller)
+static __attribute__((noinline)) int free_via_sheaves(struct za_kmem_cache *s,
+						      struct za_page *slab, void *obj,
+						      void *caller)
 {
 	size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)slab_base(s, slab));
 	if (unlikely(!slab_object_at(s, off, slab_objects(slab), &idx)))
@@ -1160,7 +1188,7 @@ static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache
 							    void *caller)
 {
 	if (s->sheaf_capacity)
-		return sheaf_free(s, slab, obj, caller);
+		return free_via_sheaves(s, slab, obj, caller);
 	return slab_paths_free(s, slab, obj, caller);
 }
 
@@ -1264,7 +1292,7 @@ static unsigned int refill_from_partial(struct za_kmem_cache *s, int node, unsig
 		if (rest)               /* more than asked: back, as one chain */
 			free_slowpath(s, slab, obj, last, rest, this_cpu(s->mm));
 	}
-	put_partials(s, taken);         /* more free objects than counted */
+	put_partials(s, taken, true);   /* more free objects than counted */
 	return got;
 }
 
@@ -1307,6 +1335,7 @@ static bool slab_alloc_bulk(struct za_kmem_cache *s, za_gfp_t gfp, size_t n, voi
 	if (!s->cpu_slab_off)
 		return cpu_slab_alloc_bulk(s, gfp, n, objs, caller);
 	size_t got = refill_objects(s, gfp, s->mm->cpu_node[this_cpu(s->mm)], (unsigned int)n, objs);
+	cache_stat_add(s, SL_ALLOC_SLOWPATH, got);
 	if (got < n)
 		slab_free_objects(s, got, objs);
 	return got == n;
@@ -1415,6 +1444,8 @@ void slab_free_objects(struct za_kmem_cache *s, size_t n, void **objs)
 static void free_batch(struct za_kmem_cache *s, int cpu, size_t n, void **objs)
 {
 	size_t done = free_to_pcs_bulk(s, cpu, n, objs);
+	if (s->cpu_slab_off)
+		cache_stat_add(s, SL_FREE_SLOWPATH, n - done);
 	slab_free_objects(s, n - done, objs + done);
 }
 
@@ -1467,7 +1498,7 @@ static void flush_cpu_slab(struct za_kmem_cache *s, int cpu, bool wait)
 	c->freelist = NULL;
 	struct za_page *partial = c->partial;
 	c->partial = NULL;
-	put_partials(s, partial);
+	put_partials(s, partial, false);
 	cpu_give(s, c);
 	za_tryunlock(&c->lock);
 }

@@ -57,12 +57,6 @@ unsigned int calculate_sheaf_capacity(const struct za_kmem_cache *s)
 	return asked && cap < ASKED_CAPACITY ? ASKED_CAPACITY : cap;
 }
 
-void cache_disable_sheaves(struct za_kmem_cache *s)
-{
-	s->sheaf_capacity = 0;
-	s->cpu_slab_off = false;
-}
-
 static int pcs_cpu(const struct za_kmem_cache *s, const struct slub_percpu_sheaves *pcs)
 {
 	return (int)(pcs - s->cpu_sheaves);
@@ -97,7 +91,9 @@ static struct sheaf *sheaf_alloc(struct za_kmem_cache *s, za_gfp_t gfp)
 	struct za_mm *mm = s->mm;
 	struct za_kmem_cache *k = kmalloc_slab(mm, sizeof(struct sheaf) +
 						       s->sheaf_capacity * sizeof(void *));
-	struct sheaf *sh = k ? slab_alloc_nosheaf(k, gfp & ~ZA_GFP_ZERO, mm->cpu_node[this_cpu(mm)])
+	/* Only whether it may wait: the sheaf's memory is the system's
+	 * kmalloc memory, whatever zone or node the objects are asked from. */
+	struct sheaf *sh = k ? slab_alloc_nosheaf(k, gfp & ZA_GFP_NOWAIT, mm->cpu_node[this_cpu(mm)])
 			     : NULL;
 	if (sh) {
 		*sh = (struct sheaf){ .capacity = s->sheaf_capacity };
@@ -249,7 +245,7 @@ void *alloc_from_pcs(struct za_kmem_cache *s, za_gfp_t gfp, int cpu)
 		return NULL;
 	struct sheaf *main = pcs->main;
 	void *obj = main->objects[--main->size];
-	counter_add(&pcs->alloc_fastpath, 1);
+	counter_add(&pcs->allocs, 1);
 	za_tryunlock(&pcs->lock);
 	return obj;
 }
@@ -294,12 +290,14 @@ static bool flush_main(struct za_kmem_cache *s)
 			return flushed;
 		struct sheaf *main = pcs->main;
 		unsigned int n = main->size < PCS_BATCH_MAX ? main->size : PCS_BATCH_MAX;
+		if (!n) {               /* (the static sheaf is never written) */
+			za_tryunlock(&pcs->lock);
+			return flushed;
+		}
 		main->size -= n;
 		memcpy(batch, main->objects + main->size, n * sizeof(void *));
 		bool more = main->size;
 		za_tryunlock(&pcs->lock);
-		if (!n)
-			return flushed;
 		slab_free_objects(s, n, batch);
 		cache_stat_add(s, SL_SHEAF_FLUSH, n);
 		flushed = true;
@@ -410,7 +408,7 @@ int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cp
 		main = pcs->main;
 	}
 	main->objects[main->size++] = obj;
-	counter_add(&pcs->free_fastpath, 1);
+	counter_add(&pcs->frees, 1);
 	za_tryunlock(&pcs->lock);
 	return 0;
 }
@@ -443,12 +441,14 @@ size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **ob
 		}
 		struct sheaf *main = pcs->main;
 		size_t batch = n - done < main->size ? n - done : main->size;
+		if (!batch) {           /* once the barn is dry, the slabs serve the rest */
+			za_tryunlock(&pcs->lock);
+			break;
+		}
 		main->size -= (unsigned int)batch;
 		memcpy(objs + done, main->objects + main->size, batch * sizeof(void *));
-		counter_add(&pcs->alloc_fastpath, batch);
+		counter_add(&pcs->allocs, batch);
 		za_tryunlock(&pcs->lock);
-		if (!batch)
-			break;  /* once the barn is dry, the slabs serve the rest */
 		done += batch;
 		cpu = this_cpu(s->mm);
 	}
@@ -462,11 +462,11 @@ static bool make_room_bulk(struct za_kmem_cache *s, struct slub_percpu_sheaves *
 	struct barn *b = pcs_barn(s, pcs);
 	struct sheaf *empty;
 	bool over;
+	VM_BUG_ON(s->mm, pcs->main == &empty_sheaf);     /* first_main made one */
 	if (!pcs->spare) {
 		if (!(empty = barn_get(s, b, false)))
 			return false;
-		if (pcs->main != &empty_sheaf)
-			pcs->spare = pcs->main;
+		pcs->spare = pcs->main;
 		pcs->main = empty;
 	} else if (pcs->spare->size < pcs->spare->capacity) {
 		swap_sheaves(&pcs->main, &pcs->spare);
@@ -498,8 +498,8 @@ static struct slub_percpu_sheaves *first_main(struct za_kmem_cache *s,
 	}
 	if (pcs->main == &empty_sheaf)
 		pcs->main = sh;
-	else
-		put_empty(s, pcs_barn(s, pcs), sh);
+	else                            /* nothing freed under the lock: over the limit */
+		barn_put(s, pcs_barn(s, pcs), sh, false);
 	return pcs;
 }
 
@@ -518,12 +518,14 @@ size_t free_to_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs)
 			main = pcs->main;
 		size_t room = main->capacity - main->size;
 		size_t batch = n - done < room ? n - done : room;
+		if (!batch) {           /* no room to be had: the slabs take the rest */
+			za_tryunlock(&pcs->lock);
+			break;
+		}
 		memcpy(main->objects + main->size, objs + done, batch * sizeof(void *));
 		main->size += (unsigned int)batch;
-		counter_add(&pcs->free_fastpath, batch);
+		counter_add(&pcs->frees, batch);
 		za_tryunlock(&pcs->lock);
-		if (!batch)
-			break;
 		done += batch;
 		cpu = this_cpu(s->mm);
 	}
@@ -574,20 +576,21 @@ void barn_shrink(struct za_kmem_cache *s)
 }
 
 /* A sheaf of the cache holds object starts of its slabs, within capacity. */
-static int verify_sheaf(struct za_kmem_cache *s, const struct sheaf *sh, int cpu, const char *what)
+static int verify_sheaf(struct za_kmem_cache *s, const struct sheaf *sh, const char *where, int id,
+			const char *what)
 {
 	if (!sh || sh == &empty_sheaf)
 		return 0;
 	VERIFY(sh->capacity == s->sheaf_capacity && sh->size <= sh->capacity,
-	       "cache %s cpu %d: its %s sheaf holds %u of %u (capacity %u)", s->name, cpu, what,
-	       sh->size, sh->capacity, s->sheaf_capacity);
+	       "cache %s %s %d: its %s sheaf holds %u of %u (capacity %u)", s->name, where, id,
+	       what, sh->size, sh->capacity, s->sheaf_capacity);
 	for (unsigned int i = 0; i < sh->size; i++) {
 		struct za_page *slab = addr_in_arena(s->mm, sh->objects[i]) ?
 					       virt_to_slab(s->mm, sh->objects[i]) : NULL;
 		VERIFY(slab && slab->slab_cache == s &&
 			       object_in_slab(s, slab, sh->objects[i], slab_objects(slab)),
-		       "cache %s cpu %d: its %s sheaf holds %p, not an object of the cache", s->name,
-		       cpu, what, sh->objects[i]);
+		       "cache %s %s %d: its %s sheaf holds %p, not an object of the cache", s->name,
+		       where, id, what, sh->objects[i]);
 	}
 	return 0;
 }
@@ -604,19 +607,30 @@ static int verify_cpu_sheaves(struct za_kmem_cache *s, struct slub_percpu_sheave
 			  pcs->main != &empty_sheaf),
 	       "cache %s cpu %d: a spare sheaf of %u objects (main %u)", s->name, cpu,
 	       spare ? spare->size : 0, pcs->main->size);
-	return verify_sheaf(s, pcs->main, cpu, "main") || verify_sheaf(s, spare, cpu, "spare") ? -1
-												: 0;
+	return verify_sheaf(s, pcs->main, "cpu", cpu, "main") ||
+	       verify_sheaf(s, spare, "cpu", cpu, "spare") ? -1 : 0;
 }
 
-/* Every CPU's sheaves, and each barn's lists whole.  Under every lock of
- * the cache (slab_lock_all). */
+/* A barn's lists whole, and what its full sheaves hold. */
+static int verify_barn(struct za_kmem_cache *s, struct barn *b, int node)
+{
+	if (barn_verify(s->mm, b, s->sheaf_capacity, s->name))
+		return -1;
+	for (const struct sheaf *sh = b->full; sh; sh = sh->next)
+		if (verify_sheaf(s, sh, "node", node, "barn's full"))
+			return -1;
+	return 0;
+}
+
+/* Every CPU's sheaves and every barn.  Under every lock of the cache
+ * (slab_lock_all). */
 int pcs_verify(struct za_kmem_cache *s)
 {
 	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
 		if (verify_cpu_sheaves(s, &s->cpu_sheaves[cpu], cpu))
 			return -1;
 	for (int node = 0; node < s->mm->nr_nodes; node++)
-		if (barn_verify(s->mm, &s->barn[node], s->sheaf_capacity, s->name))
+		if (verify_barn(s, &s->barn[node], node))
 			return -1;
 	return 0;
 }

@@ -289,8 +289,8 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			 * with the object size: what a class of big objects
 			 * empties beyond that goes to the page allocator,
 			 * where every class can reuse it. */
-			cache->cpu_partial_slabs = 0;
 			cache_disable_sheaves(cache);   /* its own are in front */
+			cache->cpu_partial_slabs = 0;
 			unsigned int slabs = MIN_PARTIAL_BYTES >> (PAGE_SHIFT + cache->order);
 			if (cache->min_partial > slabs)
 				cache->min_partial = slabs ? slabs : 1;
