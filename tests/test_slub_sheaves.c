@@ -26,6 +26,16 @@ static void check_filled(void **objs, int n, size_t size)
 			CHECK_EQ(((unsigned char *)objs[i])[k], i & 0xff);
 }
 
+/* Every page back to the buddy lists once the slabs are shrunk (the
+ * sheaves' own memory, kmalloc objects, included), then the system gone. */
+static void destroy_all_returned(za_mm_t *mm)
+{
+	za_shrink_slabs(mm);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 static long long stat_of(za_cache_t *c, const char *name)
 {
 	long long v = za_cache_stat(c, name);
@@ -87,10 +97,7 @@ static void test_exact_counters(void)
 	CHECK_EQ(za_cache_shrink(c), 3);
 	CHECK_STATS(c, { "sheaf_flush", 180 }, { "sheaf_free", 3 }, { "free_slab", 3 });
 	CHECK_EQ(za_cache_destroy(c), 0);
-	za_shrink_slabs(mm);            /* the sheaves' kmalloc slabs */
-	za_drain_all_pages(mm);
-	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
-	CHECK_EQ(za_mm_destroy(mm), 0);
+	destroy_all_returned(mm);
 }
 
 /*
@@ -237,10 +244,7 @@ static void test_shrink_returns_everything(void)
 	CHECK(za_stat(mm, "slab_sheaf_alloc") > 0);
 	CHECK(za_verify(mm) == 0);
 	CHECK_EQ(za_cache_destroy(c), 0);
-	za_shrink_slabs(mm);
-	za_drain_all_pages(mm);
-	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
-	CHECK_EQ(za_mm_destroy(mm), 0);
+	destroy_all_returned(mm);
 	free(k);
 	free(o);
 }
@@ -294,10 +298,7 @@ static void test_concurrent_bulk(void)
 	CHECK(za_cache_stat(c, "free_fastpath") > 0 && za_cache_stat(c, "alloc_fastpath") > 0);
 	CHECK(za_verify(mm) == 0);
 	CHECK_EQ(za_cache_destroy(c), 0);
-	za_shrink_slabs(mm);
-	za_drain_all_pages(mm);
-	CHECK_EQ(za_stat(mm, "nr_free_pages"), za_stat(mm, "nr_managed_pages"));
-	CHECK_EQ(za_mm_destroy(mm), 0);
+	destroy_all_returned(mm);
 }
 
 int main(int argc, char **argv)
