@@ -400,6 +400,9 @@ struct za_mm {
 	struct za_kmem_cache *caches;   /* every cache, under caches_lock */
 	za_lock_t caches_lock;
 	struct za_kmem_cache *free_caches;      /* destroyed caches' descriptors, under caches_lock */
+	/* The events of destroyed caches, which the system's totals keep
+	 * (events only grow), under caches_lock: slab.h's enum slab_event. */
+	uint64_t retired_slab_events[32];
 	struct za_kmem_cache *_Atomic kmalloc_caches[NR_KMALLOC_CACHES];   /* made on first use */
 
 	/* reclaim (vmscan.c) */

@@ -102,6 +102,8 @@ enum slab_event {
 	SL_BARN_PUT_FAIL,               /* ... over its limit, or no empty one to trade */
 	NR_SLAB_EVENTS
 };
+_Static_assert(NR_SLAB_EVENTS <= sizeof(((struct za_mm *)0)->retired_slab_events) / sizeof(uint64_t),
+	       "za_mm keeps a destroyed cache's events");
 
 struct kmem_cache_cpu {
 	/* percpu=rseq (slub.c): the CPU freelist as the restartable fast
@@ -370,6 +372,7 @@ void lock_node(struct kmem_cache_node *n);          /* list_lock, counted */
 void unlock_node(struct kmem_cache_node *n);
 void *slab_alloc_caller(struct za_kmem_cache *s, za_gfp_t gfp, void *caller);
 void slab_stat_fold(struct za_mm *mm, uint64_t *totals);
+void slab_stat_retire(struct za_kmem_cache *s);        /* under caches_lock */
 const char *slab_event_name(int i);
 long slab_shrink_reclaim(struct za_mm *mm);
 unsigned long slab_count(void *mm);

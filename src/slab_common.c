@@ -46,6 +46,7 @@ static void unlink_cache(struct za_kmem_cache *s)
 			*p = s->next;
 			break;
 		}
+	slab_stat_retire(s);
 	za_unlock(&mm->caches_lock);
 }
 

@@ -259,10 +259,18 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	return v;
 }
 
+/* A cache goes: its events stay in the system's totals. */
+void slab_stat_retire(struct za_kmem_cache *s)
+{
+	za_lock_assert_held(s->mm, &s->mm->caches_lock);
+	for (int e = 0; e < NR_SLAB_EVENTS; e++)
+		s->mm->retired_slab_events[e] += cache_event(s, e);
+}
+
 void slab_stat_fold(struct za_mm *mm, uint64_t *totals)
 {
-	memset(totals, 0, sizeof(uint64_t) * NR_SLAB_EVENTS);
 	za_lock(&mm->caches_lock);
+	memcpy(totals, mm->retired_slab_events, sizeof(uint64_t) * NR_SLAB_EVENTS);
 	for (const struct za_kmem_cache *s = mm->caches; s; s = s->next)
 		for (int e = 0; e < NR_SLAB_EVENTS; e++)
 			totals[e] += cache_event(s, e);

@@ -55,6 +55,13 @@ class Trace:
     def free(self, cpu, pfn, order=0):
         self.add(cpu, "mm_page_free", f"page=000000000000dead pfn=0x{pfn:x} order={order}")
 
+    def cache_alloc(self, cpu, ptr, name, size):
+        self.add(cpu, "kmem_cache_alloc", f"call_site=f+0x1/0x2 ptr={ptr:016x} name={name} "
+                 f"bytes_req={size} bytes_alloc={size} gfp_flags=GFP_KERNEL node=-1")
+
+    def cache_free(self, cpu, ptr, name):
+        self.add(cpu, "kmem_cache_free", f"call_site=f+0x1/0x2 ptr={ptr:016x} name={name}")
+
     def write(self, path, header=HEADER):
         with open(path, "w") as f:
             f.write(header + "\n".join(self.lines) + "\n")
@@ -302,6 +309,29 @@ def test_ab_sweep_and_predict(tmp):
     assert [r["experiment"] for r in sweep["runs"]] == ["replay", "replay"]
 
 
+def test_kernel_ab_sheaves(tmp):
+    """--ab kernel=6.18:7.0 on a slab trace: 6.18 gives sheaves only to the
+    caches that ask (vm_area_struct), 7.0 to every cache, with no CPU slab
+    under them: exact counts of 100 allocations and frees per cache."""
+    t = Trace()
+    for i in range(100):
+        t.cache_alloc(0, 0x1000 + i, "vm_area_struct", 200)
+        t.cache_alloc(0, 0x9000 + i, "dentry", 192)
+    for i in range(100):
+        t.cache_free(0, 0x1000 + i, "vm_area_struct")
+        t.cache_free(0, 0x9000 + i, "dentry")
+    path = t.write(os.path.join(tmp, "slab.trace"))
+    doc = json.loads(replay([path, "--json", "--events", "page,slab", "--ab", "kernel=6.18:7.0"]
+                            + ONCE + COLD).stdout)
+    v618, v70 = (v["counters"] for v in doc["variants"])
+    # 6.18: vm_area_struct's 100 from its sheaves, dentry's 100 from its CPU slab
+    assert v618["slab_alloc_cpu_sheaf"] == 100 and v618["slab_free_cpu_sheaf"] == 100, v618
+    assert v618["slab_alloc_fastpath"] >= 100, v618
+    # 7.0: both caches' 200 from sheaves, counted as the fast path; no CPU slab
+    assert v70["slab_alloc_fastpath"] == 200 and v70["slab_free_fastpath"] == 200, v70
+    assert v70["slab_alloc_cpu_sheaf"] == 0 and v70["slab_sheaf_refill"] > 0, v70
+
+
 def test_bad_input(tmp):
     not_trace = os.path.join(tmp, "prose.txt")
     with open(not_trace, "w") as f:
@@ -411,6 +441,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_scorecard, test_drain_after_frees_of_early_pages,
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
+         test_kernel_ab_sheaves,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

@@ -519,6 +519,26 @@ static void bulk(const char *config)
 	free(objs);
 }
 
+/* The system's slab events only grow: a destroyed cache's stay in them. */
+static void test_events_survive_destroy(void)
+{
+	za_mm_t *mm = test_mm("memory=16M,zones=Normal,cpus=1,kswapd=0");
+	za_cache_t *c = za_cache_create(mm, "gone", 64, 0, 0, NULL);
+	void *objs[10];
+	for (int i = 0; i < 10; i++)
+		CHECK((objs[i] = za_cache_alloc(c, 0)));
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(za_cache_free(c, objs[i]), 0);
+	long long allocs = za_stat(mm, "slab_alloc_fastpath") + za_stat(mm, "slab_alloc_slowpath");
+	long long slabs = za_stat(mm, "slab_alloc_slab");
+	CHECK(allocs >= 10 && slabs == 1);
+	CHECK_EQ(za_cache_destroy(c), 0);
+	CHECK_EQ(za_stat(mm, "slab_alloc_fastpath") + za_stat(mm, "slab_alloc_slowpath"), allocs);
+	CHECK_EQ(za_stat(mm, "slab_alloc_slab"), 1);
+	CHECK_EQ(za_stat(mm, "slab_free_slab"), 1);     /* the shrink before the destroy */
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 static void test_bulk(void)
 {
 	bulk("memory=64M,zones=Normal,cpus=2,kswapd=0");
@@ -859,6 +879,7 @@ int main(int argc, char **argv)
 		{ "shrink_destroy_accounting", test_shrink_destroy_accounting },
 		{ "kmalloc", test_kmalloc },
 		{ "kmalloc_rejects_other_pages", test_kmalloc_rejects_other_pages },
+		{ "events_survive_destroy", test_events_survive_destroy },
 		{ "bulk", test_bulk },
 		{ "bulk_sheaves", test_bulk_sheaves },
 		{ "bulk_from_new_slabs", test_bulk_from_new_slabs },
