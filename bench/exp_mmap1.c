@@ -133,16 +133,18 @@ static void mm1_run(struct bench *b, struct variant *v, struct iteration *it)
 static void mm1_print_caches(const struct bench *b, FILE *out)
 {
 	fprintf(out, "\nCaches (cpu partial: the per-CPU partial list's limit, in slabs and in "
-		     "the objects those slabs hold; sheaf: objects per sheaf, 0 without)\n");
-	fprintf(out, "%-18s %-8s %6s %10s %18s %17s %6s\n", "cache", "variant", "order", "objs/slab",
-		"cpu partial slabs", "cpu partial objs", "sheaf");
+		     "the objects those slabs hold; sheaf: objects per sheaf, 0 without; held: free "
+		     "objects in sheaves and barns at the end, and their bytes)\n");
+	fprintf(out, "%-18s %-8s %6s %10s %18s %17s %6s %7s %9s\n", "cache", "variant", "order",
+		"objs/slab", "cpu partial slabs", "cpu partial objs", "sheaf", "held", "held KiB");
 	for (int c = 0; c < 3; c++)
 		for (int i = 0; i < b->nvariants; i++) {
 			struct za_cache_info info;
 			za_cache_info(b->variants[i].caches[c], &info);
-			fprintf(out, "%-18s %-8s %6u %10u %18u %17u %6u\n", info.name,
+			fprintf(out, "%-18s %-8s %6u %10u %18u %17u %6u %7lu %9.1f\n", info.name,
 				b->variants[i].name, info.order, info.objects, info.cpu_partial_slabs,
-				info.cpu_partial_slabs * info.objects, info.sheaf_capacity);
+				info.cpu_partial_slabs * info.objects, info.sheaf_capacity,
+				info.sheaf_objects, info.sheaf_objects * info.size / 1024.0);
 		}
 }
 

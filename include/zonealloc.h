@@ -399,6 +399,7 @@ struct za_cache_info {
 	unsigned int order, objects;            /* per slab */
 	unsigned int cpu_partial_slabs, min_partial;
 	unsigned int sheaf_capacity;            /* 0: no sheaves (slub_sheaves) */
+	unsigned long sheaf_objects;            /* free objects its CPUs' sheaves and barns hold */
 	unsigned int debug;                     /* ZA_SLAB_* debug bits in force */
 };
 void za_cache_info(const za_cache_t *cache, struct za_cache_info *info);

@@ -373,6 +373,7 @@ void unlock_node(struct kmem_cache_node *n);
 void *slab_alloc_caller(struct za_kmem_cache *s, za_gfp_t gfp, void *caller);
 void slab_stat_fold(struct za_mm *mm, uint64_t *totals);
 void slab_stat_retire(struct za_kmem_cache *s);        /* under caches_lock */
+unsigned long sheaf_objects(const struct za_kmem_cache *s);
 const char *slab_event_name(int i);
 long slab_shrink_reclaim(struct za_mm *mm);
 unsigned long slab_count(void *mm);

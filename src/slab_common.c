@@ -391,6 +391,7 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 		.cpu_partial_slabs = s->cpu_partial_slabs,
 		.min_partial = s->min_partial,
 		.sheaf_capacity = s->sheaf_capacity,
+		.sheaf_objects = sheaf_objects(s),
 		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
 	};
 }

@@ -259,6 +259,18 @@ static uint64_t cache_event(const struct za_kmem_cache *s, int e)
 	return v;
 }
 
+/* Objects in the cache's sheaves, its CPUs' and its barns': what went in
+ * (refills, frees) less what came out (allocations, flushes); exact when
+ * no thread is in the middle of moving one. */
+unsigned long sheaf_objects(const struct za_kmem_cache *s)
+{
+	uint64_t in = sheaf_event(s, SL_FREE_FASTPATH) + sheaf_event(s, SL_FREE_CPU_SHEAF) +
+		      load_relaxed(&s->stat[SL_SHEAF_REFILL]);
+	uint64_t out = sheaf_event(s, SL_ALLOC_FASTPATH) + sheaf_event(s, SL_ALLOC_CPU_SHEAF) +
+		       load_relaxed(&s->stat[SL_SHEAF_FLUSH]);
+	return in > out ? (unsigned long)(in - out) : 0;
+}
+
 /* A cache goes: its events stay in the system's totals. */
 void slab_stat_retire(struct za_kmem_cache *s)
 {

@@ -36,6 +36,13 @@ static void destroy_all_returned(za_mm_t *mm)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+static unsigned long held(za_cache_t *c)
+{
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	return info.sheaf_objects;
+}
+
 static long long stat_of(za_cache_t *c, const char *name)
 {
 	long long v = za_cache_stat(c, name);
@@ -86,6 +93,7 @@ static void test_exact_counters(void)
 	CHECK_STATS(c, { "alloc_fastpath", 180 }, { "barn_get_fail", 3 }, { "barn_get", 0 },
 		    { "sheaf_alloc", 2 }, { "sheaf_refill", 180 }, { "alloc_slab", 3 },
 		    { "node_partial_alloc", 2 }, { "alloc_slowpath", 0 }, { "alloc_from_new_slab", 0 });
+	CHECK_EQ(held(c), 0);
 	CHECK(za_verify(mm) == 0);
 	check_filled(objs, N, 64);
 	for (int i = 0; i < N; i++)
@@ -93,9 +101,11 @@ static void test_exact_counters(void)
 	CHECK_STATS(c, { "free_fastpath", 180 }, { "sheaf_alloc", 3 }, { "barn_put", 1 },
 		    { "barn_put_fail", 0 }, { "sheaf_flush", 0 }, { "free_slowpath", 0 },
 		    { "bad_free", 0 });
+	CHECK_EQ(held(c), 180);                 /* main, spare and the barn's full one */
 	CHECK(za_verify(mm) == 0);
 	CHECK_EQ(za_cache_shrink(c), 3);
 	CHECK_STATS(c, { "sheaf_flush", 180 }, { "sheaf_free", 3 }, { "free_slab", 3 });
+	CHECK_EQ(held(c), 0);
 	CHECK_EQ(za_cache_destroy(c), 0);
 	destroy_all_returned(mm);
 }
@@ -122,6 +132,7 @@ static void test_barn_limit(void)
 		CHECK_EQ(za_cache_free(c, objs[i]), 0);
 	CHECK_STATS(c, { "barn_put", 10 }, { "sheaf_alloc", 12 }, { "barn_put_fail", 8 },
 		    { "sheaf_flush", N - KEPT });
+	CHECK_EQ(held(c), KEPT);
 	CHECK(za_verify(mm) == 0);
 	long long slabs = stat_of(c, "alloc_slab"), refilled = stat_of(c, "sheaf_refill");
 	for (int i = 0; i < KEPT; i++)
@@ -157,6 +168,7 @@ static void test_opt_in_6_18(void)
 	/* 6.18's counters: the sheaves' hits apart from the CPU slab's fast
 	 * path, which served the refills' objects. */
 	CHECK_STATS(vma, { "alloc_cpu_sheaf", N }, { "free_cpu_sheaf", 0 });
+	CHECK_EQ(held(vma), 128 - N);
 	CHECK(stat_of(vma, "alloc_from_new_slab") > 0);         /* the CPU slab's bulk path */
 	CHECK_STATS(other, { "sheaf_alloc", 0 }, { "sheaf_refill", 0 });
 	CHECK(stat_of(other, "alloc_fastpath") > 0);
@@ -166,6 +178,8 @@ static void test_opt_in_6_18(void)
 		CHECK_EQ(za_cache_free(other, b[i]), 0);
 	}
 	CHECK_STATS(vma, { "free_cpu_sheaf", N }, { "alloc_cpu_sheaf", N });
+	CHECK_EQ(held(vma), 128);
+	CHECK_EQ(held(other), 0);
 	CHECK_STATS(other, { "alloc_cpu_sheaf", 0 }, { "free_cpu_sheaf", 0 });
 	CHECK(za_verify(mm) == 0);
 	CHECK_EQ(za_cache_destroy(vma), 0);
