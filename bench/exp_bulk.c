@@ -159,12 +159,14 @@ static const char *const bulk_report[] = {
 	"--order 0 --threads 1 --ab bulkfree_outside_lock",
 	"--order 0 --threads 2 --ab bulkfree_outside_lock",
 	"--order 2 --threads 2 --ab pcp_high_order",
+	"--order 0 --threads 2 --ab pcp_own_pageblocks",
 	NULL,
 };
 
 static const char *const rand_report[] = {
 	"--order 0 --threads 2 --ab bulkfree_outside_lock",
 	"--order 1 --threads 2 --ab pcp_high_order",
+	"--order 0 --threads 2 --ab pcp_own_pageblocks",
 	NULL,
 };
 

@@ -131,6 +131,7 @@ static void frag_run(struct bench *b, struct variant *v, struct iteration *it)
 
 static const char *const frag_report[] = {
 	"--ab pcp_high_order",
+	"--ab pcp_own_pageblocks",
 	NULL,
 };
 

@@ -112,8 +112,8 @@ static void purger_run(struct bench *b, struct variant *v, struct iteration *it)
 }
 
 static const char *const purger_report[] = {
-	"--threads 1",
-	"--threads 3",
+	"--threads 1 --ab pcp_own_pageblocks",
+	"--threads 3 --ab pcp_own_pageblocks",
 	NULL,
 };
 
@@ -127,7 +127,8 @@ const struct experiment exp_purger = {
 	.release = purger_release,
 	.report_runs = purger_report,
 	.notes = "The allocating CPUs' lists only refill and the purger's only drain: with "
-		 "today's per-CPU lists every page crosses the zone lock twice, in batches. The "
-		 "RFC's per-CPU-owned pageblocks (not modelled yet) would route the purger's "
-		 "frees back to the owning CPU's lists.",
+		 "today's per-CPU lists every page crosses the zone lock twice, in batches. With "
+		 "pcp_own_pageblocks (the RFC) a refill claims a whole pageblock and the purger's "
+		 "frees go back to the owning CPU's lists (pcp_remote_free), under that CPU's "
+		 "lock: an allocation that finds it busy takes the zone lock instead.",
 };

@@ -19,6 +19,7 @@ const struct ab_switch ab_switches[] = {
 	{ "quicklists", "004", NULL, "0|1", "page-table pages kept constructed on per-CPU lists" },
 	{ "pcp_drain_chunks", NULL, "6.19", "1|2", "a drain over high returns a batch per lock hold" },
 	{ "slub_sheaves", NULL, "7.0", "0|2", "per-CPU sheaves and barns in place of CPU slabs" },
+	{ "pcp_own_pageblocks", NULL, "RFC", "0|1", "per-CPU lists own whole pageblocks; frees go to the owner" },
 	{ "slab_freelist_random", NULL, NULL, "0|1", "hardening: slab free lists in random order" },
 	{ "slab_freelist_hardened", NULL, NULL, "0|1", "hardening: free pointers stored obfuscated" },
 	{ 0 },
@@ -61,6 +62,8 @@ static const struct seed_figure figures[] = {
 	{ "quicklists", "fsmark", NULL, "bytes_zeroed", NULL, "(not measured: a control)" },
 	{ "quicklists", NULL, NULL, "bytes_zeroed", NULL, NULL },
 	{ "slub_sheaves", NULL, NULL, "list_lock_acquire", NULL, NULL },
+	{ "pcp_own_pageblocks", NULL, NULL, "zone_lock_acquire", NULL,
+	  "RFC (Weiner, Apr 2026): zone-lock contention from jemalloc's purger threads at Meta" },
 	{ "pcp_drain_chunks", NULL, NULL, "pcp_bulkfree_pages", "pcp_bulkfree",
 	  "free_pcppages_bulk of 2000+ pages per zone-lock hold seen across Meta's fleet; kbuild "
 	  "sys time -11.9% on 316 CPUs, -3.2% on 36" },

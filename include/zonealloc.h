@@ -125,6 +125,10 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        per-CPU lock dropped between batches (a free
  *                        whose retake fails leaves the rest); 0: all in
  *                        one hold of each
+ *   pcp_own_pageblocks=0 the April 2026 RFC: a refill claims a whole free
+ *                        pageblock for its CPU (when high can hold one),
+ *                        and a block of it freed on another CPU goes back
+ *                        onto the owner's lists; in no preset
  *   llc_per_cpu=auto     the last-level cache per CPU sharing it (the
  *                        kernel's per_cpu_data_slice_size); auto: this
  *                        machine's (0 if unknown)

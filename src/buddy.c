@@ -121,6 +121,14 @@ static bool buddy_merge_likely(struct za_mm *mm, unsigned long pfn, unsigned int
 	return page_is_buddy(pfn_to_page(mm, higher_buddy), order + 1);
 }
 
+/* pcp_own_pageblocks: a block back whole in the lists is no CPU's. */
+static void disown_pageblocks(struct za_mm *mm, unsigned long pfn, unsigned int order)
+{
+	for (unsigned long p = pfn; p < pfn + (1UL << order); p += 1UL << mm->pageblock_order)
+		if (pageblock_owner(mm, p) >= 0)
+			set_pageblock_owner(mm, p, -1);
+}
+
 /*
  * Frees a block into the lists, merging it with its buddy (pfn ^ 2^order)
  * for as long as the buddy is free at the same order.  Zones are aligned to
@@ -155,7 +163,10 @@ static void free_block(struct za_zone *z, struct za_page *page, unsigned int ord
 	}
 	add_to_free_list(z, pfn_to_page(mm, pfn), order, mt, buddy_merge_likely(mm, pfn, order),
 			 dirty, dirty ? epoch : 0);
+	if (unlikely(mm->pcp_own_pageblocks) && order >= mm->pageblock_order)
+		disown_pageblocks(mm, pfn, order);
 }
+
 
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
 {
@@ -421,6 +432,28 @@ struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int
 			      bool nofragment)
 {
 	return rmqueue_block(z, order, mt, cpu, true, nofragment);
+}
+
+/*
+ * pcp_own_pageblocks: a whole free pageblock of type mt for cpu's lists to
+ * own (the RFC's phase 1: no fallback, no stealing), split off a larger
+ * block if need be; NULL if there is none.
+ */
+struct za_page *buddy_claim_pageblock(struct za_zone *z, int mt, int cpu)
+{
+	struct za_mm *mm = z->mm;
+	zone_lock_assert_held(z);
+	for (unsigned int o = mm->pageblock_order; o <= mm->max_order; o++) {
+		struct za_page *page = first_free(z, o, mt);
+		if (!page)
+			continue;
+		take_block(z, page, mm->pageblock_order, o, mt);
+		add_free_pages(z, -(1L << mm->pageblock_order));
+		set_pageblock_owner(mm, page_to_pfn(mm, page), cpu);
+		ev_add(&z->stat, EV_PCP_BLOCK_CLAIM, 1);
+		return page;
+	}
+	return NULL;
 }
 
 /*

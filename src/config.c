@@ -72,6 +72,7 @@ static const struct key keys[] = {
 	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
 	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 3, false, NULL },
 	{ "pcp_drain_chunks",      K_INT,    FIELD(pcp_drain_chunks), 0, 2, false, NULL },
+	{ "pcp_own_pageblocks",    K_BOOL,   FIELD(pcp_own_pageblocks), 0, 1, false, NULL },
 	{ "llc_per_cpu",           K_SIZE,   FIELD(llc_per_cpu), 0, 0, true, NULL },
 	{ "vmstat_interval_ms",    K_INT,    FIELD(vmstat_interval_ms), 0, 3600000, true, NULL },
 	{ "watermark_scale_factor", K_INT,   FIELD(watermark_scale_factor), 1, 3000, false, NULL },

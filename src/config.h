@@ -44,6 +44,7 @@ struct za_config {
 	int64_t pcp_batch_scale_max;    /* the kernel's CONFIG_PCP_BATCH_SCALE_MAX */
 	int64_t pcp_free_high;          /* 1: 5.18's free_high, 2: 6.7's */
 	int64_t pcp_drain_chunks;       /* 1: 6.10's drains of a CPU's lists in parts, 2: 6.19's */
+	int64_t pcp_own_pageblocks;     /* the April 2026 RFC: lists own whole pageblocks */
 	uint64_t llc_per_cpu;           /* ZA_AUTO: the machine's last-level cache / its sharers */
 	int64_t vmstat_interval_ms;     /* ZA_AUTO: 1000 if pcp_high_auto, else 0 */
 	int64_t fallback_steal_smallest;        /* 6.15: claim at any order, then steal the smallest */

@@ -224,4 +224,15 @@ static inline void set_pageblock_mt(struct za_mm *mm, unsigned long pfn, int mt)
 	store_relaxed(&mm->pageblock_mt[pfn >> mm->pageblock_order], (uint8_t)mt);
 }
 
+/* pcp_own_pageblocks: the CPU owning the pageblock of pfn, or -1. */
+static inline int pageblock_owner(const struct za_mm *mm, unsigned long pfn)
+{
+	return (int)load_relaxed(&mm->pageblock_owner[pfn >> mm->pageblock_order]) - 1;
+}
+
+static inline void set_pageblock_owner(struct za_mm *mm, unsigned long pfn, int cpu)
+{
+	store_relaxed(&mm->pageblock_owner[pfn >> mm->pageblock_order], (uint16_t)(cpu + 1));
+}
+
 #endif /* ZA_MEMORY_MODEL_H */

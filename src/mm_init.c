@@ -295,6 +295,7 @@ static int init_layout(struct za_mm *mm)
 	int nr_zones = mm->nr_nodes * mm->nr_zones;
 	size_t pageblocks = (mm->nr_pages >> mm->pageblock_order) + 1;
 	mm->pageblock_mt = memblock_alloc(mm, pageblocks, 1);
+	mm->pageblock_owner = memblock_alloc(mm, pageblocks * sizeof(uint16_t), sizeof(uint16_t));
 	mm->block_zone = memblock_alloc(mm, (mm->nr_pages >> mm->max_order) + 1, 1);
 	mm->nodes = memblock_alloc_array(mm, mm->nr_nodes, struct za_node);
 	mm->zone_by_id = memblock_alloc_array(mm, nr_zones, struct za_zone *);
@@ -305,7 +306,7 @@ static int init_layout(struct za_mm *mm)
 	struct za_pcp *pcp = memblock_alloc_array(mm, (size_t)nr_zones * (size_t)mm->nr_cpus,
 						       struct za_pcp);
 	mm->cpu_stat = memblock_alloc_array(mm, mm->nr_cpus, struct za_events);
-	if (!mm->pageblock_mt || !mm->block_zone || !mm->nodes ||
+	if (!mm->pageblock_mt || !mm->pageblock_owner || !mm->block_zone || !mm->nodes ||
 	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp || !mm->cpu_stat) {
 		errno = ENOMEM;
 		return -1;

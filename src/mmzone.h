@@ -351,6 +351,11 @@ struct za_mm {
 	unsigned long nr_pages;
 	unsigned long nr_sections;
 	_Atomic uint8_t *pageblock_mt;  /* migratetype per pageblock */
+	/* pcp_own_pageblocks: per pageblock, the CPU whose lists claimed it
+	 * whole, + 1 (0: none); set under the zone lock by the claim, cleared
+	 * when the block merges back whole in the buddy lists, read by frees
+	 * without a lock (a stale owner only sends a free to another list). */
+	_Atomic uint16_t *pageblock_owner;
 	uint8_t *block_zone;            /* zone id per max-order block */
 	struct za_zone **zone_by_id;
 	int *cpu_node;                  /* [nr_cpus] */
@@ -379,6 +384,7 @@ struct za_mm {
 	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
 	uint8_t pcp_free_high, pcp_batch_scale_max;
 	uint8_t pcp_drain_chunks;
+	bool pcp_own_pageblocks;
 	struct za_node *nodes;
 
 	struct za_config cfg;

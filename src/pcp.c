@@ -64,6 +64,7 @@ void pcp_setup_lists(struct za_mm *mm)
 	mm->pcp_free_high = (uint8_t)mm->cfg.pcp_free_high;
 	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
 	mm->pcp_drain_chunks = (uint8_t)mm->cfg.pcp_drain_chunks;
+	mm->pcp_own_pageblocks = mm->cfg.pcp_own_pageblocks;
 	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
 	/* The free-side books of 6.7's mechanisms are kept per free, under
 	 * the lock: with them, every block goes through the lists. */
@@ -261,17 +262,37 @@ void zone_check_below_high(struct za_zone *z)
  * lock (buddy_split adds them on read), as is a refill that also hands a
  * block out without the set's lock (front_refill: hit_slot, else -1).
  * The list stays in ascending physical order and its head is handed out
- * first.  Returns how many blocks it got.
+ * first.  With pcp_own_pageblocks the refill claims a whole free pageblock
+ * instead, when there is one of the type, and the CPU owns it (buddy.c).
+ * Returns how many blocks it got.
  */
+/* pcp_own_pageblocks: does this CPU's refill claim a whole pageblock?
+ * Only for the orders below it, and when its lists may hold one: a block
+ * over high would go back with the next free. */
+static bool claims_pageblocks(const struct za_zone *z, int cpu, unsigned int order)
+{
+	const struct za_mm *mm = z->mm;
+	return mm->pcp_own_pageblocks && order < mm->pageblock_order &&
+	       pcp_high(&z->pcp[cpu]) > 1 << mm->pageblock_order;
+}
+
 static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int blocks,
 			struct za_list *list, int mt, bool nofragment, int hit_slot)
 {
 	struct za_list taken;
 	list_init(&taken);
 	uint64_t t0 = zone_lock_bulk(z, "rmqueue_bulk", blocks << order);
-	unsigned long whole = 0;
-	unsigned long pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken,
-						 cpu, nofragment, &whole);
+	unsigned long whole = 0, pages;
+	struct za_page *owned = claims_pageblocks(z, cpu, order) ? buddy_claim_pageblock(z, mt, cpu)
+								   : NULL;
+	if (owned) {            /* the RFC: a whole pageblock, split below */
+		list_add_tail(&owned->lru, &taken);
+		pages = 1UL << z->mm->pageblock_order;
+		whole = 1;
+	} else {
+		pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken, cpu,
+					   nofragment, &whole);
+	}
 	zone_check_below_high(z);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
 	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);

@@ -236,6 +236,54 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	return true;
 }
 
+/* The lock path of a free onto cpu's lists, under their lock (let go on
+ * return).  front: cpu is the caller's, and its fronts are in use. */
+static inline __attribute__((always_inline)) void pcp_free_locked(struct za_zone *z,
+								  struct za_pcp *pcp,
+								  struct za_page *page,
+								  unsigned int order, int mt,
+								  bool front)
+{
+	const struct za_mm *mm = z->mm;
+	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
+	/* the callers' checks: an allocated block of its own, or claimed (0) */
+	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
+	set_page_mt(page, mt);
+	set_page_flags(page, PG_pcp);
+	list_add(&page->lru, &pcp->lists[pindex]);
+	pcp_add_count(pcp, 1 << order);
+	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
+	if (front)
+		pcp_front_balance(z, pcp, pindex, true);
+	if (unlikely(mm->pcp_track_free)) {
+		if (!pcp_free_account(z, pcp, order, pindex))
+			return;         /* pcp_drain_chunks let the lock go */
+	} else {        /* more than once only after a front joined the list */
+		while (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
+			pcp_free_batch(z, pcp, pindex);
+	}
+	za_tryunlock(&pcp->lock);
+}
+
+/*
+ * pcp_own_pageblocks: a block of a pageblock another CPU's lists claimed
+ * goes onto that CPU's lists (the RFC's free routing), if their lock is
+ * free; false sends it to the freeing CPU's, as without the switch.
+ */
+static inline bool pcp_free_to_owner(struct za_zone *z, int cpu, struct za_page *page,
+				     unsigned int order, int mt)
+{
+	int owner = pageblock_owner(z->mm, page_to_pfn(z->mm, page));
+	if (owner < 0 || owner == cpu || owner >= z->mm->nr_cpus)
+		return false;
+	struct za_pcp *pcp = &z->pcp[owner];
+	if (!za_trylock(&pcp->lock))
+		return false;
+	pcp_ev_add(&pcp->stat, EV_PCP_REMOTE_FREE, 1);
+	pcp_free_locked(z, pcp, page, order, mt, false);
+	return true;
+}
+
 /* As pcp_alloc: false when busy. */
 static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
 {
@@ -246,6 +294,8 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
 	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
 	bool front = pcp_use_front(mm, order);
+	if (unlikely(mm->pcp_own_pageblocks) && pcp_free_to_owner(z, cpu, page, order, mt))
+		return true;
 	if (likely(front)) {
 		/* The front's blocks are PG_pcp from the moment they are on it. */
 		struct rseq_percpu pc = pcp_front_percpu(z, pindex);
@@ -259,24 +309,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	}
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return front && pcp_front_spill(z, cpu, page, order, pindex);
-
-	/* the callers' checks: an allocated block of its own, or claimed (0) */
-	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
-	set_page_mt(page, mt);
-	set_page_flags(page, PG_pcp);
-	list_add(&page->lru, &pcp->lists[pindex]);
-	pcp_add_count(pcp, 1 << order);
-	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
-	if (front)
-		pcp_front_balance(z, pcp, pindex, true);
-	if (unlikely(mm->pcp_track_free)) {
-		if (!pcp_free_account(z, pcp, order, pindex))
-			return true;    /* pcp_drain_chunks let the lock go */
-	} else {        /* more than once only after a front joined the list */
-		while (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
-			pcp_free_batch(z, pcp, pindex);
-	}
-	za_tryunlock(&pcp->lock);
+	pcp_free_locked(z, pcp, page, order, mt, front);
 	return true;
 }
 

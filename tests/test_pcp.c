@@ -144,6 +144,57 @@ static void random_accounting(int high_order, int outside)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * pcp_own_pageblocks (the April 2026 RFC): a refill claims a whole free
+ * pageblock of 512 pages for its CPU, in one zone-lock hold; a page of it
+ * freed by another CPU goes back onto the owner's lists (pcp_remote_free,
+ * no zone lock), where the owner takes it again.  Once drained and merged
+ * back whole, the block is no CPU's: a free of a page another CPU then
+ * takes from it goes to that CPU's lists.
+ */
+static void test_own_pageblocks(void)
+{
+	/* high 16384 pages (a pageblock fits), batch 63 */
+	za_mm_t *mm = test_mm("memory=1G,zones=Normal,cpus=2,fair_zone=0,kswapd=0,"
+			      "vmstat_interval_ms=0,percpu_pagelist_high_fraction=8,"
+			      "pcp_own_pageblocks=1");
+	/* zone-lock acquisitions of the allocator only (za_verify takes them) */
+	long long locks = za_stat(mm, "zone_lock_acquire");
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	void *p = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0);
+	CHECK(p);
+	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 1);
+	CHECK_EQ(za_stat(mm, "pcp_refill_pages"), 512);
+	CHECK_EQ(za_bind_cpu(mm, 1), 0);
+	CHECK_EQ(za_free_pages(mm, p, 0), 0);          /* CPU 0's page, freed by CPU 1 */
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 1);
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	for (int i = 0; i < 511; i++) {                 /* the block serves CPU 0 whole */
+		void *q = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0);
+		CHECK(q);
+		CHECK_EQ(za_bind_cpu(mm, 1), 0);
+		CHECK_EQ(za_free_pages(mm, q, 0), 0);
+		CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	}
+	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), locks + 1);  /* the one claim */
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 512);
+	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 1);
+	CHECK_EQ(za_stat(mm, "pcp_refill"), 1);
+	check_accounting(mm, 0);
+	/* Drained, the block merges back whole and is no one's: CPU 1 takes
+	 * a block of its own, and its page freed by CPU 0 goes back to it. */
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_bind_cpu(mm, 1), 0);
+	CHECK((p = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 2);
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	CHECK_EQ(za_free_pages(mm, p, 0), 0);
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 513);
+	CHECK_EQ(za_bind_cpu(mm, -1), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /* Each with the defaults, pcp_high_order=0 ("_order0") and
  * bulkfree_outside_lock=0 ("_in_lock"). */
 static void test_refill_and_bulkfree_order0_in_lock(void)
@@ -209,6 +260,7 @@ int main(int argc, char **argv)
 		{ "refill_and_bulkfree", test_refill_and_bulkfree },
 		{ "random_accounting", test_random_accounting },
 		{ "high_order_lists", test_high_order_lists },
+		{ "own_pageblocks", test_own_pageblocks },
 	};
 	return run_test_cases("test_pcp", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -176,6 +176,15 @@ static void test_kernel_6_19(void)
 	run("memory=64M,zones=DMA32:16M+Normal,kernel=6.19,vmstat_interval_ms=10");
 }
 
+/* The per-CPU-owned pageblocks RFC: refills claim whole pageblocks (high
+ * is large enough for one), and the threads' frees of each other's pages
+ * go back to the owning CPU's lists under that CPU's lock. */
+static void test_own_pageblocks(void)
+{
+	run("memory=128M,zones=DMA32:16M+Normal,percpu_pagelist_high_fraction=8,"
+	    "pcp_own_pageblocks=1");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -183,6 +192,7 @@ int main(int argc, char **argv)
 		{ "order0_in_lock", test_order0_in_lock },
 		{ "two_nodes_debug", test_two_nodes_debug },
 		{ "kernel_6_19", test_kernel_6_19 },
+		{ "own_pageblocks", test_own_pageblocks },
 	};
 	const char *env = getenv("ZA_STRESS_SECONDS");
 	if (env)
