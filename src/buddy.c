@@ -167,7 +167,6 @@ static void free_block(struct za_zone *z, struct za_page *page, unsigned int ord
 		disown_pageblocks(mm, pfn, order);
 }
 
-
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
 {
 	zone_lock_assert_held(z);
@@ -437,9 +436,10 @@ struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int
 /*
  * pcp_own_pageblocks: a whole free pageblock of type mt for cpu's lists to
  * own (the RFC's phase 1: no fallback, no stealing), split off a larger
- * block if need be; NULL if there is none.
+ * block if need be; NULL if there is none.  Traced as the refill's
+ * order-`order` allocations, as buddy_rmqueue_bulk traces its blocks.
  */
-struct za_page *buddy_claim_pageblock(struct za_zone *z, int mt, int cpu)
+struct za_page *buddy_claim_pageblock(struct za_zone *z, unsigned int order, int mt, int cpu)
 {
 	struct za_mm *mm = z->mm;
 	zone_lock_assert_held(z);
@@ -451,6 +451,10 @@ struct za_page *buddy_claim_pageblock(struct za_zone *z, int mt, int cpu)
 		add_free_pages(z, -(1L << mm->pageblock_order));
 		set_pageblock_owner(mm, page_to_pfn(mm, page), cpu);
 		ev_add(&z->stat, EV_PCP_BLOCK_CLAIM, 1);
+		if (tracing(mm))
+			for (unsigned long i = 0; i < 1UL << (mm->pageblock_order - order); i++)
+				tp_zone_locked_slow(z, cpu, page_to_pfn(mm, page) + (i << order),
+						    order, mt);
 		return page;
 	}
 	return NULL;

@@ -71,6 +71,11 @@ static int verify_free_block(struct za_zone *z, struct za_page *page, unsigned i
 	VERIFY((page_flags(page) & ~PG_mem_dirty) == PG_buddy && page_order(page) == order,
 	       "zone %s: pfn %lu on the order-%u list has flags %#x order %u",
 	       z->name, pfn, order, page_flags(page), page_order(page));
+	for (unsigned long p = pfn; order >= mm->pageblock_order && p < pfn + (1UL << order);
+	     p += 1UL << mm->pageblock_order)
+		VERIFY(pageblock_owner(mm, p) < 0,
+		       "zone %s: pageblock pfn %lu, free whole, still owned by cpu %d", z->name, p,
+		       pageblock_owner(mm, p));
 	if (order < mm->max_order) {
 		struct za_page *buddy = pfn_to_page(mm, pfn ^ (1UL << order));
 		VERIFY(!(page_flags(buddy) & PG_buddy) || page_order(buddy) != order,

@@ -59,7 +59,7 @@ struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int mt, int
 			      bool trace_locked, bool nofragment);
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
 			      bool nofragment);
-struct za_page *buddy_claim_pageblock(struct za_zone *z, int mt, int cpu);
+struct za_page *buddy_claim_pageblock(struct za_zone *z, unsigned int order, int mt, int cpu);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
 				 int mt, struct za_list *out, int cpu, bool nofragment,
 				 unsigned long *blocks);

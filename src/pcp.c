@@ -255,6 +255,22 @@ void zone_check_below_high(struct za_zone *z)
  * ------------------------------------------------------------------------ */
 
 /*
+ * pcp_own_pageblocks: does this CPU's refill claim a whole pageblock?
+ * Only under the CPU's lock (not a front's refill, which runs while the
+ * lock is busy and hands its blocks to a front of about a batch), for the
+ * orders below a pageblock, in a zone of the CPU's node, and when the
+ * lists can hold one: a block over high would go back with the next free.
+ */
+static bool claims_pageblocks(const struct za_zone *z, int cpu, unsigned int order, int hit_slot)
+{
+	const struct za_mm *mm = z->mm;
+	const struct za_pcp *pcp = &z->pcp[cpu];
+	return mm->pcp_own_pageblocks && hit_slot < 0 && order < mm->pageblock_order &&
+	       z->node == mm->cpu_node[cpu] &&
+	       pcp_count(pcp) + (1 << mm->pageblock_order) <= pcp_high(pcp);
+}
+
+/*
  * Takes `blocks` blocks of one order from the buddy lists in a single
  * zone-lock hold, as whole free blocks (buddy_rmqueue_bulk), and splits
  * them onto the list after releasing the lock: the blocks are ours by then.
@@ -266,16 +282,6 @@ void zone_check_below_high(struct za_zone *z)
  * instead, when there is one of the type, and the CPU owns it (buddy.c).
  * Returns how many blocks it got.
  */
-/* pcp_own_pageblocks: does this CPU's refill claim a whole pageblock?
- * Only for the orders below it, and when its lists may hold one: a block
- * over high would go back with the next free. */
-static bool claims_pageblocks(const struct za_zone *z, int cpu, unsigned int order)
-{
-	const struct za_mm *mm = z->mm;
-	return mm->pcp_own_pageblocks && order < mm->pageblock_order &&
-	       pcp_high(&z->pcp[cpu]) > 1 << mm->pageblock_order;
-}
-
 static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int blocks,
 			struct za_list *list, int mt, bool nofragment, int hit_slot)
 {
@@ -283,8 +289,8 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 	list_init(&taken);
 	uint64_t t0 = zone_lock_bulk(z, "rmqueue_bulk", blocks << order);
 	unsigned long whole = 0, pages;
-	struct za_page *owned = claims_pageblocks(z, cpu, order) ? buddy_claim_pageblock(z, mt, cpu)
-								   : NULL;
+	struct za_page *owned = claims_pageblocks(z, cpu, order, hit_slot) ?
+					buddy_claim_pageblock(z, order, mt, cpu) : NULL;
 	if (owned) {            /* the RFC: a whole pageblock, split below */
 		list_add_tail(&owned->lru, &taken);
 		pages = 1UL << z->mm->pageblock_order;

@@ -237,12 +237,14 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 }
 
 /* The lock path of a free onto cpu's lists, under their lock (let go on
- * return).  front: cpu is the caller's, and its fronts are in use. */
+ * return).  front: cpu is the caller's, and its fronts are in use.
+ * remote: another CPU's free routed here (pcp_own_pageblocks), which keeps
+ * only high: the books of 6.7's tuning are the CPU's own frees. */
 static inline __attribute__((always_inline)) void pcp_free_locked(struct za_zone *z,
 								  struct za_pcp *pcp,
 								  struct za_page *page,
 								  unsigned int order, int mt,
-								  bool front)
+								  bool front, bool remote)
 {
 	const struct za_mm *mm = z->mm;
 	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
@@ -255,7 +257,7 @@ static inline __attribute__((always_inline)) void pcp_free_locked(struct za_zone
 	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
 	if (front)
 		pcp_front_balance(z, pcp, pindex, true);
-	if (unlikely(mm->pcp_track_free)) {
+	if (unlikely(mm->pcp_track_free) && !remote) {
 		if (!pcp_free_account(z, pcp, order, pindex))
 			return;         /* pcp_drain_chunks let the lock go */
 	} else {        /* more than once only after a front joined the list */
@@ -280,7 +282,7 @@ static inline bool pcp_free_to_owner(struct za_zone *z, int cpu, struct za_page 
 	if (!za_trylock(&pcp->lock))
 		return false;
 	pcp_ev_add(&pcp->stat, EV_PCP_REMOTE_FREE, 1);
-	pcp_free_locked(z, pcp, page, order, mt, false);
+	pcp_free_locked(z, pcp, page, order, mt, false, true);
 	return true;
 }
 
@@ -309,7 +311,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 	}
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return front && pcp_front_spill(z, cpu, page, order, pindex);
-	pcp_free_locked(z, pcp, page, order, mt, front);
+	pcp_free_locked(z, pcp, page, order, mt, front, false);
 	return true;
 }
 

@@ -169,15 +169,23 @@ static void test_own_pageblocks(void)
 	CHECK_EQ(za_free_pages(mm, p, 0), 0);          /* CPU 0's page, freed by CPU 1 */
 	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 1);
 	CHECK_EQ(za_bind_cpu(mm, 0), 0);
-	for (int i = 0; i < 511; i++) {                 /* the block serves CPU 0 whole */
-		void *q = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0);
-		CHECK(q);
-		CHECK_EQ(za_bind_cpu(mm, 1), 0);
-		CHECK_EQ(za_free_pages(mm, q, 0), 0);
-		CHECK_EQ(za_bind_cpu(mm, 0), 0);
-	}
+	void *block[512];                               /* the block serves CPU 0 whole */
+	for (int i = 0; i < 512; i++)
+		CHECK((block[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	check_accounting(mm, 512);
+	CHECK_EQ(za_stat(mm, "nr_pcp_pages"), 0);
+	CHECK_EQ(za_bind_cpu(mm, 1), 0);
+	for (int i = 0; i < 511; i++)
+		CHECK_EQ(za_free_pages(mm, block[i], 0), 0);
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);                /* and again, freed on CPU 1 */
+	for (int i = 0; i < 511; i++)
+		CHECK((block[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	CHECK_EQ(za_bind_cpu(mm, 1), 0);
+	for (int i = 0; i < 512; i++)
+		CHECK_EQ(za_free_pages(mm, block[i], 0), 0);
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
 	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), locks + 1);  /* the one claim */
-	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 512);
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 1 + 511 + 512);
 	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 1);
 	CHECK_EQ(za_stat(mm, "pcp_refill"), 1);
 	check_accounting(mm, 0);
@@ -189,7 +197,7 @@ static void test_own_pageblocks(void)
 	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 2);
 	CHECK_EQ(za_bind_cpu(mm, 0), 0);
 	CHECK_EQ(za_free_pages(mm, p, 0), 0);
-	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 513);
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 1 + 511 + 512 + 1);
 	CHECK_EQ(za_bind_cpu(mm, -1), 0);
 	check_fully_coalesced(mm, 10);
 	CHECK_EQ(za_mm_destroy(mm), 0);
