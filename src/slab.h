@@ -179,17 +179,18 @@ struct za_kmem_cache {
 	unsigned long random;           /* free pointer hardening key, 0 if off */
 	struct rseq_link link;          /* percpu=rseq: the free pointer, for the sections */
 	unsigned int debug;             /* SLAB_* debug flags */
+	/* slub_sheaves: objects per sheaf, 0 for a cache without them (debug,
+	 * not asked for, or the malloc's); then the CPU slabs and partial
+	 * lists are off as well with slub_sheaves=2 (7.0 removed them).  Read
+	 * by every allocation and free, beside debug. */
+	unsigned int sheaf_capacity;
+	bool cpu_slab_off;
 	unsigned int order, objects;    /* preferred slab size */
 	unsigned int min_order, min_objects;   /* fallback when that fails */
 	unsigned int cpu_partial_slabs;
 	unsigned int min_partial;
 	unsigned int align;
 	unsigned int flags;             /* ZA_SLAB_* */
-	/* slub_sheaves: objects per sheaf, 0 for a cache without them (debug,
-	 * not asked for, or the malloc's); then the CPU slabs and partial
-	 * lists are off as well with slub_sheaves=2 (7.0 removed them). */
-	unsigned int sheaf_capacity;
-	bool cpu_slab_off;
 	struct slub_percpu_sheaves *cpu_sheaves;        /* [mm->nr_cpus] */
 	struct barn *barn;                              /* [mm->nr_nodes] */
 	unsigned int owner_tag;         /* for the cache's creator (malloc's class), < 255; or SLAB_NO_TAG */

@@ -1002,7 +1002,8 @@ static bool free_single(struct za_kmem_cache *s, struct za_page *slab, void *obj
  * ------------------------------------------------------------------------ */
 /* The CPU freelist under its lock (all of percpu=lock; rseq's misses):
  * false if the lock is busy, or rseq's thread runs on another CPU now. */
-static bool cpu_alloc_locked(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int cpu,
+static inline __attribute__((always_inline)) bool cpu_alloc_locked(struct za_kmem_cache *s,
+								   struct kmem_cache_cpu *c, int cpu,
 			     za_gfp_t gfp, int node, void **objp)
 {
 	if (unlikely(!za_trylock(&c->lock)))
@@ -1024,11 +1025,25 @@ static bool cpu_alloc_locked(struct za_kmem_cache *s, struct kmem_cache_cpu *c, 
 	return true;
 }
 
-/* An object from the slabs, below the sheaves: for a debug cache checked
- * under its node's lock; else from the CPU slab (with slub_sheaves=2,
- * straight from the node's lists); NULL without memory. */
-static void *slab_paths_alloc(struct za_kmem_cache *s, za_gfp_t gfp, int cpu, int node,
-			      void *caller)
+/* The CPU slab's allocation: the restartable pop, else under the CPU's
+ * lock, else (busy) straight from the node's lists; NULL without memory. */
+static inline __attribute__((always_inline)) void *cpu_slab_alloc(struct za_kmem_cache *s,
+								  za_gfp_t gfp, int cpu, int node)
+{
+	void *obj;
+	if (likely(percpu_sections(s->mm)) && likely(obj = cpu_pop(s)))
+		return obj;     /* counted in the stack's tally */
+	if (!cpu_alloc_locked(s, &s->cpu_slab[cpu], cpu, gfp, node, &obj))
+		obj = alloc_single(s, gfp, node);
+	return obj;
+}
+
+/* An object from the slabs, below the sheaves (and for sheaves' memory,
+ * and bulk allocations whose CPU lock was busy): for a debug cache checked
+ * under its node's lock; else from the CPU slab, or with slub_sheaves=2
+ * straight from the node's lists. */
+static __attribute__((noinline)) void *slab_paths_alloc(struct za_kmem_cache *s, za_gfp_t gfp,
+							int cpu, int node, void *caller)
 {
 	void *obj;
 	if (unlikely(s->debug)) {
@@ -1041,11 +1056,7 @@ static void *slab_paths_alloc(struct za_kmem_cache *s, za_gfp_t gfp, int cpu, in
 		cache_stat(s, SL_ALLOC_SLOWPATH);       /* what the sheaves missed */
 		return alloc_single(s, gfp, node);
 	}
-	if (likely(percpu_sections(s->mm)) && likely(obj = cpu_pop(s)))
-		return obj;     /* counted in the stack's tally */
-	if (!cpu_alloc_locked(s, &s->cpu_slab[cpu], cpu, gfp, node, &obj))
-		obj = alloc_single(s, gfp, node);
-	return obj;
+	return cpu_slab_alloc(s, gfp, cpu, node);
 }
 
 void *slab_alloc_nosheaf(struct za_kmem_cache *s, za_gfp_t gfp, int node)
@@ -1053,15 +1064,21 @@ void *slab_alloc_nosheaf(struct za_kmem_cache *s, za_gfp_t gfp, int node)
 	return slab_paths_alloc(s, gfp, this_cpu(s->mm), node, __builtin_return_address(0));
 }
 
+/* A debug cache's or a cache with sheaves: the sheaves first. */
+static __attribute__((noinline)) void *alloc_special(struct za_kmem_cache *s, za_gfp_t gfp,
+						     int cpu, int node, void *caller)
+{
+	void *obj = s->sheaf_capacity ? alloc_from_pcs(s, gfp, cpu) : NULL;
+	return obj ? obj : slab_paths_alloc(s, gfp, cpu, node, caller);
+}
+
 static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
 {
 	struct za_mm *mm = s->mm;
 	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
-	void *obj = NULL;
-	if (s->sheaf_capacity)
-		obj = alloc_from_pcs(s, gfp, cpu);
-	if (!obj)
-		obj = slab_paths_alloc(s, gfp, cpu, node, caller);
+	/* One test for both: a cache with sheaves never debugs. */
+	void *obj = unlikely(s->debug | s->sheaf_capacity) ? alloc_special(s, gfp, cpu, node, caller)
+							    : cpu_slab_alloc(s, gfp, cpu, node);
 	if (unlikely(!obj)) {
 		za_set_last_error("za_cache_alloc(%s): out of memory", s->name);
 		errno = ENOMEM;
@@ -1175,11 +1192,12 @@ static int cpu_free_locked(struct za_kmem_cache *s, struct za_page *slab, void *
 	return ret;
 }
 
-/* A free below the sheaves. */
-static int slab_paths_free(struct za_kmem_cache *s, struct za_page *slab, void *obj, void *caller)
+/* The CPU slab's free: the restartable push, else under the CPU's lock,
+ * else (another slab, or busy) into its slab. */
+static inline __attribute__((always_inline)) int cpu_slab_free(struct za_kmem_cache *s,
+							       struct za_page *slab, void *obj,
+							       void *caller)
 {
-	if (unlikely(s->debug) || s->cpu_slab_off)
-		return free_other(s, slab, obj, caller);
 	int r = percpu_sections(s->mm) ? cpu_push(s, slab, obj) : -1;
 	if (likely(r == 0))
 		return 0;
@@ -1188,28 +1206,31 @@ static int slab_paths_free(struct za_kmem_cache *s, struct za_page *slab, void *
 	return free_other(s, slab, obj, caller);
 }
 
-/* slub_sheaves: an object start of slab goes into this CPU's main sheaf
- * if it can; everything else takes the slab paths. */
-static __attribute__((noinline)) int free_via_sheaves(struct za_kmem_cache *s,
-						      struct za_page *slab, void *obj,
-						      void *caller)
+/* A debug cache's free, or one with sheaves: an object start of slab goes
+ * into this CPU's main sheaf if it can, everything else below them. */
+static __attribute__((noinline)) int free_special(struct za_kmem_cache *s, struct za_page *slab,
+						  void *obj, void *caller)
 {
+	if (s->debug)
+		return free_other(s, slab, obj, caller);
 	size_t idx, off = (size_t)((uintptr_t)obj - (uintptr_t)slab_base(s, slab));
 	if (unlikely(!slab_object_at(s, off, slab_objects(slab), &idx)))
 		return free_other(s, slab, obj, caller);       /* reports */
 	int r = free_to_pcs(s, slab, obj, this_cpu(s->mm));
 	if (likely(r == 0))
 		return 0;
-	return r < 0 ? double_free(s, obj) : slab_paths_free(s, slab, obj, caller);
+	if (r < 0)
+		return double_free(s, obj);
+	return s->cpu_slab_off ? free_other(s, slab, obj, caller) : cpu_slab_free(s, slab, obj, caller);
 }
 
 static inline __attribute__((always_inline)) int cache_free(struct za_kmem_cache *s,
 							    struct za_page *slab, void *obj,
 							    void *caller)
 {
-	if (s->sheaf_capacity)
-		return free_via_sheaves(s, slab, obj, caller);
-	return slab_paths_free(s, slab, obj, caller);
+	if (unlikely(s->debug | s->sheaf_capacity))
+		return free_special(s, slab, obj, caller);
+	return cpu_slab_free(s, slab, obj, caller);
 }
 
 int za_cache_free(za_cache_t *s, void *obj)
