@@ -276,8 +276,9 @@ static inline bool pcp_free_to_owner(struct za_zone *z, int cpu, struct za_page 
 				     unsigned int order, int mt)
 {
 	int owner = pageblock_owner(z->mm, page_to_pfn(z->mm, page));
-	if (owner < 0 || owner == cpu || owner >= z->mm->nr_cpus)
+	if (owner < 0 || owner == cpu)
 		return false;
+	VM_BUG_ON(z->mm, owner >= z->mm->nr_cpus);    /* set from a CPU of the system */
 	struct za_pcp *pcp = &z->pcp[owner];
 	if (!za_trylock(&pcp->lock))
 		return false;

@@ -35,6 +35,21 @@ struct sheaf *barn_take(struct za_mm *mm, struct barn *b, bool full)
 	return s;
 }
 
+void barn_put(struct za_mm *mm, struct barn *b, struct sheaf *s, bool full)
+{
+	za_lock(&b->lock);
+	barn_add(mm, b, s, full);
+	za_unlock(&b->lock);
+}
+
+struct sheaf *barn_get(struct za_mm *mm, struct barn *b, bool full)
+{
+	za_lock(&b->lock);
+	struct sheaf *s = barn_take(mm, b, full);
+	za_unlock(&b->lock);
+	return s;
+}
+
 /* The barn's count of sheaves stays: the limits on either list need no
  * look (the kernel's barn_replace_empty_sheaf ignores them too). */
 struct sheaf *barn_trade(struct za_mm *mm, struct barn *b, struct sheaf *give, bool give_full)

@@ -36,12 +36,22 @@ struct barn {
 	unsigned int nr_full, nr_empty;
 };
 
+static inline void sheaf_swap(struct sheaf **a, struct sheaf **b)
+{
+	struct sheaf *t = *a;
+	*a = *b;
+	*b = t;
+}
+
 /* Under the barn's lock: a full (or empty) sheaf onto its list, off it
  * (NULL if none), or traded for one of the other kind (NULL if none: give
  * stays the caller's). */
 void barn_add(struct za_mm *mm, struct barn *b, struct sheaf *s, bool full);
 struct sheaf *barn_take(struct za_mm *mm, struct barn *b, bool full);
 struct sheaf *barn_trade(struct za_mm *mm, struct barn *b, struct sheaf *give, bool give_full);
+/* The same two, taking the lock. */
+void barn_put(struct za_mm *mm, struct barn *b, struct sheaf *s, bool full);
+struct sheaf *barn_get(struct za_mm *mm, struct barn *b, bool full);
 
 /* za_verify: a barn's lists hold sheaves of `capacity`, full and empty,
  * as many as it counts ("what" names it in the report).  Under its lock. */

@@ -218,6 +218,12 @@ static inline struct slab_counts node_slab_counts(const struct za_kmem_cache *s,
 	};
 }
 
+/* The node of a slab (an allocated block: its head names its zone). */
+static inline int slab_nid(const struct za_mm *mm, const struct za_page *slab)
+{
+	return mm->zone_by_id[slab->zone]->node;
+}
+
 /* Which of the node's counts a slab of `order` is in. */
 static inline unsigned int slab_count_index(const struct za_kmem_cache *s, unsigned int order)
 {

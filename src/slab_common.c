@@ -123,10 +123,9 @@ void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode)
 
 void slub_destroy_all(struct za_mm *mm)
 {
-	za_shrink_slabs(mm);    /* sheaves first: they are kmalloc objects */
+	za_shrink_slabs(mm);    /* every cache's sheaves, then its slabs */
 	while (mm->caches) {
 		struct za_kmem_cache *s = mm->caches;
-		za_cache_shrink(s);
 		mm->caches = s->next;
 		cache_desc_free(s);
 	}

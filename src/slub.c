@@ -395,10 +395,9 @@ static void *get_freelist(struct za_kmem_cache *s, struct za_page *slab)
 /* ------------------------------------------------------------------------
  * Node partial lists
  * ------------------------------------------------------------------------ */
-/* A slab is an allocated block: its head names its zone. */
 static struct kmem_cache_node *slab_node(struct za_kmem_cache *s, struct za_page *slab)
 {
-	return &s->node[s->mm->zone_by_id[slab->zone]->node];
+	return &s->node[slab_nid(s->mm, slab)];
 }
 
 /* obj is an object start of a slab of s (ZA_DEBUG_VM's check of every
@@ -1504,7 +1503,7 @@ void za_cache_free_bulk(za_cache_t *s, size_t n, void **objs)
 		const char *base;
 		unsigned int objects;
 		struct za_page *slab = objs[i] ? chain_slab(s, objs[i], &base, &objects) : NULL;
-		if (!slab || mm->zone_by_id[slab->zone]->node != mm->cpu_node[cpu]) {
+		if (!slab || slab_nid(mm, slab) != mm->cpu_node[cpu]) {
 			za_cache_free(s, objs[i]);      /* reports, or another node's */
 			continue;
 		}
@@ -1552,12 +1551,12 @@ static void flush_sheaves(struct za_kmem_cache *s, bool wait)
 	barn_shrink(s);
 }
 
-/* Empties every CPU's sheaves and slabs onto the node lists and frees every
- * empty slab, whatever min_partial says.  Returns the slabs freed. */
+/* Empties every CPU's slabs onto the node lists and frees every empty
+ * slab, whatever min_partial says (the sheaves flushed first, by the
+ * callers).  Returns the slabs freed. */
 static long shrink_cache(struct za_kmem_cache *s, bool wait)
 {
 	long freed = 0;
-	flush_sheaves(s, wait);
 	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
 		flush_cpu_slab(s, cpu, wait);
 	for (int node = 0; node < s->mm->nr_nodes; node++) {
@@ -1586,6 +1585,7 @@ static long shrink_cache(struct za_kmem_cache *s, bool wait)
 
 long za_cache_shrink(za_cache_t *s)
 {
+	flush_sheaves(s, true);
 	return shrink_cache(s, true);
 }
 

@@ -254,7 +254,7 @@ bool debug_free_check(struct za_kmem_cache *s, struct za_page *slab, void *obj, 
 {
 	const unsigned char *bad;
 	const char *where;
-	za_lock_assert_held(s->mm, &s->node[s->mm->zone_by_id[slab->zone]->node].list_lock);
+	za_lock_assert_held(s->mm, &s->node[slab_nid(s->mm, slab)].list_lock);
 	if ((s->debug & SLAB_CONSISTENCY_CHECKS) && on_free_list(s, slab, obj, free_head)) {
 		slab_report(s, obj, "double free of object %p", obj);
 		return false;

@@ -67,20 +67,11 @@ static struct barn *pcs_barn(struct za_kmem_cache *s, const struct slub_percpu_s
 	return &s->barn[s->mm->cpu_node[pcs_cpu(s, pcs)]];
 }
 
-/* The sheaves of the CPU the thread runs on now, locked: after a slow
- * path let go of them, it may run elsewhere. */
-static struct slub_percpu_sheaves *lock_this_cpu(struct za_kmem_cache *s)
+/* The sheaves of the CPU the thread runs on now: after a slow path let go
+ * of them, it may run elsewhere. */
+static struct slub_percpu_sheaves *this_cpu_sheaves(struct za_kmem_cache *s)
 {
-	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[this_cpu(s->mm)];
-	za_trylock_wait(&pcs->lock);
-	return pcs;
-}
-
-static void swap_sheaves(struct sheaf **a, struct sheaf **b)
-{
-	struct sheaf *t = *a;
-	*a = *b;
-	*b = t;
+	return &s->cpu_sheaves[this_cpu(s->mm)];
 }
 
 /* ------------------------------------------------------------------------
@@ -133,21 +124,6 @@ static bool refill_sheaf(struct za_kmem_cache *s, struct sheaf *sh, za_gfp_t gfp
 	return false;
 }
 
-static void barn_put(struct za_kmem_cache *s, struct barn *b, struct sheaf *sh, bool full)
-{
-	za_lock(&b->lock);
-	barn_add(s->mm, b, sh, full);
-	za_unlock(&b->lock);
-}
-
-static struct sheaf *barn_get(struct za_kmem_cache *s, struct barn *b, bool full)
-{
-	za_lock(&b->lock);
-	struct sheaf *sh = barn_take(s->mm, b, full);
-	za_unlock(&b->lock);
-	return sh;
-}
-
 /* An empty sheaf no one needs: to the barn below its limit, else freed. */
 static void put_empty(struct za_kmem_cache *s, struct barn *b, struct sheaf *sh)
 {
@@ -178,16 +154,38 @@ static void install_full(struct za_kmem_cache *s, struct slub_percpu_sheaves *pc
 		if (!pcs->spare)
 			pcs->spare = old;
 		else
-			barn_put(s, b, old, false);
+			barn_put(s->mm, b, old, false);
 	} else if (!pcs->spare) {
 		pcs->spare = full;
 	} else if (!pcs->spare->size) {
-		barn_put(s, b, pcs->spare, false);
+		barn_put(s->mm, b, pcs->spare, false);
 		pcs->spare = full;
 	} else {
-		barn_put(s, b, full, true);
+		barn_put(s->mm, b, full, true);
 		cache_stat(s, SL_BARN_PUT);
 	}
+}
+
+/* Under pcs's lock, main empty: objects in its place without the slabs --
+ * the spare if it has some, else a full sheaf of the barn, for main (the
+ * static sheaf, no one's, is simply dropped).  Whether main has some now. */
+static bool fill_main_from_spare_or_barn(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs)
+{
+	struct za_mm *mm = s->mm;
+	struct barn *b = pcs_barn(s, pcs);
+	za_lock_assert_held(mm, &pcs->lock);
+	if (pcs->spare && pcs->spare->size) {
+		sheaf_swap(&pcs->main, &pcs->spare);
+		return true;
+	}
+	za_lock(&b->lock);
+	struct sheaf *full = pcs->main == &empty_sheaf ? barn_take(mm, b, true) :
+							 barn_trade(mm, b, pcs->main, false);
+	za_unlock(&b->lock);
+	cache_stat(s, full ? SL_BARN_GET : SL_BARN_GET_FAIL);
+	if (full)
+		pcs->main = full;
+	return full != NULL;
 }
 
 /*
@@ -201,21 +199,8 @@ static struct slub_percpu_sheaves *replace_empty_main(struct za_kmem_cache *s,
 {
 	struct za_mm *mm = s->mm;
 	struct barn *b = pcs_barn(s, pcs);
-	za_lock_assert_held(mm, &pcs->lock);
-	if (pcs->spare && pcs->spare->size) {
-		swap_sheaves(&pcs->main, &pcs->spare);
+	if (fill_main_from_spare_or_barn(s, pcs))
 		return pcs;
-	}
-	za_lock(&b->lock);
-	struct sheaf *full = pcs->main == &empty_sheaf ? barn_take(mm, b, true) :
-							 barn_trade(mm, b, pcs->main, false);
-	za_unlock(&b->lock);
-	if (full) {
-		cache_stat(s, SL_BARN_GET);
-		pcs->main = full;
-		return pcs;
-	}
-	cache_stat(s, SL_BARN_GET_FAIL);
 	if (gfp & ZA_GFP_NOWAIT) {
 		za_tryunlock(&pcs->lock);
 		return NULL;
@@ -224,13 +209,14 @@ static struct slub_percpu_sheaves *replace_empty_main(struct za_kmem_cache *s,
 	pcs->spare = NULL;
 	int node = mm->cpu_node[pcs_cpu(s, pcs)];
 	za_tryunlock(&pcs->lock);
-	if (!empty && !(empty = barn_get(s, b, false)) && !(empty = sheaf_alloc(s, gfp)))
+	if (!empty && !(empty = barn_get(s->mm, b, false)) && !(empty = sheaf_alloc(s, gfp)))
 		return NULL;
 	if (!refill_sheaf(s, empty, gfp, node)) {
 		sheaf_free(s, empty);   /* short of memory: the barn can do without */
 		return NULL;
 	}
-	pcs = lock_this_cpu(s);
+	pcs = this_cpu_sheaves(s);
+	za_trylock_wait(&pcs->lock);
 	install_full(s, pcs, empty);
 	return pcs;
 }
@@ -264,15 +250,15 @@ static void install_empty(struct za_kmem_cache *s, struct slub_percpu_sheaves *p
 	if (main == &empty_sheaf) {
 		pcs->main = empty;
 	} else if (main->size < main->capacity) {
-		barn_put(s, b, empty, false);
+		barn_put(s->mm, b, empty, false);
 	} else if (!pcs->spare) {
 		pcs->spare = main;
 		pcs->main = empty;
 	} else if (pcs->spare->size < pcs->spare->capacity) {
-		swap_sheaves(&pcs->main, &pcs->spare);
-		barn_put(s, b, empty, false);
+		sheaf_swap(&pcs->main, &pcs->spare);
+		barn_put(s->mm, b, empty, false);
 	} else {
-		barn_put(s, b, main, true);
+		barn_put(s->mm, b, main, true);
 		cache_stat(s, SL_BARN_PUT);
 		pcs->main = empty;
 	}
@@ -285,7 +271,7 @@ static bool flush_main(struct za_kmem_cache *s)
 	void *batch[PCS_BATCH_MAX];
 	bool flushed = false;
 	for (;;) {
-		struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[this_cpu(s->mm)];
+		struct slub_percpu_sheaves *pcs = this_cpu_sheaves(s);
 		if (!za_trylock(&pcs->lock))
 			return flushed;
 		struct sheaf *main = pcs->main;
@@ -306,8 +292,8 @@ static bool flush_main(struct za_kmem_cache *s)
 	}
 }
 
-/* Under the barn's lock: trades the full sheaf for an empty one; NULL if
- * the barn has its fill of full ones (*over) or no empty one. */
+/* Trades the full sheaf for an empty one of the barn; NULL if the barn
+ * has its fill of full ones (*over) or no empty one. */
 static struct sheaf *barn_replace_full(struct za_kmem_cache *s, struct barn *b,
 				       struct sheaf *full, bool *over)
 {
@@ -318,6 +304,48 @@ static struct sheaf *barn_replace_full(struct za_kmem_cache *s, struct barn *b,
 	return empty;
 }
 
+/* Under pcs's lock, main full (or the static sheaf): room in its place
+ * without allocating -- an empty sheaf of the barn while there is no
+ * spare, the empty spare, or a trade of main at the barn within its limit.
+ * Whether main has room now; *over: the barn has its fill of full ones. */
+static bool make_room(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs, bool *over)
+{
+	struct barn *b = pcs_barn(s, pcs);
+	struct sheaf *empty;
+	za_lock_assert_held(s->mm, &pcs->lock);
+	*over = false;
+	if (!pcs->spare) {
+		if (!(empty = barn_get(s->mm, b, false)))
+			return false;
+		if (pcs->main != &empty_sheaf)
+			pcs->spare = pcs->main;
+		pcs->main = empty;
+	} else if (pcs->spare->size < pcs->spare->capacity) {
+		sheaf_swap(&pcs->main, &pcs->spare);
+	} else if ((empty = barn_replace_full(s, b, pcs->main, over))) {
+		cache_stat(s, SL_BARN_PUT);
+		pcs->main = empty;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* An empty sheaf made or flushed with the sheaves let go: installed in
+ * the sheaves of the CPU the thread runs on now, locked and returned; or,
+ * if they are busy, put away (NULL). */
+static struct slub_percpu_sheaves *relock_install_empty(struct za_kmem_cache *s,
+							struct sheaf *empty)
+{
+	struct slub_percpu_sheaves *pcs = this_cpu_sheaves(s);
+	if (!za_trylock(&pcs->lock)) {
+		put_empty(s, pcs_barn(s, pcs), empty);
+		return NULL;
+	}
+	install_empty(s, pcs, empty);
+	return pcs;
+}
+
 /*
  * main is full (or the static empty sheaf): an empty sheaf in its place.
  * Returns the sheaves locked (perhaps another CPU's), or NULL with them
@@ -326,28 +354,12 @@ static struct sheaf *barn_replace_full(struct za_kmem_cache *s, struct barn *b,
 static struct slub_percpu_sheaves *replace_full_main(struct za_kmem_cache *s,
 						     struct slub_percpu_sheaves *pcs)
 {
-	struct za_mm *mm = s->mm;
-	struct barn *b;
 	struct sheaf *empty;
-	bool over, put_fail = false;
+	bool over;
 restart:
-	za_lock_assert_held(mm, &pcs->lock);
-	b = pcs_barn(s, pcs);
-	if (!pcs->spare) {
-		if ((empty = barn_get(s, b, false))) {
-			if (pcs->main != &empty_sheaf)
-				pcs->spare = pcs->main;
-			pcs->main = empty;
-			return pcs;
-		}
-	} else if (pcs->spare->size < pcs->spare->capacity) {
-		swap_sheaves(&pcs->main, &pcs->spare);
+	if (make_room(s, pcs, &over))
 		return pcs;
-	} else if ((empty = barn_replace_full(s, b, pcs->main, &over))) {
-		cache_stat(s, SL_BARN_PUT);
-		pcs->main = empty;
-		return pcs;
-	} else if (over) {
+	if (over) {
 		/* The barn has enough full sheaves: the spare's objects go
 		 * back to their slabs, and it takes main's place. */
 		cache_stat(s, SL_BARN_PUT_FAIL);
@@ -355,31 +367,22 @@ restart:
 		pcs->spare = NULL;
 		za_tryunlock(&pcs->lock);
 		sheaf_flush_unused(s, empty);
-		goto got_empty;
-	} else {
-		put_fail = true;        /* no empty sheaf to trade: make one */
+		return relock_install_empty(s, empty);
 	}
-	bool static_main = pcs->main == &empty_sheaf;
+	/* No empty sheaf to trade (a full spare), or none at all: make one. */
+	bool put_fail = pcs->spare, static_main = pcs->main == &empty_sheaf;
 	za_tryunlock(&pcs->lock);
 	if ((empty = sheaf_alloc(s, ZA_GFP_NOWAIT)))
-		goto got_empty;
+		return relock_install_empty(s, empty);
 	if (put_fail)
 		cache_stat(s, SL_BARN_PUT_FAIL);
 	if (static_main || !flush_main(s))
 		return NULL;
-	pcs = &s->cpu_sheaves[this_cpu(mm)];
+	pcs = this_cpu_sheaves(s);
 	if (!za_trylock(&pcs->lock))
 		return NULL;
 	if (pcs->main->size == pcs->main->capacity)
 		goto restart;
-	return pcs;
-got_empty:
-	pcs = &s->cpu_sheaves[this_cpu(mm)];
-	if (!za_trylock(&pcs->lock)) {
-		put_empty(s, pcs_barn(s, pcs), empty);
-		return NULL;
-	}
-	install_empty(s, pcs, empty);
 	return pcs;
 }
 
@@ -392,7 +395,7 @@ got_empty:
 int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu)
 {
 	struct za_mm *mm = s->mm;
-	if (unlikely(mm->zone_by_id[slab->zone]->node != mm->cpu_node[cpu]))
+	if (unlikely(slab_nid(mm, slab) != mm->cpu_node[cpu]))
 		return 1;
 	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
 	if (unlikely(!za_trylock(&pcs->lock)))
@@ -424,21 +427,8 @@ size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **ob
 		struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
 		if (!za_trylock(&pcs->lock))
 			break;
-		if (!pcs->main->size) {
-			if (pcs->spare && pcs->spare->size) {
-				swap_sheaves(&pcs->main, &pcs->spare);
-			} else {
-				struct barn *b = pcs_barn(s, pcs);
-				za_lock(&b->lock);
-				struct sheaf *full = pcs->main == &empty_sheaf ?
-							     barn_take(s->mm, b, true) :
-							     barn_trade(s->mm, b, pcs->main, false);
-				za_unlock(&b->lock);
-				cache_stat(s, full ? SL_BARN_GET : SL_BARN_GET_FAIL);
-				if (full)
-					pcs->main = full;
-			}
-		}
+		if (!pcs->main->size)
+			fill_main_from_spare_or_barn(s, pcs);
 		struct sheaf *main = pcs->main;
 		size_t batch = n - done < main->size ? n - done : main->size;
 		if (!batch) {           /* once the barn is dry, the slabs serve the rest */
@@ -455,51 +445,20 @@ size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **ob
 	return done;
 }
 
-/* Room in main for a bulk free, without allocating: the spare, an empty
- * sheaf of the barn, or a trade of main within the barn's limit. */
-static bool make_room_bulk(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs)
+/* Room in main for a bulk free, without allocating; a bulk free makes
+ * the CPU's first main sheaf (the kernel allocates every CPU's with the
+ * cache) with the sheaves let go.  The sheaves locked, or NULL. */
+static struct slub_percpu_sheaves *room_for_bulk(struct za_kmem_cache *s,
+						 struct slub_percpu_sheaves *pcs)
 {
-	struct barn *b = pcs_barn(s, pcs);
-	struct sheaf *empty;
 	bool over;
-	VM_BUG_ON(s->mm, pcs->main == &empty_sheaf);     /* first_main made one */
-	if (!pcs->spare) {
-		if (!(empty = barn_get(s, b, false)))
-			return false;
-		pcs->spare = pcs->main;
-		pcs->main = empty;
-	} else if (pcs->spare->size < pcs->spare->capacity) {
-		swap_sheaves(&pcs->main, &pcs->spare);
-	} else if ((empty = barn_replace_full(s, b, pcs->main, &over))) {
-		cache_stat(s, SL_BARN_PUT);
-		pcs->main = empty;
-	} else {
-		cache_stat(s, SL_BARN_PUT_FAIL);
-		return false;
+	if (pcs->main == &empty_sheaf) {
+		za_tryunlock(&pcs->lock);
+		struct sheaf *sh = sheaf_alloc(s, ZA_GFP_NOWAIT);
+		return sh ? relock_install_empty(s, sh) : NULL;
 	}
-	return true;
-}
-
-/* The CPU's first main sheaf, for a bulk free (the kernel allocates every
- * CPU's with the cache): made with pcs's lock let go, then installed
- * unless another thread of the CPU did meanwhile.  Returns the sheaves
- * locked, or NULL. */
-static struct slub_percpu_sheaves *first_main(struct za_kmem_cache *s,
-					      struct slub_percpu_sheaves *pcs)
-{
-	za_tryunlock(&pcs->lock);
-	struct sheaf *sh = sheaf_alloc(s, ZA_GFP_NOWAIT);
-	if (!sh)
-		return NULL;
-	pcs = &s->cpu_sheaves[this_cpu(s->mm)];
-	if (!za_trylock(&pcs->lock)) {
-		put_empty(s, pcs_barn(s, pcs), sh);
-		return NULL;
-	}
-	if (pcs->main == &empty_sheaf)
-		pcs->main = sh;
-	else                            /* nothing freed under the lock: over the limit */
-		barn_put(s, pcs_barn(s, pcs), sh, false);
+	if (pcs->main->size == pcs->main->capacity && !make_room(s, pcs, &over) && pcs->spare)
+		cache_stat(s, SL_BARN_PUT_FAIL);        /* the trade failed */
 	return pcs;
 }
 
@@ -511,11 +470,9 @@ size_t free_to_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs)
 		struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
 		if (!za_trylock(&pcs->lock))
 			break;
-		if (pcs->main == &empty_sheaf && !(pcs = first_main(s, pcs)))
+		if (!(pcs = room_for_bulk(s, pcs)))
 			break;
 		struct sheaf *main = pcs->main;
-		if (main->size == main->capacity && make_room_bulk(s, pcs))
-			main = pcs->main;
 		size_t room = main->capacity - main->size;
 		size_t batch = n - done < room ? n - done : room;
 		if (!batch) {           /* no room to be had: the slabs take the rest */

@@ -69,7 +69,7 @@ static int verify_cpu(struct za_kmem_cache *s, struct kmem_cache_cpu *c, int cpu
 			   st_frozen(slab_state(slab)),
 		       "cache %s cpu %d: its slab pfn %lu is not a frozen slab of the cache",
 		       s->name, cpu, page_to_pfn(mm, slab));
-		frozen[mm->zone_by_id[slab->zone]->node]++;
+		frozen[slab_nid(mm, slab)]++;
 		if (verify_chain(s, slab, c->freelist, UINT32_MAX, "CPU freelist"))
 			return -1;
 	}

@@ -33,13 +33,6 @@
 _Static_assert(NR_CLASSES <= 64, "a bit per class in barns_retaining");
 static void barns_evict_idle(unsigned int c);
 
-static void swap_sheaves(struct sheaf **a, struct sheaf **b)
-{
-	struct sheaf *t = *a;
-	*a = *b;
-	*b = t;
-}
-
 /* ------------------------------------------------------------------------
  * Sheaves to and from the slab cache
  * ------------------------------------------------------------------------ */
@@ -207,10 +200,7 @@ static struct sheaf *barn_put_full(struct class_barn *b, struct sheaf **main)
 /* An empty sheaf for class c: from the barn, else a new one. */
 static struct sheaf *get_empty(unsigned int c)
 {
-	struct class_barn *b = &zm.barns[c];
-	za_lock(&b->b.lock);
-	struct sheaf *s = barn_take(zm.mm, &b->b, false);
-	za_unlock(&b->b.lock);
+	struct sheaf *s = barn_get(zm.mm, &zm.barns[c].b, false);
 	return s ? s : sheaf_new(c);
 }
 
@@ -410,7 +400,7 @@ void *sheaf_alloc_slow(unsigned int c)
 	counter_add(&tc->alloc_misses, 1);
 	struct sheaf **main = &tc->main[c], **spare = &tc->spare[c];
 	if ((*spare)->size) {
-		swap_sheaves(main, spare);
+		sheaf_swap(main, spare);
 	} else if (!barn_get_full(c, main)) {
 		if (*main == &empty_sheaf) {
 			struct sheaf *s = get_empty(c);
@@ -453,7 +443,7 @@ static bool make_room(unsigned int c, struct sheaf **main, struct sheaf **spare)
 			return false;
 		*spare = fresh;
 	}
-	swap_sheaves(main, spare);
+	sheaf_swap(main, spare);
 	VM_BUG_ON(zm.mm, (*spare)->size != (*spare)->capacity);   /* the full one */
 	return false;
 }
