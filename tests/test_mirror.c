@@ -277,7 +277,7 @@ static void test_prime(void)
 	char path[512], err[256];
 	struct trace_reader *r = open_lines(trace, path, sizeof(path));
 	struct prime p;
-	CHECK_EQ(prime_scan(r, trace_header(r), 2, &p, err, sizeof(err)), 0);
+	CHECK_EQ(prime_scan(r, trace_header(r), 2, NULL, &p, err, sizeof(err)), 0);
 	int none = p.nr_zones - 1;      /* no zoneinfo: every pfn in no zone */
 	CHECK_EQ(p.page_allocs, 9);
 	CHECK_EQ(p.mt_allocs[1], 5);

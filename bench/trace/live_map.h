@@ -14,7 +14,10 @@
 
 struct live {
 	uint64_t key;
-	void *addr;
+	union {
+		void *addr;     /* a replay's: the block or object zonealloc returned */
+		uint64_t seen;  /* a first pass's: the event that set the entry */
+	};
 	int tag;                /* pages: the order; objects: cache index, -1 kmalloc */
 	uint32_t gfp;           /* pages: the allocation's TGFP_* flags */
 };

@@ -21,8 +21,13 @@
  * free that leaves count at or above high drains, and high is never below
  * high_min.  So a drain right after a free that could not have been
  * free_high's shows the count had reached high_min at least.
+ *
+ * Pages the kernel's untraced bulk allocations took (bulk_alloc.h) come
+ * off their list right after the event that put them there, as the
+ * replay takes them, and are of the take's type when freed again.
  */
 #include "prime.h"
+#include "bulk_alloc.h"
 #include "live_map.h"
 
 #include <stdio.h>
@@ -105,12 +110,26 @@ static void scan_alloc(struct scan *s, const struct trace_event *ev)
 		s->cpu[ev->cpu].direct_pfn = TRACE_NO_PFN;
 }
 
-static void scan_free(struct scan *s, const struct trace_event *ev)
+/* A page the trace never saw allocated is taken as movable, unless a bulk
+ * allocation takes it next: then it sat on the list of the take's type. */
+static void scan_free(struct scan *s, const struct trace_event *ev, const struct bulk_take *take)
 {
 	struct live *l = map_find(&s->types, ev->pfn);
-	move(s->p, s->h, ev, l ? l->tag : 1, +1);
+	move(s->p, s->h, ev, l ? l->tag : take ? take->migratetype : 1, +1);
 	if (l)
 		map_delete(&s->types, l);
+}
+
+/* The bulk allocation's page off its list, typed for its next free. */
+static void scan_take(struct scan *s, const struct trace_event *ev, const struct bulk_take *take)
+{
+	struct trace_event taken = *ev;
+	taken.cpu = take->cpu;
+	taken.order = 0;
+	move(s->p, s->h, &taken, take->migratetype, -1);
+	struct live *l = map_find(&s->types, take->pfn);
+	if (l || (l = map_insert(&s->types, take->pfn)))
+		l->tag = take->migratetype;
 }
 
 /*
@@ -163,7 +182,7 @@ static void scan_steal(struct scan *s, const struct trace_event *ev)
 		move(s->p, s->h, ev, ev->migratetype, +1);
 }
 
-static void scan_event(struct scan *s, const struct trace_event *ev)
+static void scan_event(struct scan *s, const struct trace_event *ev, const struct bulk_take *take)
 {
 	bool cpu_known = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
 	switch (ev->type) {
@@ -171,7 +190,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev)
 		scan_alloc(s, ev);
 		break;
 	case TEV_PAGE_FREE:
-		scan_free(s, ev);
+		scan_free(s, ev, take);
 		break;
 	case TEV_ZONE_LOCKED:
 		if (ev->percpu_refill == 1)
@@ -198,7 +217,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev)
 }
 
 int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpus,
-	       struct prime *p, char *err, size_t errlen)
+	       const struct bulk_takes *bt, struct prime *p, char *err, size_t errlen)
 {
 	struct scan s = { .p = p, .h = h };
 	size_t cells = (size_t)nr_cpus * (size_t)(h->nr_zones + 1) * PRIME_SLOTS * PRIME_MTS;
@@ -218,9 +237,15 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
 		s.cpu[cpu] = (struct cpu_seen){ .direct_pfn = TRACE_NO_PFN, .last.type = NR_TEV };
 	struct trace_event ev;
+	uint64_t seen = 0;
+	size_t next_take = 0;
 	int rc;
-	while ((rc = trace_next(tr, &ev)) == 1)
-		scan_event(&s, &ev);
+	while ((rc = trace_next(tr, &ev)) == 1) {
+		const struct bulk_take *take = bt ? bulk_take_due(bt, &next_take, seen++) : NULL;
+		scan_event(&s, &ev, take);
+		if (take)
+			scan_take(&s, &ev, take);
+	}
 	if (rc < 0)
 		snprintf(err, errlen, "%s", trace_error(tr));
 	scan_free_state(&s);

@@ -36,12 +36,16 @@ struct prime {
 int prime_slot(int order);
 int prime_slot_order(int slot);
 
+struct bulk_takes;
+
 /*
- * Reads the stream to its end.  0, or -1 with the stream's error in err.
- * p is ready for prime_need afterwards, and prime_free in either case.
+ * Reads the stream to its end, with the pages bulk_scan found the kernel's
+ * untraced bulk allocations took (NULL: none).  0, or -1 with the stream's
+ * error in err.  p is ready for prime_need afterwards, and prime_free in
+ * either case.
  */
 int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpus,
-	       struct prime *p, char *err, size_t errlen);
+	       const struct bulk_takes *bt, struct prime *p, char *err, size_t errlen);
 /* Blocks of the slot's order and type that the CPU's list for that zone
  * must have held at the start (zone == nr_zones - 1: pfns in no zone). */
 int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt);

@@ -16,6 +16,10 @@
  * the tracepoints muted: the kernel took that page long ago), then freed
  * through the normal path.
  *
+ * The kernel's untraced allocations are: a page its bulk allocator took
+ * off a CPU's list (found by a first pass, bulk_alloc.h) is allocated
+ * from that CPU's list right after the event that put it there.
+ *
  * The kernel's tracepoint events (refills, drains, fallbacks) are not
  * replayed: they are what the model must reproduce, counted on the
  * kernel's side of the fidelity table, while zonealloc's own tracepoints
@@ -23,6 +27,7 @@
  */
 #include "bench.h"
 #include "replay.h"
+#include "bulk_alloc.h"
 #include "live_map.h"
 #include "prime.h"
 
@@ -53,6 +58,9 @@ struct replayer {
 	int bound_cpu;
 	bool muted;                     /* stand-ins: not the model's doing */
 	bool counting;                  /* past the warm-up: both sides count */
+	const struct bulk_takes *takes; /* the kernel's untraced bulk allocations */
+	size_t next_take;
+	const struct bulk_take *take;   /* ... the one due after the event at hand */
 	uint64_t allocs_seen;
 	uint64_t next_tick;
 	/* header zone -> model zone index; -1 for one with no model zone,
@@ -228,11 +236,13 @@ static void replay_page_alloc(struct replayer *rp, const struct trace_event *ev)
 	l->gfp = ev->gfp;
 }
 
-/* A block for a pfn the kernel allocated before the trace began. */
+/* A block for a pfn the kernel allocated before the trace began: movable,
+ * as most of a running system's pages are, unless a bulk allocation takes
+ * it next (it was on that type's list). */
 static void *stand_in(struct replayer *rp, const struct trace_event *ev)
 {
 	struct trace_event as_alloc = *ev;
-	as_alloc.migratetype = 1;       /* most of a running system's pages */
+	as_alloc.migratetype = rp->take ? rp->take->migratetype : 1;
 	as_alloc.gfp = TGFP_MOVABLE | TGFP_DIRECT_RECLAIM;
 	int nid;
 	za_gfp_t gfp = page_gfp(rp, &as_alloc, &nid) | ZA_GFP_BUDDY;
@@ -384,6 +394,20 @@ static void play(struct replayer *rp, const struct trace_event *ev)
 	}
 }
 
+/* The page the kernel's bulk allocator took off the CPU's list right after
+ * the event that put it there (bulk_alloc.h): may reclaim, as vmalloc's
+ * GFP_KERNEL. */
+static void play_take(struct replayer *rp, const struct trace_event *ev)
+{
+	struct trace_event taken = *ev;
+	taken.type = TEV_PAGE_ALLOC;
+	taken.order = 0;
+	taken.migratetype = rp->take->migratetype;
+	taken.gfp = TGFP_DIRECT_RECLAIM | TGFP_KSWAPD_RECLAIM | TGFP_IO | TGFP_FS;
+	replay_page_alloc(rp, &taken);
+	rp->r->bulk_takes++;
+}
+
 /* n blocks of the order and type from the buddy lists onto the bound CPU's
  * list: what the kernel's list held before the first event. */
 static void fill_list(struct replayer *rp, int t, int order, int mt, int64_t n)
@@ -511,7 +535,10 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 			continue;
 		advance_clock(rp, ev.ts_ns);
 		act_as(rp, &ev);
+		rp->take = bulk_take_due(rp->takes, &rp->next_take, rp->r->events - 1);
 		play(rp, &ev);
+		if (rp->take && (rp->o->events & REPLAY_PAGE))
+			play_take(rp, &ev);
 	}
 	rp->r->trace_ns = last_ts - first_ts;
 	FILE *f = fmemopen(rp->r->lines_not_used, sizeof(rp->r->lines_not_used), "w");
@@ -540,14 +567,19 @@ struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
 	return tr;
 }
 
-/* The first pass: what the lists held, and the trace's length. */
+/* The first passes: the kernel's untraced bulk allocations, then what the
+ * lists held and the trace's length. */
 static int prime_trace(const char *path, const struct replay_opts *o, struct trace_header *h,
-		       int nr_cpus, struct prime *p, char *err, size_t errlen)
+		       int nr_cpus, struct bulk_takes *bt, struct prime *p, char *err, size_t errlen)
 {
 	struct trace_reader *tr = replay_open(path, o, h, err, errlen);
 	if (!tr)
 		return -1;
-	int rc = prime_scan(tr, h, nr_cpus, p, err, errlen);
+	int rc = bulk_scan(tr, nr_cpus, bt, err, errlen);
+	trace_close(tr);
+	if (rc || !(tr = replay_open(path, o, h, err, errlen)))
+		return -1;
+	rc = prime_scan(tr, h, nr_cpus, bt, p, err, errlen);
 	trace_close(tr);
 	return rc;
 }
@@ -567,18 +599,19 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 	struct trace_header *h = malloc(sizeof(*h));
 	struct trace_reader *tr = NULL;
 	struct prime start = { 0 };
+	struct bulk_takes takes = { 0 };
 	int rc = -1;
 	if (!rp || !h || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (prime_trace(path, o, h, mm ? za_nr_cpus(mm) : 1, &start, err, errlen) ||
+	if (prime_trace(path, o, h, mm ? za_nr_cpus(mm) : 1, &takes, &start, err, errlen) ||
 	    !(tr = replay_open(path, o, h, err, errlen)))
 		goto fail;
 	r->warmup_allocs = o->warmup == REPLAY_WARMUP_AUTO ? auto_warmup(start.page_allocs) : o->warmup;
 	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = h, .bound_cpu = -1,
 				 .counting = !r->warmup_allocs, .pages = rp->pages,
-				 .objects = rp->objects };
+				 .objects = rp->objects, .takes = &takes };
 	if (mm) {
 		map_zones(rp);
 		za_set_tracepoints(mm, model_tracepoint, rp, ZA_TP_PAGE_EVENTS |
@@ -598,5 +631,6 @@ fail:
 	free(rp);
 	free(h);
 	prime_free(&start);
+	bulk_free(&takes);
 	return rc;
 }

@@ -101,6 +101,7 @@ struct replay_result {
 	uint64_t warmup_events;         /* ... of which before counting began */
 	uint64_t warmup_allocs;         /* the page allocations they hold */
 	uint64_t early_frees;           /* frees of pages allocated before the trace began */
+	uint64_t bulk_takes;            /* pages the kernel's untraced bulk allocations took */
 	uint64_t problems[NR_REPLAY_PROBLEMS];
 	uint64_t first_lines[NR_REPLAY_PROBLEMS][RP_FIRST_LINES];
 	uint64_t trace_ns;              /* the trace's span */

@@ -303,7 +303,7 @@ int trace_parse_gfp(const char *s, size_t len, uint32_t *gfp)
 
 enum field {
 	F_NONE, F_PAGE, F_PFN, F_ORDER, F_MT, F_GFP, F_REFILL, F_AORDER, F_FORDER,
-	F_AMT, F_FMT, F_FRAG, F_CHOWN, F_PTR, F_REQ, F_ALLOC, F_NAME, F_CONTENDED,
+	F_AMT, F_FMT, F_FRAG, F_CHOWN, F_PTR, F_REQ, F_ALLOC, F_NAME, F_CONTENDED, F_PBORDER,
 };
 #define B(f) (1u << (f))
 
@@ -338,6 +338,7 @@ static enum field field_id(const char *k, size_t n)
 		       KEY("bytes_alloc") ? F_ALLOC : KEY("fragmenting") ? F_FRAG : F_NONE;
 	case 13: return KEY("percpu_refill") ? F_REFILL : F_NONE;
 	case 14: return KEY("fallback_order") ? F_FORDER : F_NONE;
+	case 15: return KEY("pageblock_order") ? F_PBORDER : F_NONE;
 	case 16: return KEY("change_ownership") ? F_CHOWN : F_NONE;
 	case 17: return KEY("alloc_migratetype") ? F_AMT : F_NONE;
 	case 20: return KEY("fallback_migratetype") ? F_FMT : F_NONE;
@@ -382,7 +383,7 @@ static bool parse_u32(const char *p, const char *end, uint32_t *v)
 
 /* One field's value [p, end) into *ev; false if it does not parse. */
 static bool parse_field(enum field f, const char *p, const char *end, struct trace_event *ev,
-			bool *page_null)
+			bool *page_null, int *pageblock_order)
 {
 	switch (f) {
 	case F_PAGE:
@@ -394,7 +395,8 @@ static bool parse_field(enum field f, const char *p, const char *end, struct tra
 	case F_MT: case F_AMT: return parse_int(p, end, -1, 255, &ev->migratetype);
 	case F_FMT: return parse_int(p, end, -1, 255, &ev->fallback_migratetype);
 	case F_REFILL: return parse_int(p, end, 0, 1, &ev->percpu_refill);
-	case F_FRAG: return parse_int(p, end, 0, 1, &ev->fragmenting);
+	case F_FRAG: return parse_int(p, end, 0, 63, &ev->fragmenting);
+	case F_PBORDER: return parse_int(p, end, 0, 63, pageblock_order);
 	case F_CHOWN: return parse_int(p, end, 0, 1, &ev->change_ownership);
 	case F_GFP: return !trace_parse_gfp(p, end - p, &ev->gfp);
 	case F_PTR: return parse_ptr(p, end, &ev->ptr);
@@ -423,6 +425,7 @@ static int parse_fields(const char *p, const char *end, struct trace_event *ev,
 {
 	unsigned seen = 0, nfields = 0;
 	bool page_null = false;
+	int pageblock_order = -1;
 	while (p < end) {
 		if (*p == ' ') {
 			p++;
@@ -435,7 +438,7 @@ static int parse_fields(const char *p, const char *end, struct trace_event *ev,
 		if (eq) {
 			enum field f = field_id(p, eq - p);
 			nfields++;
-			if (f != F_NONE && !parse_field(f, eq + 1, word_end, ev, &page_null)) {
+			if (f != F_NONE && !parse_field(f, eq + 1, word_end, ev, &page_null, &pageblock_order)) {
 				*why = SKIP_MALFORMED;
 				return -1;
 			}
@@ -449,6 +452,12 @@ static int parse_fields(const char *p, const char *end, struct trace_event *ev,
 	}
 	if (ev->type == TEV_PAGE_FREE_BATCHED)
 		ev->order = 0;
+	/* The kernel prints fragmenting as fallback_order < pageblock_order;
+	 * libtraceevent (trace-cmd report) cannot evaluate that and prints
+	 * fallback_order instead.  So the comparison is made here, with
+	 * x86-64's pageblock order if the line has none. */
+	if (ev->type == TEV_EXTFRAG && (pageblock_order >= 0 || ev->fragmenting > 1))
+		ev->fragmenting = ev->fallback_order < (pageblock_order >= 0 ? pageblock_order : 9);
 	if (!nfields) {
 		*why = SKIP_MALFORMED;
 		return -1;

@@ -96,7 +96,7 @@ rm -rf "$dir/src"
 git -C "$here" clone -q "$(git -C "$here" rev-parse --show-toplevel)" "$dir/src"
 export ZA_BUILD_SRC="$dir/src"
 
-grep -v -e '^#' -e '^predict' "$here/corpus.txt" | while read -r name recorder events wl sysctl split cut; do
+grep -v -e '^#' -e '^predict' -e '^repeat' "$here/corpus.txt" | while read -r name recorder events wl sysctl split cut; do
 	[ -n "$name" ] || continue
 	if [ $# -gt 0 ]; then
 		case " $* " in *" $name "*) ;; *) continue ;; esac

@@ -4,7 +4,9 @@ run of whole event lines from a steady part, and the footer (the slabinfo
 of the end of the recording).  The run starts at the first event FROM
 seconds after the recording's first, and ends after ALLOCS mm_page_alloc
 events (so that the two traces of a pair cover about the same work) or
-EVENTS events, whichever comes first.  The text goes to stdout, e.g.
+EVENTS events, whichever comes first -- but never inside a drain or a
+refill: the kernel traces those a block per event, and a cut among them
+would count part of one the model does whole.  The text goes to stdout, e.g.
 
   excerpt.py --from 3 --allocs 60000 build.full.zst | zstd -19 -q -o build.trace.zst
 
@@ -20,6 +22,10 @@ import subprocess
 import sys
 
 TIMESTAMP = re.compile(r" (\d+\.\d+):\s+(?:\d+\s+)?(?:\w+:)?(\w+):")
+CPU = re.compile(r"\[(\d+)\]")
+# The events a drain (free_pcppages_bulk) or a refill (rmqueue_bulk, then
+# the allocation it was for) is traced as, one after another on its CPU.
+BURST = ("mm_page_pcpu_drain", "mm_page_alloc_zone_locked", "mm_page_alloc_extfrag")
 PAGE = re.compile(r"\bpage=(?!\(null\)|\(nil\)|0+ |0x0+ )\S+ ")
 
 
@@ -35,11 +41,17 @@ def lines(path):
             yield from f
 
 
+def cpu_of(line, m):
+    c = CPU.search(line, 0, m.start())
+    return c.group(1) if c else None
+
+
 def excerpt(path, start_after, max_allocs, max_events, out):
     header, body, footer = [], [], []
     first_ts = None
     allocs = seen = skipped = 0
     span = [None, None]
+    burst = None        # past the limit: the CPU whose drain or refill goes on
     for line in lines(path):
         m = TIMESTAMP.search(line)
         # before the first event, every line is header: trace-cmd's cpus=N,
@@ -51,12 +63,22 @@ def excerpt(path, start_after, max_allocs, max_events, out):
         if m and first_ts is None:
             first_ts = float(m.group(1))
         full = allocs >= max_allocs or len(body) >= max_events
+        if full and burst is not None and m and cpu_of(line, m) == burst and m.group(2) not in BURST:
+            # the burst's end: a refill's allocation is still part of it
+            burst = None
+            full = m.group(2) != "mm_page_alloc"
+        elif full and burst is not None and m:
+            full = False
         if full or not m and not body or m and float(m.group(1)) - first_ts < start_after:
             skipped += not full
             continue
         if m:
             span[0] = span[0] if span[0] is not None else float(m.group(1))
             span[1] = float(m.group(1))
+            if burst is None and m.group(2) in BURST:
+                burst = cpu_of(line, m)
+            elif burst is not None and cpu_of(line, m) == burst and m.group(2) not in BURST:
+                burst = None
         allocs += bool(m and m.group(2) == "mm_page_alloc")
         body.append(PAGE.sub("", line, count=1))
     out.writelines(header)

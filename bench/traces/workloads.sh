@@ -107,6 +107,61 @@ gitslab)        # three rounds of cloning this repository and packing the clone
 		git clone -q --no-local "$src" "$dir/gs"
 		git -C "$dir/gs" gc -q
 	done ;;
+forkexec)       # a shell loop that runs a subshell of two programs 2000 times
+	i=0
+	while [ $i -lt 2000 ]; do
+		sh -c 'date; uname -a' >/dev/null
+		i=$((i + 1))
+	done ;;
+perl)           # an interpreter job: Perl hashes of arrays and strings churned
+	perl -e '
+	srand(3); my @live;
+	for my $round (1 .. 25) {
+		my %h; $h{rand()} = [ (rand()) x int(rand(48) + 1) ] for 1 .. 30000;
+		push @live, \%h; splice(@live, int(rand(@live)), 1) if @live > 4;
+		my $s = join(" ", sort keys %h); substr($s, 0, 1 << 20);
+	}' ;;
+ruby)           # an interpreter job: Ruby arrays, hashes and strings churned
+	ruby -e '
+	r = Random.new(4); live = []
+	20.times do
+	  h = {}; 30000.times { h[r.rand.to_s] = Array.new(r.rand(1..48)) { r.rand } }
+	  live << h; live.delete_at(r.rand(live.size)) if live.size > 4
+	  h.keys.sort.join(" ")[0, 1 << 20]
+	end' ;;
+sort)           # a sort of 8 million shuffled numbers: anonymous memory and pipes
+	seq 8000000 | shuf --random-source=/dev/zero | sort -n >/dev/null ;;
+pgbench)        # a database server: PostgreSQL under pgbench, 4 clients for 10 s
+	pg=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
+	rm -rf "$dir/pg"; mkdir -p "$dir/pg"; chown postgres "$dir/pg"
+	su postgres -s /bin/sh -c "$pg/initdb -D $dir/pg/data >/dev/null 2>&1 &&
+		$pg/pg_ctl -D $dir/pg/data -o '-p 5499 -k $dir/pg' -w start >/dev/null &&
+		pgbench -h $dir/pg -p 5499 -i -s 10 postgres >/dev/null 2>&1 &&
+		pgbench -h $dir/pg -p 5499 -c 4 -j 2 -T 10 postgres >/dev/null 2>&1;
+		$pg/pg_ctl -D $dir/pg/data -w stop >/dev/null"
+	rm -rf "$dir/pg" ;;
+redis)          # a key-value server on loopback: redis-benchmark's SET, GET, LPUSH
+	redis-server --port 6499 --save '' --appendonly no --daemonize yes \
+		--pidfile "$dir/redis.pid" --logfile /dev/null
+	sleep 0.3
+	redis-benchmark -p 6499 -q -n 150000 -c 16 -d 512 -t set,get,lpush >/dev/null
+	redis-cli -p 6499 shutdown nosave >/dev/null 2>&1 || true ;;
+clang-build)    # this project's Release build with clang instead of gcc, 2 jobs
+	src=${ZA_BUILD_SRC:-$src}
+	rm -rf "$dir/cb"
+	CC=clang cmake -S "$src" -B "$dir/cb" -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build "$dir/cb" -j2 >/dev/null
+	rm -rf "$dir/cb" ;;
+cptree)         # a directory tree copied and removed: page cache writes, dentries, inodes
+	rm -rf "$dir/cp"
+	cp -a /usr/share/doc "$dir/cp"
+	sync
+	rm -rf "$dir/cp" ;;
+untar)          # an archive of /usr/include written, extracted and removed
+	rm -rf "$dir/u" "$dir/u.tar"; mkdir -p "$dir/u"
+	tar -cf "$dir/u.tar" -C /usr include
+	tar -xf "$dir/u.tar" -C "$dir/u"
+	rm -rf "$dir/u" "$dir/u.tar" ;;
 *)
 	echo "workloads.sh: no workload '$name'" >&2
 	exit 2 ;;
