@@ -60,6 +60,7 @@ struct bench_opts {
 	const char *zoneinfo;   /* --zoneinfo FILE (replay): recorded beside the trace */
 	const char *sysctl;     /* --sysctl FILE (replay): `sysctl -a` recorded beside it */
 	const char *start;      /* --start kernel|empty (replay): the lists' start */
+	const char *model_trace;        /* --model-trace FILE (replay): the model's events */
 	long warmup;            /* --warmup N (replay); -1: its default */
 	int nsizes;
 	long sizes[MAX_SIZES];  /* --sizes */

@@ -28,7 +28,8 @@ static void usage_lines(FILE *out)
 		"               [--sweep KEY=V1,V2,...]\n"
 		"       zabench replay TRACE [--zone-policy pfn|model] [--events page,slab]\n"
 		"                      [--warmup N] [--start kernel|empty] [--predict TRACE2]\n"
-		"                      [--zoneinfo FILE] [--sysctl FILE] [options above]\n"
+		"                      [--zoneinfo FILE] [--sysctl FILE] [--model-trace FILE]\n"
+		"                      [options above]\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"
 		"       zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]\n"
@@ -282,6 +283,7 @@ static const struct opt_spec opt_specs[] = {
 	OPT_STR("zoneinfo", zoneinfo),
 	OPT_STR("sysctl", sysctl),
 	OPT_STR("start", start),
+	OPT_STR("model-trace", model_trace),
 	OPT("warmup", OPT_LONG, warmup, 0, 1L << 40, "bad --warmup '%s' (page allocations)"),
 	{ "help", OPT_HELP, 0, 0, 0, NULL },
 };

@@ -652,6 +652,9 @@ int za_pcp_set_high(za_mm_t *mm, int nid, int zone, int cpu, int high);
  * with 0 (a replay: time is the trace's) nothing runs it but this call.
  */
 void za_vmstat_tick(za_mm_t *mm);
+/* ... on one CPU only, as that CPU's worker runs it (each CPU's runs at
+ * its own time); nothing for a CPU beyond the system's. */
+void za_vmstat_tick_cpu(za_mm_t *mm, int cpu);
 
 /*
  * Tracepoints: zonealloc reports the kernel's kmem page events as it takes

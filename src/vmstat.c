@@ -731,15 +731,20 @@ struct vmstat_worker {
 	sigset_t program_mask;          /* of the thread that started it */
 };
 
-/* Per CPU, per zone, as each CPU's worker would: the decay of the
- * auto-tuned high (pcp_decay).  Nothing without pcp_high_auto. */
+/* Per zone, as the CPU's worker would: the decay of the auto-tuned high
+ * (pcp_decay).  Nothing without pcp_high_auto. */
+void za_vmstat_tick_cpu(za_mm_t *mm, int cpu)
+{
+	if (!mm->pcp_high_auto || cpu < 0 || cpu >= mm->nr_cpus)
+		return;
+	for (int id = 0; id < nr_all_zones(mm); id++)
+		pcp_decay(mm->zone_by_id[id], cpu);
+}
+
 void za_vmstat_tick(za_mm_t *mm)
 {
-	if (!mm->pcp_high_auto)
-		return;
 	for (int cpu = 0; cpu < mm->nr_cpus; cpu++)
-		for (int id = 0; id < nr_all_zones(mm); id++)
-			pcp_decay(mm->zone_by_id[id], cpu);
+		za_vmstat_tick_cpu(mm, cpu);
 }
 
 static void *vmstat_main(void *arg)

@@ -12,6 +12,7 @@
 #include "mirror.h"
 #include "replay.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,16 +122,36 @@ static void clear_result(struct replay_result *r)
 	*r = (struct replay_result){ .kernel = kernel, .model = model };
 }
 
+/* --model-trace FILE, or FILE.VARIANT when there are several; every
+ * iteration writes it again (a replay does the same each time). */
+static FILE *open_model_trace(const struct bench *b, const struct variant *v)
+{
+	char path[4096];
+	if (!b->opts.model_trace)
+		return NULL;
+	snprintf(path, sizeof(path), b->nvariants > 1 ? "%s.%s" : "%s", b->opts.model_trace, v->name);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "zabench replay: --model-trace %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	return f;
+}
+
 static void replay_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct replay_state *st = b->state;
 	struct replay_result *r = &st->result[v - b->variants];
 	char err[512];
 	clear_result(r);
+	st->ro.model_trace = open_model_trace(b, v);
 	double t0 = now_seconds();
 	if (replay_trace(v->mm, b->opts.file, &st->ro, r, err, sizeof(err)))
 		fail("", err);
 	double wall = now_seconds() - t0;
+	if (st->ro.model_trace && fclose(st->ro.model_trace))
+		fail("--model-trace: ", strerror(errno));
+	st->ro.model_trace = NULL;
 	it->ops = (long long)r->events;
 	it->value[st->m_events_per_sec] = (double)r->events / wall;
 	uint64_t problems = 0;

@@ -22,12 +22,13 @@
  * high_min.  So a drain right after a free that could not have been
  * free_high's shows the count had reached high_min at least.
  *
- * Pages the kernel's untraced bulk allocations took (bulk_alloc.h) come
- * off their list right after the event that put them there, as the
- * replay takes them, and are of the take's type when freed again.
+ * Pages the kernel's untraced bulk allocations took (untraced.h) come off
+ * their list right after the event that put them there, as the replay
+ * takes them, and are of the take's type when freed again; a page the
+ * trace never saw allocated goes onto the list the trace shows it on.
  */
 #include "prime.h"
-#include "bulk_alloc.h"
+#include "untraced.h"
 #include "live_map.h"
 
 #include <stdio.h>
@@ -110,18 +111,18 @@ static void scan_alloc(struct scan *s, const struct trace_event *ev)
 		s->cpu[ev->cpu].direct_pfn = TRACE_NO_PFN;
 }
 
-/* A page the trace never saw allocated is taken as movable, unless a bulk
- * allocation takes it next: then it sat on the list of the take's type. */
-static void scan_free(struct scan *s, const struct trace_event *ev, const struct bulk_take *take)
+/* A page the trace never saw allocated goes onto the list the trace shows
+ * it on later, else the movable one. */
+static void scan_free(struct scan *s, const struct trace_event *ev, int unseen_type)
 {
 	struct live *l = map_find(&s->types, ev->pfn);
-	move(s->p, s->h, ev, l ? l->tag : take ? take->migratetype : 1, +1);
+	move(s->p, s->h, ev, l ? l->tag : unseen_type, +1);
 	if (l)
 		map_delete(&s->types, l);
 }
 
 /* The bulk allocation's page off its list, typed for its next free. */
-static void scan_take(struct scan *s, const struct trace_event *ev, const struct bulk_take *take)
+static void scan_take(struct scan *s, const struct trace_event *ev, const struct untraced_take *take)
 {
 	struct trace_event taken = *ev;
 	taken.cpu = take->cpu;
@@ -171,6 +172,10 @@ static void scan_drain(struct scan *s, const struct trace_event *ev)
 	struct prime_lists *lists = move(s->p, s->h, ev, ev->migratetype, -1);
 	if (lists && after_free && before < lists->low_at_drain)
 		lists->low_at_drain = before;
+	if (lists && after_free && lists->first_drain_net == INT64_MAX) {
+		lists->first_drain_net = before;
+		lists->refilled_at_drain = lists->refilled;
+	}
 }
 
 /* A block stolen for the lists: no zone-locked event of it came first. */
@@ -182,19 +187,20 @@ static void scan_steal(struct scan *s, const struct trace_event *ev)
 		move(s->p, s->h, ev, ev->migratetype, +1);
 }
 
-static void scan_event(struct scan *s, const struct trace_event *ev, const struct bulk_take *take)
+static void scan_event(struct scan *s, const struct trace_event *ev, int unseen_type)
 {
 	bool cpu_known = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
+	struct prime_lists *lists;
 	switch (ev->type) {
 	case TEV_PAGE_ALLOC:
 		scan_alloc(s, ev);
 		break;
 	case TEV_PAGE_FREE:
-		scan_free(s, ev, take);
+		scan_free(s, ev, unseen_type);
 		break;
 	case TEV_ZONE_LOCKED:
-		if (ev->percpu_refill == 1)
-			move(s->p, s->h, ev, ev->migratetype, +1);
+		if (ev->percpu_refill == 1 && (lists = move(s->p, s->h, ev, ev->migratetype, +1)))
+			lists->refilled += (int64_t)1 << ev->order;
 		else if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
 			s->cpu[ev->cpu].direct_pfn = ev->pfn;
 		break;
@@ -217,7 +223,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev, const struc
 }
 
 int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpus,
-	       const struct bulk_takes *bt, struct prime *p, char *err, size_t errlen)
+	       const struct untraced *u, struct prime *p, char *err, size_t errlen)
 {
 	struct scan s = { .p = p, .h = h };
 	size_t cells = (size_t)nr_cpus * (size_t)(h->nr_zones + 1) * PRIME_SLOTS * PRIME_MTS;
@@ -233,16 +239,19 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 		return -1;
 	}
 	for (size_t i = 0; i < nr_lists; i++)
-		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX };
+		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX,
+						    .first_drain_net = INT64_MAX };
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
 		s.cpu[cpu] = (struct cpu_seen){ .direct_pfn = TRACE_NO_PFN, .last.type = NR_TEV };
 	struct trace_event ev;
+	static const struct untraced none;
+	struct untraced_cursor at = { 0 };
 	uint64_t seen = 0;
-	size_t next_take = 0;
 	int rc;
+	u = u ? u : &none;
 	while ((rc = trace_next(tr, &ev)) == 1) {
-		const struct bulk_take *take = bt ? bulk_take_due(bt, &next_take, seen++) : NULL;
-		scan_event(&s, &ev, take);
+		const struct untraced_take *take = untraced_take_due(u, &at, seen);
+		scan_event(&s, &ev, untraced_list_type(u, &at, seen++, 1));
 		if (take)
 			scan_take(&s, &ev, take);
 	}
@@ -270,6 +279,15 @@ int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min
 	if (l->low_at_drain != INT64_MAX && high_min - l->low_at_drain > pages)
 		pages = high_min - l->low_at_drain;
 	return pages;
+}
+
+int64_t prime_start_high(const struct prime *p, int cpu, int zone, int64_t pages)
+{
+	const struct prime_lists *l = lists_of(p, cpu, zone);
+	if (l->first_drain_net == INT64_MAX)
+		return pages;
+	int64_t high = pages + l->first_drain_net - l->refilled_at_drain;
+	return high > pages ? high : pages;
 }
 
 int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt)

@@ -20,6 +20,9 @@ struct prime_lists {
 	int64_t net;                    /* pages added less pages taken, so far */
 	int64_t low_at_drain;           /* least net before a drain that count
 					 * reaching high set off (INT64_MAX: none) */
+	int64_t first_drain_net;        /* net before the first such drain (INT64_MAX: none) */
+	int64_t refilled;               /* pages refilled so far */
+	int64_t refilled_at_drain;      /* ... before that first drain */
 };
 
 struct prime {
@@ -36,16 +39,16 @@ struct prime {
 int prime_slot(int order);
 int prime_slot_order(int slot);
 
-struct bulk_takes;
+struct untraced;
 
 /*
- * Reads the stream to its end, with the pages bulk_scan found the kernel's
- * untraced bulk allocations took (NULL: none).  0, or -1 with the stream's
+ * Reads the stream to its end, with what untraced_scan found the kernel
+ * did untraced (NULL: nothing).  0, or -1 with the stream's
  * error in err.  p is ready for prime_need afterwards, and prime_free in
  * either case.
  */
 int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpus,
-	       const struct bulk_takes *bt, struct prime *p, char *err, size_t errlen);
+	       const struct untraced *u, struct prime *p, char *err, size_t errlen);
 /* Blocks of the slot's order and type that the CPU's list for that zone
  * must have held at the start (zone == nr_zones - 1: pfns in no zone). */
 int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt);
@@ -59,6 +62,14 @@ int64_t prime_need_pages(const struct prime *p, int cpu, int zone);
  * high, so high_min at least -- enough to have reached high_min there.
  */
 int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min, int64_t counted);
+/*
+ * The tuned high of the CPU's lists for the zone at the start, as the
+ * trace shows it to lists that start with `pages`: the count at its first
+ * drain that count reaching high set off, less what the refills before it
+ * raised high by (each refill raises it by its batch); at least `pages`.
+ * The vmstat worker's decay in between is not undone: a lower bound.
+ */
+int64_t prime_start_high(const struct prime *p, int cpu, int zone, int64_t pages);
 void prime_free(struct prime *p);
 
 #endif

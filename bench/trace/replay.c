@@ -17,8 +17,8 @@
  * through the normal path.
  *
  * The kernel's untraced allocations are: a page its bulk allocator took
- * off a CPU's list (found by a first pass, bulk_alloc.h) is allocated
- * from that CPU's list right after the event that put it there.
+ * off a CPU's list (found by a first pass, untraced.h) is allocated from
+ * that CPU's list right after the event that put it there.
  *
  * The kernel's tracepoint events (refills, drains, fallbacks) are not
  * replayed: they are what the model must reproduce, counted on the
@@ -27,7 +27,7 @@
  */
 #include "bench.h"
 #include "replay.h"
-#include "bulk_alloc.h"
+#include "untraced.h"
 #include "live_map.h"
 #include "prime.h"
 
@@ -58,11 +58,14 @@ struct replayer {
 	int bound_cpu;
 	bool muted;                     /* stand-ins: not the model's doing */
 	bool counting;                  /* past the warm-up: both sides count */
-	const struct bulk_takes *takes; /* the kernel's untraced bulk allocations */
-	size_t next_take;
-	const struct bulk_take *take;   /* ... the one due after the event at hand */
+	const struct trace_event *playing;      /* the trace's event at hand */
+	const struct untraced *untraced;        /* what the kernel did untraced */
+	struct untraced_cursor at;
+	const struct untraced_take *take;       /* a bulk allocation due after the event */
+	int unseen_type;                /* the list a free of a page never seen allocated goes to */
 	uint64_t allocs_seen;
-	uint64_t next_tick;
+	int nr_cpus;
+	uint64_t *next_tick;            /* [nr_cpus]: each CPU's next vmstat worker run */
 	/* header zone -> model zone index; -1 for one with no model zone,
 	 * or that the header named only after the replay began */
 	int model_zone[TRACE_MAX_ZONES];
@@ -112,12 +115,45 @@ static void problem(struct replayer *rp, enum replay_problem p, const struct tra
 		rp->r->first_lines[p][n] = ev->line;
 }
 
+/* A model event as the kernel's tracepoint prints it (--model-trace): the
+ * pfn is zonealloc's, the time and line the trace's event being played. */
+static void write_model_event(const struct replayer *rp, const struct za_tp_event *e)
+{
+	const struct trace_event *ev = rp->playing;
+	unsigned long long ns = ev ? ev->ts_ns : 0;
+	char fields[160];
+	switch (e->type) {
+	case ZA_TP_PAGE_ALLOC_ZONE_LOCKED:
+		snprintf(fields, sizeof(fields), "mm_page_alloc_zone_locked: pfn=0x%lx order=%u "
+			 "migratetype=%d percpu_refill=%d", e->pfn, e->order, e->migratetype,
+			 e->percpu_refill);
+		break;
+	case ZA_TP_PAGE_PCPU_DRAIN:
+		snprintf(fields, sizeof(fields), "mm_page_pcpu_drain: pfn=0x%lx order=%u migratetype=%d",
+			 e->pfn, e->order, e->migratetype);
+		break;
+	case ZA_TP_PAGE_ALLOC_EXTFRAG:
+		snprintf(fields, sizeof(fields), "mm_page_alloc_extfrag: pfn=0x%lx alloc_order=%u "
+			 "fallback_order=%d alloc_migratetype=%d fallback_migratetype=%d "
+			 "fragmenting=%d change_ownership=%d", e->pfn, e->order, e->fallback_order,
+			 e->migratetype, e->fallback_migratetype, e->fragmenting, e->change_ownership);
+		break;
+	default:
+		return;
+	}
+	fprintf(rp->o->model_trace, "%16s-%-7d [%03d] ..... %llu.%06llu: %s line=%llu\n",
+		"zonealloc", 0, e->cpu, ns / 1000000000ULL, ns % 1000000000ULL / 1000ULL, fields,
+		ev ? (unsigned long long)ev->line : 0ULL);
+}
+
 /* zonealloc's own tracepoints: the model's side of the table. */
 static void model_tracepoint(const struct za_tp_event *e, void *ctx)
 {
 	struct replayer *rp = ctx;
 	if (rp->muted || !rp->counting)
 		return;
+	if (rp->o->model_trace)
+		write_model_event(rp, e);
 	struct fidelity *f = &rp->r->model;
 	switch (e->type) {
 	case ZA_TP_PAGE_ALLOC_ZONE_LOCKED:
@@ -236,13 +272,13 @@ static void replay_page_alloc(struct replayer *rp, const struct trace_event *ev)
 	l->gfp = ev->gfp;
 }
 
-/* A block for a pfn the kernel allocated before the trace began: movable,
- * as most of a running system's pages are, unless a bulk allocation takes
- * it next (it was on that type's list). */
+/* A block for a pfn the kernel allocated before the trace began, of the
+ * list the trace shows it on (untraced.h), else movable, as most of a
+ * running system's pages are. */
 static void *stand_in(struct replayer *rp, const struct trace_event *ev)
 {
 	struct trace_event as_alloc = *ev;
-	as_alloc.migratetype = rp->take ? rp->take->migratetype : 1;
+	as_alloc.migratetype = rp->unseen_type;
 	as_alloc.gfp = TGFP_MOVABLE | TGFP_DIRECT_RECLAIM;
 	int nid;
 	za_gfp_t gfp = page_gfp(rp, &as_alloc, &nid) | ZA_GFP_BUDDY;
@@ -337,19 +373,23 @@ static void replay_slab_free(struct replayer *rp, const struct trace_event *ev)
 		problem(rp, RP_UNKNOWN_OBJECT, ev);
 }
 
-/* The vmstat ticks due by the event's time: one per second of trace. */
+/* The vmstat worker runs due by the event's time: each CPU's once a second
+ * of trace, at the phase the trace shows for it (untraced.h). */
 static void advance_clock(struct replayer *rp, uint64_t ts)
 {
-	if (!rp->next_tick) {
-		rp->next_tick = ts + NS_PER_TICK;
-		return;
+	for (int cpu = 0; cpu < rp->nr_cpus; cpu++) {
+		uint64_t *next = &rp->next_tick[cpu];
+		if (!*next) {
+			*next = untraced_next_tick(rp->untraced, cpu, ts);
+			continue;
+		}
+		for (int n = 0; ts >= *next && n < MAX_CATCHUP_TICKS; n++) {
+			za_vmstat_tick_cpu(rp->mm, cpu);
+			*next += NS_PER_TICK;
+		}
+		if (ts >= *next)        /* a long quiet stretch: decay is done */
+			*next = untraced_next_tick(rp->untraced, cpu, ts);
 	}
-	for (int n = 0; ts >= rp->next_tick && n < MAX_CATCHUP_TICKS; n++) {
-		za_vmstat_tick(rp->mm);
-		rp->next_tick += NS_PER_TICK;
-	}
-	if (ts >= rp->next_tick)        /* a long quiet stretch: decay is done */
-		rp->next_tick = ts + NS_PER_TICK;
 }
 
 static void act_as(struct replayer *rp, const struct trace_event *ev)
@@ -395,7 +435,7 @@ static void play(struct replayer *rp, const struct trace_event *ev)
 }
 
 /* The page the kernel's bulk allocator took off the CPU's list right after
- * the event that put it there (bulk_alloc.h): may reclaim, as vmalloc's
+ * the event that put it there (untraced.h): may reclaim, as vmalloc's
  * GFP_KERNEL. */
 static void play_take(struct replayer *rp, const struct trace_event *ev)
 {
@@ -444,19 +484,30 @@ static int64_t start_count(const struct replayer *rp, const struct prime *p, int
 	return prime_start_count(p, cpu, t, z ? z->high_min : 0, counted);
 }
 
-/* Sets the tuned high of the CPU's lists for header zone t, if the
- * zoneinfo was taken at the trace's start (else high starts at high_min:
- * the trace bounds the kernel's from below too, but a model started at
- * those bounds drained less than the kernel on the traces it was checked
- * against -- docs/fidelity.md).  False if it was not. */
+/* Sets the tuned high of the CPU's lists for header zone t; false if the
+ * header has no such zone or CPU. */
 static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
 {
 	const struct trace_zone *z = &rp->h->zones[t];
-	if (rp->h->excerpt || cpu >= TRACE_PCP_CPUS || t >= rp->h->nr_zones || rp->model_zone[t] < 0)
+	if (cpu >= TRACE_PCP_CPUS || t >= rp->h->nr_zones || rp->model_zone[t] < 0)
 		return false;
 	za_pcp_set_high(rp->mm, z->node < za_nr_nodes(rp->mm) ? z->node : 0, rp->model_zone[t], cpu,
 			high < INT_MAX ? (int)high : INT_MAX);
 	return true;
+}
+
+/* The tuned high the CPU's lists for header zone t start at, holding
+ * `pages`: at least those (a free past high would have drained them), and
+ * the zoneinfo's high if it was taken at the trace's start.  An excerpt's
+ * zoneinfo is of the recording's start: its high says nothing of the
+ * excerpt's (the trace bounds it from below too, by its drains, but a
+ * model started at those bounds drained less than the kernel on the
+ * traces it was checked against -- docs/fidelity.md). */
+static int64_t start_high(const struct replayer *rp, const struct prime *p, int cpu, int t,
+			  int64_t pages)
+{
+	int64_t shown = rp->h->excerpt ? prime_start_high(p, cpu, t, pages) : rp->h->zones[t].pcp_high[cpu];
+	return pages > shown ? pages : shown;
 }
 
 /*
@@ -487,8 +538,7 @@ static void warm_start(struct replayer *rp, const struct prime *p)
 						  prime_need(p, cpu, t, slot, mt));
 			fill_list(rp, t, 0, idle_type(p), pages - prime_need_pages(p, cpu, t));
 			if (tuned)
-				set_start_high(rp, cpu, t, pages > rp->h->zones[t].pcp_high[cpu] ?
-							   pages : rp->h->zones[t].pcp_high[cpu]);
+				set_start_high(rp, cpu, t, start_high(rp, p, cpu, t, pages));
 		}
 	}
 	rp->muted = false;
@@ -535,11 +585,14 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 			continue;
 		advance_clock(rp, ev.ts_ns);
 		act_as(rp, &ev);
-		rp->take = bulk_take_due(rp->takes, &rp->next_take, rp->r->events - 1);
+		rp->take = untraced_take_due(rp->untraced, &rp->at, rp->r->events - 1);
+		rp->unseen_type = untraced_list_type(rp->untraced, &rp->at, rp->r->events - 1, 1);
+		rp->playing = &ev;
 		play(rp, &ev);
 		if (rp->take && (rp->o->events & REPLAY_PAGE))
 			play_take(rp, &ev);
 	}
+	rp->playing = NULL;
 	rp->r->trace_ns = last_ts - first_ts;
 	FILE *f = fmemopen(rp->r->lines_not_used, sizeof(rp->r->lines_not_used), "w");
 	if (f) {
@@ -567,19 +620,19 @@ struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
 	return tr;
 }
 
-/* The first passes: the kernel's untraced bulk allocations, then what the
+/* The first passes: what the kernel did untraced (untraced.h), then what the
  * lists held and the trace's length. */
 static int prime_trace(const char *path, const struct replay_opts *o, struct trace_header *h,
-		       int nr_cpus, struct bulk_takes *bt, struct prime *p, char *err, size_t errlen)
+		       int nr_cpus, struct untraced *u, struct prime *p, char *err, size_t errlen)
 {
 	struct trace_reader *tr = replay_open(path, o, h, err, errlen);
 	if (!tr)
 		return -1;
-	int rc = bulk_scan(tr, nr_cpus, bt, err, errlen);
+	int rc = untraced_scan(tr, nr_cpus, u, err, errlen);
 	trace_close(tr);
 	if (rc || !(tr = replay_open(path, o, h, err, errlen)))
 		return -1;
-	rc = prime_scan(tr, h, nr_cpus, bt, p, err, errlen);
+	rc = prime_scan(tr, h, nr_cpus, u, p, err, errlen);
 	trace_close(tr);
 	return rc;
 }
@@ -599,19 +652,22 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 	struct trace_header *h = malloc(sizeof(*h));
 	struct trace_reader *tr = NULL;
 	struct prime start = { 0 };
-	struct bulk_takes takes = { 0 };
+	struct untraced untraced = { 0 };
+	int nr_cpus = mm ? za_nr_cpus(mm) : 1;
+	uint64_t *next_tick = calloc((size_t)nr_cpus, sizeof(*next_tick));
 	int rc = -1;
-	if (!rp || !h || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
+	if (!rp || !h || !next_tick || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (prime_trace(path, o, h, mm ? za_nr_cpus(mm) : 1, &takes, &start, err, errlen) ||
+	if (prime_trace(path, o, h, nr_cpus, &untraced, &start, err, errlen) ||
 	    !(tr = replay_open(path, o, h, err, errlen)))
 		goto fail;
 	r->warmup_allocs = o->warmup == REPLAY_WARMUP_AUTO ? auto_warmup(start.page_allocs) : o->warmup;
 	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = h, .bound_cpu = -1,
 				 .counting = !r->warmup_allocs, .pages = rp->pages,
-				 .objects = rp->objects, .takes = &takes };
+				 .objects = rp->objects, .untraced = &untraced, .nr_cpus = nr_cpus,
+				 .next_tick = next_tick };
 	if (mm) {
 		map_zones(rp);
 		za_set_tracepoints(mm, model_tracepoint, rp, ZA_TP_PAGE_EVENTS |
@@ -630,7 +686,8 @@ fail:
 	}
 	free(rp);
 	free(h);
+	free(next_tick);
 	prime_free(&start);
-	bulk_free(&takes);
+	untraced_free(&untraced);
 	return rc;
 }

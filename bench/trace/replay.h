@@ -74,6 +74,10 @@ struct replay_opts {
 	const char *zoneinfo, *sysctl;
 	bool empty_start;       /* --start empty: the lists start empty, not as
 				 * the kernel's must have been (prime.c) */
+	/* --model-trace: the model's counted events written here as the
+	 * kernel's tracepoints print them, stamped with the time and line of
+	 * the trace's event being played; NULL if not asked for. */
+	FILE *model_trace;
 };
 #define REPLAY_WARMUP_AUTO UINT64_MAX
 #define REPLAY_WARMUP_MAX 10000
