@@ -2,14 +2,18 @@
  * The recorded machine as a replay sees it: /proc/zoneinfo in each form a
  * trace or a file beside it carries, `sysctl` output, the mirror's
  * configuration derived from them with what it says it derived and
- * assumed (bench/trace/mirror.c), and what a CPU's per-CPU lists must
- * have held when a trace began (bench/trace/prime.c).
+ * assumed (bench/trace/mirror.c), what a CPU's per-CPU lists must
+ * have held when a trace began (bench/trace/prime.c), what the kernel did
+ * that it did not trace (bench/trace/untraced.c), and the high a CPU's
+ * lists started with (bench/trace/start_high.c).
  *
  * Usage: test_mirror TRACES_DIR [CASE...]
  */
 #include "mirror.h"
 #include "prime.h"
+#include "start_high.h"
 #include "trace_util.h"
+#include "untraced.h"
 
 static const char *traces_dir;
 
@@ -301,6 +305,118 @@ static void test_prime(void)
 	trace_close(r);
 }
 
+
+static void tick_counter(void *ctx, int cpu)
+{
+	((int *)ctx)[cpu]++;
+}
+
+/*
+ * What the kernel did untraced.  CPU 0 is refilled with 0x10..0x13 and
+ * hands out 0x10; kworker on CPU 1 frees 0x11 and 0x12, which no
+ * allocation took: bulk allocations took them off CPU 0's list right
+ * after their refill events (events 1 and 2), as the refill's type.  CPU 1
+ * frees 0x40, never seen allocated, which an unmovable allocation then
+ * takes off CPU 1's list: that free went onto the unmovable list.  0x41,
+ * freed unseen on CPU 1 and drained as reclaimable, went onto that list;
+ * 0x42, freed unseen and gone nowhere, is not known.  A free of 0x11
+ * again (it sat on CPU 1's list since its first free, event 5) was a
+ * second bulk take, of unmovable (vmalloc's) type now that the page is
+ * the take's.  The drain of event 12 follows no free on CPU 0: its
+ * vmstat worker ran at 1.000012 s.
+ */
+static void test_untraced(void)
+{
+	static const char trace[] =
+		"# nr_cpus 2\n"
+		EV(0, "000000", "mm_page_alloc_zone_locked: pfn=0x10 order=0 migratetype=1 percpu_refill=1")
+		EV(0, "000001", "mm_page_alloc_zone_locked: pfn=0x11 order=0 migratetype=1 percpu_refill=1")
+		EV(0, "000002", "mm_page_alloc_zone_locked: pfn=0x12 order=0 migratetype=1 percpu_refill=1")
+		EV(0, "000003", "mm_page_alloc_zone_locked: pfn=0x13 order=0 migratetype=1 percpu_refill=1")
+		EV(0, "000004", "mm_page_alloc: pfn=0x10 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE")
+		EV(1, "000005", "mm_page_free: pfn=0x11 order=0")
+		EV(1, "000006", "mm_page_free: pfn=0x12 order=0")
+		EV(1, "000007", "mm_page_free: pfn=0x40 order=0")
+		EV(1, "000008", "mm_page_alloc: pfn=0x40 order=0 migratetype=0 gfp_flags=GFP_KERNEL")
+		EV(1, "000009", "mm_page_free: pfn=0x41 order=0")
+		EV(1, "000010", "mm_page_pcpu_drain: pfn=0x41 order=0 migratetype=2")
+		EV(1, "000011", "mm_page_free: pfn=0x42 order=0")
+		EV(0, "000012", "mm_page_pcpu_drain: pfn=0x13 order=0 migratetype=1")
+		EV(0, "000013", "mm_page_free: pfn=0x11 order=0");
+	char path[512], err[256];
+	struct trace_reader *r = open_lines(trace, path, sizeof(path));
+	struct untraced u;
+	CHECK_EQ(untraced_scan(r, 2, &u, err, sizeof(err)), 0);
+	CHECK_EQ(u.ntakes, 3);
+	CHECK_EQ(u.take[0].after, 1);
+	CHECK_EQ(u.take[0].pfn, 0x11);
+	CHECK_EQ(u.take[0].cpu, 0);
+	CHECK_EQ(u.take[0].migratetype, 1);
+	CHECK_EQ(u.take[1].after, 2);
+	CHECK_EQ(u.take[1].pfn, 0x12);
+	CHECK_EQ(u.take[2].after, 5);   /* 0x11 again, off CPU 1's list */
+	CHECK_EQ(u.take[2].cpu, 1);
+	CHECK_EQ(u.take[2].migratetype, 1);
+	struct untraced_cursor at = { 0 };
+	CHECK(!untraced_take_due(&u, &at, 0));
+	CHECK(untraced_take_due(&u, &at, 1) == &u.take[0]);
+	CHECK(untraced_take_due(&u, &at, 2) == &u.take[1]);
+	CHECK(!untraced_take_due(&u, &at, 3));
+	CHECK_EQ(untraced_list_type(&u, &at, 7, 1), 0);         /* 0x40: unmovable */
+	CHECK_EQ(untraced_list_type(&u, &at, 9, 1), 2);         /* 0x41: reclaimable */
+	CHECK_EQ(untraced_list_type(&u, &at, 11, 1), 1);        /* 0x42: the guess */
+	CHECK_EQ(u.tick_ns[0], 1000012000ULL);
+	CHECK_EQ(u.tick_ns[1], 0);      /* its drain followed a free */
+	struct tick_clock clock;
+	CHECK_EQ(tick_clock_init(&clock, &u, 2), 0);
+	int ticks[2] = { 0, 0 };
+	tick_clock_advance(&clock, 1000000000ULL, tick_counter, ticks);       /* the first event */
+	CHECK_EQ(clock.next[0], 1000012000ULL);         /* CPU 0's phase, and CPU 1's too */
+	CHECK_EQ(clock.next[1], 1000012000ULL);
+	tick_clock_advance(&clock, 3500000000ULL, tick_counter, ticks);
+	CHECK_EQ(ticks[0], 3);          /* 1.000012, 2.000012, 3.000012 s */
+	CHECK_EQ(ticks[1], 3);
+	tick_clock_release(&clock);
+	untraced_free(&u);
+	trace_close(r);
+}
+
+/*
+ * The start high a trace shows, under a tuned high (high_min 1000,
+ * high_max 10000, batch 63).  Lists that start with 500 pages, frees
+ * taking their net to +800 (count 1300, so high above it), then a refill
+ * that raised high by 63 and a free to net +900 that drained: high was at
+ * most count there, 1400, so 1337 at the start.  With a vmstat tick
+ * between (count 1300 at it), high had decayed by an eighth first: it
+ * started at 1527, which the decay (less 1527 >> 3) takes to 1337.
+ */
+static void test_start_high(void)
+{
+	const struct trace_zone z = { .high_min = 1000, .high_max = 10000, .batch = 63 };
+	struct high_track t = { 0 };
+	CHECK_EQ(high_track_start(&t, 500, &z), 1000);  /* nothing shown: high_min */
+	CHECK_EQ(high_track_free(&t, 800), 0);
+	CHECK_EQ(high_track_raise(&t, 63), 0);
+	CHECK_EQ(high_track_free(&t, 900), 0);
+	CHECK_EQ(high_track_drained(&t), 0);
+	CHECK_EQ(high_track_free(&t, 5000), 0);         /* after the drain: says nothing */
+	CHECK_EQ(high_track_start(&t, 500, &z), 1337);
+	high_track_release(&t);
+
+	CHECK_EQ(high_track_free(&t, 800), 0);
+	CHECK_EQ(high_track_tick(&t, 800), 0);
+	CHECK_EQ(high_track_raise(&t, 63), 0);
+	CHECK_EQ(high_track_free(&t, 900), 0);
+	CHECK_EQ(high_track_drained(&t), 0);
+	CHECK_EQ(high_track_start(&t, 500, &z), 1527);
+	high_track_release(&t);
+
+	const struct trace_zone pinned = { .high_min = 1000, .high_max = 1000, .batch = 63 };
+	CHECK_EQ(high_track_free(&t, 5000), 0);
+	CHECK_EQ(high_track_start(&t, 500, &pinned), 1000);     /* not tuned: high_min */
+	high_track_release(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -308,6 +424,8 @@ int main(int argc, char **argv)
 		{ "side_files", test_side_files },
 		{ "mirror_derivation", test_mirror_derivation },
 		{ "prime", test_prime },
+		{ "untraced", test_untraced },
+		{ "start_high", test_start_high },
 	};
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s TRACES_DIR [CASE...]\n", argv[0]);

@@ -257,6 +257,98 @@ def test_kernel_column_from_the_trace(tmp):
     assert rows(fid, "kernel", cpu=0)["pcp_drain_pages"] == 750
 
 
+def test_bulk_takes(tmp):
+    """The kernel's alloc_pages_bulk traces no allocation: CPU 0 is refilled
+    with 63 pages and hands out one; kworker on CPU 1 frees 16 others of
+    them, which no traced allocation took -- a bulk allocation did, right
+    after their refill.  So CPU 0's list held 62 - 16 = 46, and the 46
+    allocations after empty it: the next one refills, 126 pages in all.
+    A replay that kept the 16 on the list would refill once."""
+    t = Trace()
+    for i in range(63):
+        t.add(0, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x1000 + i:x} "
+              "order=0 migratetype=1 percpu_refill=1")
+    t.alloc(0, 0x1000)
+    for i in range(1, 17):
+        t.free(1, 0x1000 + i)
+    for i in range(17, 63):
+        t.alloc(0, 0x1000 + i)
+    for i in range(63):
+        t.add(0, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x2000 + i:x} "
+              "order=0 migratetype=1 percpu_refill=1")
+    t.alloc(0, 0x2000)
+    path = t.write(os.path.join(tmp, "bulk.txt"))
+    doc = json.loads(replay([path, "--json", "--config", SEEDS, "--warmup", "0"] + ONCE).stdout)
+    v = doc["variants"][0]
+    assert v["replay"]["bulk_takes"] == 16 and v["replay"]["early_frees"] == 0, v["replay"]
+    per_1000 = 126 * 1000 // 48     # 126 pages over 48 allocations
+    assert rows(v["fidelity"], "kernel")["pcp_refill_pages"] == per_1000, v["fidelity"]
+    assert rows(v["fidelity"], "zonealloc")["pcp_refill_pages"] == per_1000, v["fidelity"]
+    out = replay([path, "--config", SEEDS, "--warmup", "0"] + ONCE).stdout
+    assert "16 pages taken off a CPU's list by allocations the kernel does not trace" in out, out
+
+
+def test_model_trace(tmp):
+    """--model-trace writes the model's events as the kernel prints them,
+    stamped with the time and line of the trace's event being played: one
+    allocation on CPU 5 refills 63 pages, 63 mm_page_alloc_zone_locked
+    lines at that event's time and line, which the trace reader reads back
+    whole.  With --ab, one file per variant."""
+    t = Trace()
+    t.alloc(5, 0x1000)
+    path = t.write(os.path.join(tmp, "one.txt"))
+    out = os.path.join(tmp, "model.txt")
+    replay([path, "--config", SEEDS, "--model-trace", out] + ONCE + COLD)
+    with open(out) as f:
+        lines = f.read().splitlines()
+    assert len(lines) == 63, lines
+    line_no = len(HEADER.splitlines()) + 1
+    assert all("[005]" in l and " 100.000000: mm_page_alloc_zone_locked: " in l and
+               "percpu_refill=1" in l and l.endswith(f"line={line_no}") for l in lines), lines[0]
+    p = replay([out, "--json", "--config", SEEDS] + ONCE + COLD)
+    assert json.loads(p.stdout)["variants"][0]["replay"]["events"] == 63, p.stdout[-400:]
+    assert "malformed" not in p.stdout + p.stderr, p.stderr
+    two = os.path.join(tmp, "ab")
+    replay([path, "--config", SEEDS, "--ab", "pcp_high_order", "--model-trace", two] + ONCE + COLD)
+    assert os.path.exists(two + ".before") and os.path.exists(two + ".after"), os.listdir(tmp)
+    replay([path, "--model-trace", os.path.join(tmp, "no", "such", "dir")] + ONCE, expect=2)
+
+
+def test_excerpt_whole_bursts(tmp):
+    """bench/traces/excerpt.py cuts at the limit it is given, but never
+    inside a drain or a refill: a cut after the third of five drain events
+    of CPU 1 takes the other two (and the CPU 0 event among them), and
+    stops before CPU 1's next event; a refill keeps the allocation it was
+    for."""
+    t = Trace()
+    t.alloc(0, 0x1000)
+    t.free(1, 0x2000)
+    for i in range(3):
+        t.add(1, "mm_page_pcpu_drain", f"page=000000000000dead pfn=0x{0x3000 + i:x} order=0 migratetype=1")
+    t.alloc(0, 0x1001)
+    for i in range(3, 5):
+        t.add(1, "mm_page_pcpu_drain", f"page=000000000000dead pfn=0x{0x3000 + i:x} order=0 migratetype=1")
+    t.free(1, 0x2001)
+    t.free(1, 0x2002)
+    path = t.write(os.path.join(tmp, "whole.txt"))
+    cut = subprocess.run([sys.executable, os.path.join(TRACES, "excerpt.py"), "--events", "5", path],
+                         capture_output=True, text=True, check=True).stdout
+    body = [l for l in cut.splitlines() if not l.startswith("#")]
+    assert len(body) == 8 and body[-1].endswith("pfn=0x3004 order=0 migratetype=1"), body
+    assert sum("mm_page_pcpu_drain" in l for l in body) == 5, body
+    t = Trace()
+    for i in range(4):
+        t.add(0, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x1000 + i:x} "
+              "order=0 migratetype=1 percpu_refill=1")
+    t.alloc(0, 0x1000)
+    t.alloc(0, 0x1001)
+    path = t.write(os.path.join(tmp, "refill.txt"))
+    cut = subprocess.run([sys.executable, os.path.join(TRACES, "excerpt.py"), "--events", "2", path],
+                         capture_output=True, text=True, check=True).stdout
+    body = [l for l in cut.splitlines() if not l.startswith("#")]
+    assert len(body) == 5 and "mm_page_alloc:" in body[-1] and "0x1000 " in body[-1], body
+
+
 def test_deterministic():
     path = os.path.join(TRACES, "udp16k.trace.zst")
     docs = [json.loads(replay([path, "--json", "--iterations", "2"]).stdout) for _ in range(2)]
@@ -279,7 +371,7 @@ def test_shipped_traces_replay_clean():
         # the frees of some page tables (each seen by hand in the fork and
         # build traces: allocated again with no free since, no lost events)
         unexpected = {k: n for k, n in r.items()
-                      if k not in ("events", "early_frees", "warmup_allocs", "kernel_failed",
+                      if k not in ("events", "early_frees", "bulk_takes", "warmup_allocs", "kernel_failed",
                                    "unknown_object", "live_object", "untraced_free") and n}
         assert not unexpected, (name, r)
         assert doc["variants"][0]["fidelity"]["page_allocs"] > 1000, name
@@ -364,14 +456,16 @@ def test_bad_input(tmp):
     replay([os.path.join(tmp, "cpu.txt"), "--events", "pages"] + ONCE, expect=2)
     replay([os.path.join(tmp, "cpu.txt"), "--start", "warm"] + ONCE, expect=2)
     # a pfn allocated again with no free between: lost, or, if it was a
-    # page table, a free the kernel does not trace
+    # page table or mmu_gather's table batch, a free the kernel does not trace
     t = Trace()
     t.alloc(0, 0x1000, mt=0, gfp="GFP_KERNEL_ACCOUNT|__GFP_ZERO|__GFP_COMP")
     t.alloc(0, 0x1000)
+    t.alloc(0, 0x3000, mt=0, gfp="GFP_NOWAIT")
+    t.alloc(0, 0x3000)
     t.alloc(0, 0x2000)
     t.alloc(0, 0x2000)
     v = replay_json(t.write(os.path.join(tmp, "again.txt")))["variants"][0]
-    assert v["replay"]["untraced_free"] == 1 and v["replay"]["live_pfn"] == 1, v["replay"]
+    assert v["replay"]["untraced_free"] == 2 and v["replay"]["live_pfn"] == 1, v["replay"]
     # files recorded beside a trace that are not what they are given as
     bad = os.path.join(tmp, "bad.zoneinfo")
     with open(bad, "w") as f:
@@ -441,7 +535,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_scorecard, test_drain_after_frees_of_early_pages,
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
-         test_kernel_ab_sheaves,
+         test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

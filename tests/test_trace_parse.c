@@ -682,6 +682,22 @@ static void test_line_variants(void)
 	CHECK_EQ(e.ts_ns, 15200869966123ull);
 	e = parse_ok("   bash-17929  12d..3. 15200.869966: mm_page_free: pfn=0x1 order=0");
 	CHECK_EQ(e.cpu, 12);
+	/* trace-cmd report cannot evaluate extfrag's "fallback_order <
+	 * pageblock_order" and prints fallback_order for it: fragmenting is
+	 * what the comparison gives; without pageblock_order, x86-64's 9 */
+	e = parse_ok("zacorpus:  date-16331 [000]   538.917257: mm_page_alloc_extfrag: pfn=0x23e800 "
+		     "alloc_order=0 fallback_order=10 pageblock_order=9 alloc_migratetype=0 "
+		     "fallback_migratetype=1 fragmenting=10 change_ownership=1");
+	CHECK_EQ(e.type, TEV_EXTFRAG);
+	CHECK_EQ(e.fragmenting, 0);
+	CHECK_EQ(e.change_ownership, 1);
+	e = parse_ok("  a-1 [000] 1.0: mm_page_alloc_extfrag: pfn=0x1 alloc_order=0 fallback_order=3 "
+		     "pageblock_order=9 alloc_migratetype=0 fallback_migratetype=1 fragmenting=3 "
+		     "change_ownership=0");
+	CHECK_EQ(e.fragmenting, 1);
+	e = parse_ok("  a-1 [000] 1.0: mm_page_alloc_extfrag: pfn=0x1 alloc_order=0 fallback_order=10 "
+		     "alloc_migratetype=0 fallback_migratetype=1 fragmenting=10 change_ownership=0");
+	CHECK_EQ(e.fragmenting, 0);
 	/* no fraction: a counter clock, taken as ns */
 	e = parse_ok("   bash-17929 [000] 123456789: mm_page_free: pfn=0x1 order=0");
 	CHECK_EQ(e.ts_ns, 123456789);

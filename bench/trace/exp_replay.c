@@ -158,6 +158,7 @@ static void replay_run(struct bench *b, struct variant *v, struct iteration *it)
 	for (int p = 0; p < NR_REPLAY_PROBLEMS; p++)
 		problems += replay_problem_expected((enum replay_problem)p) ? 0 : r->problems[p];
 	set_extra_counter(v, "replay_early_frees", (long long)r->early_frees);
+	set_extra_counter(v, "replay_bulk_takes", (long long)r->bulk_takes);
 	set_extra_counter(v, "replay_problems", (long long)problems);
 }
 
@@ -185,13 +186,16 @@ static void replay_print_extra(const struct bench *b, FILE *out)
 	const struct replay_result *r0 = &st->result[0];
 	fprintf(out, "\nTrace: %s, %llu events; the first %llu (%llu page allocations, %s) warm "
 		     "the model up, the %.3f s after them are counted; the lists start %s; %llu "
-		     "frees of pages allocated before the trace began (replayed with stand-ins)\n",
+		     "frees of pages allocated before the trace began (replayed with stand-ins); "
+		     "%llu pages taken off a CPU's list by allocations the kernel does not trace "
+		     "(alloc_pages_bulk: freed again with no allocation since they went onto it; "
+		     "played as allocations)\n",
 		b->opts.file, (unsigned long long)r0->events, (unsigned long long)r0->warmup_events,
 		(unsigned long long)r0->warmup_allocs,
 		st->ro.warmup == REPLAY_WARMUP_AUTO ? "a tenth of the trace, at most 10000" : "--warmup",
 		(double)r0->trace_ns * 1e-9,
 		st->ro.empty_start ? "empty (--start empty)" : "with what the kernel's must have held",
-		(unsigned long long)r0->early_frees);
+		(unsigned long long)r0->early_frees, (unsigned long long)r0->bulk_takes);
 	if (r0->lines_not_used[0])
 		fputs(r0->lines_not_used, out);
 	for (int i = 0; i < b->nvariants; i++)
@@ -238,8 +242,9 @@ static void replay_json_variant(const struct bench *b, const struct variant *v, 
 		fprintf(out, "%s", n ? ", " : "");
 		json_string(out, st->mirror.note[n]);
 	}
-	fprintf(out, "], \"replay\": {\"events\": %llu, \"early_frees\": %llu, \"warmup_allocs\": %llu",
-		(unsigned long long)r->events, (unsigned long long)r->early_frees,
+	fprintf(out, "], \"replay\": {\"events\": %llu, \"early_frees\": %llu, \"bulk_takes\": %llu, "
+		     "\"warmup_allocs\": %llu", (unsigned long long)r->events,
+		(unsigned long long)r->early_frees, (unsigned long long)r->bulk_takes,
 		(unsigned long long)r->warmup_allocs);
 	for (int p = 0; p < NR_REPLAY_PROBLEMS; p++)
 		fprintf(out, ", \"%s\": %llu", replay_problem_key((enum replay_problem)p),

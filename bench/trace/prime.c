@@ -81,9 +81,13 @@ struct scan {
 	struct prime *p;
 	const struct trace_header *h;
 	struct live_map types;          /* pfn -> migratetype of its allocation */
+	bool oom;
 	struct cpu_seen {
 		uint64_t direct_pfn;    /* the last buddy-served pfn */
 		struct trace_event last;        /* the last page event of the lists' */
+		struct prime_lists *refill;     /* a refill in progress: its lists, */
+		int refill_zone, refill_order;  /* ... zone and order, */
+		int refill_blocks;              /* ... and blocks so far */
 	} *cpu;                         /* [nr_cpus] */
 };
 
@@ -116,7 +120,11 @@ static void scan_alloc(struct scan *s, const struct trace_event *ev)
 static void scan_free(struct scan *s, const struct trace_event *ev, int unseen_type)
 {
 	struct live *l = map_find(&s->types, ev->pfn);
-	move(s->p, s->h, ev, l ? l->tag : unseen_type, +1);
+	struct prime_lists *lists = move(s->p, s->h, ev, l ? l->tag : unseen_type, +1);
+	if (lists && high_track_free(&lists->high, lists->net))
+		s->oom = true;
+	if (lists)
+		lists->alloc_factor >>= 1;
 	if (l)
 		map_delete(&s->types, l);
 }
@@ -172,10 +180,8 @@ static void scan_drain(struct scan *s, const struct trace_event *ev)
 	struct prime_lists *lists = move(s->p, s->h, ev, ev->migratetype, -1);
 	if (lists && after_free && before < lists->low_at_drain)
 		lists->low_at_drain = before;
-	if (lists && after_free && lists->first_drain_net == INT64_MAX) {
-		lists->first_drain_net = before;
-		lists->refilled_at_drain = lists->refilled;
-	}
+	if (lists && after_free)
+		s->oom |= high_track_drained(&lists->high) != 0;
 }
 
 /* A block stolen for the lists: no zone-locked event of it came first. */
@@ -187,10 +193,50 @@ static void scan_steal(struct scan *s, const struct trace_event *ev)
 		move(s->p, s->h, ev, ev->migratetype, +1);
 }
 
+/*
+ * A refill ends with the next event of its CPU: how much it raised high.
+ * The kernel's nr_pcp_alloc raises high by the batch it asks for, batch
+ * << alloc_factor for order 0 (a plain batch above), and takes fewer when
+ * high is near; a refill that got all it asked for doubles the next one,
+ * a free halves it, and one that took more than the factor so far says
+ * what it was.  One block alone is no refill but an allocation the
+ * buddy lists served (its zone-locked event says percpu_refill=1 for any
+ * order the lists keep).
+ */
+static void end_refill(struct scan *s, struct cpu_seen *c)
+{
+	struct prime_lists *l = c->refill;
+	c->refill = NULL;
+	if (!l || c->refill_blocks < 2 || c->refill_zone >= s->h->nr_zones)
+		return;
+	int batch = s->h->zones[c->refill_zone].batch, took = c->refill_blocks << c->refill_order;
+	int asked = c->refill_order ? batch : batch << l->alloc_factor;
+	while (!c->refill_order && asked < took && l->alloc_factor < 5)
+		asked = batch << ++l->alloc_factor;     /* a streak from before the trace */
+	if (!c->refill_order && took >= asked && l->alloc_factor < 5)
+		l->alloc_factor++;
+	s->oom |= high_track_raise(&l->high, asked) != 0;
+}
+
+static void scan_refill(struct scan *s, const struct trace_event *ev, struct prime_lists *l)
+{
+	struct cpu_seen *c = &s->cpu[ev->cpu];
+	int zone = trace_pfn_zone(s->h, ev->pfn);
+	if (c->refill != l || c->refill_order != ev->order) {
+		end_refill(s, c);
+		*c = (struct cpu_seen){ .direct_pfn = c->direct_pfn, .last = c->last, .refill = l,
+					.refill_zone = zone < 0 ? s->h->nr_zones : zone,
+					.refill_order = ev->order };
+	}
+	c->refill_blocks++;
+}
+
 static void scan_event(struct scan *s, const struct trace_event *ev, int unseen_type)
 {
 	bool cpu_known = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
 	struct prime_lists *lists;
+	if (cpu_known && ev->type != TEV_ZONE_LOCKED && ev->type != TEV_EXTFRAG)
+		end_refill(s, &s->cpu[ev->cpu]);
 	switch (ev->type) {
 	case TEV_PAGE_ALLOC:
 		scan_alloc(s, ev);
@@ -200,7 +246,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev, int unseen_
 		break;
 	case TEV_ZONE_LOCKED:
 		if (ev->percpu_refill == 1 && (lists = move(s->p, s->h, ev, ev->migratetype, +1)))
-			lists->refilled += (int64_t)1 << ev->order;
+			scan_refill(s, ev, lists);
 		else if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
 			s->cpu[ev->cpu].direct_pfn = ev->pfn;
 		break;
@@ -222,6 +268,18 @@ static void scan_event(struct scan *s, const struct trace_event *ev, int unseen_
 	}
 }
 
+/* A run of the CPU's vmstat worker (as the replay plays them): a tick in
+ * the high tracks of its lists. */
+static void scan_tick(void *ctx, int cpu)
+{
+	struct scan *s = ctx;
+	for (int zone = 0; zone < s->p->nr_zones; zone++) {
+		struct prime_lists *l = lists_of(s->p, cpu, zone);
+		if (high_track_tick(&l->high, l->net))
+			s->oom = true;
+	}
+}
+
 int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpus,
 	       const struct untraced *u, struct prime *p, char *err, size_t errlen)
 {
@@ -239,26 +297,35 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 		return -1;
 	}
 	for (size_t i = 0; i < nr_lists; i++)
-		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX,
-						    .first_drain_net = INT64_MAX };
+		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX };
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
 		s.cpu[cpu] = (struct cpu_seen){ .direct_pfn = TRACE_NO_PFN, .last.type = NR_TEV };
 	struct trace_event ev;
 	static const struct untraced none;
 	struct untraced_cursor at = { 0 };
 	uint64_t seen = 0;
-	int rc;
+	int rc = 0;
 	u = u ? u : &none;
-	while ((rc = trace_next(tr, &ev)) == 1) {
+	struct tick_clock clock;
+	if (tick_clock_init(&clock, u, nr_cpus)) {
+		snprintf(err, errlen, "out of memory");
+		scan_free_state(&s);
+		return -1;
+	}
+	while (!s.oom && (rc = trace_next(tr, &ev)) == 1) {
+		tick_clock_advance(&clock, ev.ts_ns, scan_tick, &s);
 		const struct untraced_take *take = untraced_take_due(u, &at, seen);
 		scan_event(&s, &ev, untraced_list_type(u, &at, seen++, 1));
 		if (take)
 			scan_take(&s, &ev, take);
 	}
-	if (rc < 0)
+	tick_clock_release(&clock);
+	if (s.oom)
+		snprintf(err, errlen, "out of memory");
+	else if (rc < 0)
 		snprintf(err, errlen, "%s", trace_error(tr));
 	scan_free_state(&s);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 || s.oom ? -1 : 0;
 }
 
 int64_t prime_need_pages(const struct prime *p, int cpu, int zone)
@@ -281,13 +348,10 @@ int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min
 	return pages;
 }
 
-int64_t prime_start_high(const struct prime *p, int cpu, int zone, int64_t pages)
+int64_t prime_start_high(const struct prime *p, int cpu, int zone, int64_t pages,
+			 const struct trace_zone *z)
 {
-	const struct prime_lists *l = lists_of(p, cpu, zone);
-	if (l->first_drain_net == INT64_MAX)
-		return pages;
-	int64_t high = pages + l->first_drain_net - l->refilled_at_drain;
-	return high > pages ? high : pages;
+	return high_track_start(&lists_of(p, cpu, zone)->high, pages, z);
 }
 
 int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt)
@@ -297,6 +361,8 @@ int64_t prime_need(const struct prime *p, int cpu, int zone, int slot, int mt)
 
 void prime_free(struct prime *p)
 {
+	for (int i = 0; p->lists && i < p->nr_cpus * p->nr_zones; i++)
+		high_track_release(&p->lists[i].high);
 	free(p->net);
 	free(p->need);
 	free(p->lists);

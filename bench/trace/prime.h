@@ -7,6 +7,7 @@
 #ifndef ZABENCH_PRIME_H
 #define ZABENCH_PRIME_H
 
+#include "start_high.h"
 #include "trace.h"
 
 #include <stdint.h>
@@ -20,9 +21,8 @@ struct prime_lists {
 	int64_t net;                    /* pages added less pages taken, so far */
 	int64_t low_at_drain;           /* least net before a drain that count
 					 * reaching high set off (INT64_MAX: none) */
-	int64_t first_drain_net;        /* net before the first such drain (INT64_MAX: none) */
-	int64_t refilled;               /* pages refilled so far */
-	int64_t refilled_at_drain;      /* ... before that first drain */
+	struct high_track high;         /* up to their first drain by a free */
+	int alloc_factor;               /* the kernel's, as the refills show it */
 };
 
 struct prime {
@@ -62,14 +62,10 @@ int64_t prime_need_pages(const struct prime *p, int cpu, int zone);
  * high, so high_min at least -- enough to have reached high_min there.
  */
 int64_t prime_start_count(const struct prime *p, int cpu, int zone, int high_min, int64_t counted);
-/*
- * The tuned high of the CPU's lists for the zone at the start, as the
- * trace shows it to lists that start with `pages`: the count at its first
- * drain that count reaching high set off, less what the refills before it
- * raised high by (each refill raises it by its batch); at least `pages`.
- * The vmstat worker's decay in between is not undone: a lower bound.
- */
-int64_t prime_start_high(const struct prime *p, int cpu, int zone, int64_t pages);
+/* The tuned high the CPU's lists for header zone z started with, holding
+ * `pages`, as the trace shows it (start_high.h). */
+int64_t prime_start_high(const struct prime *p, int cpu, int zone, int64_t pages,
+			 const struct trace_zone *z);
 void prime_free(struct prime *p);
 
 #endif

@@ -39,8 +39,6 @@
 /* ------------------------------------------------------------------------
  * The replayer
  * ------------------------------------------------------------------------ */
-#define NS_PER_TICK 1000000000ULL       /* the kernel's stat_interval: 1 s */
-#define MAX_CATCHUP_TICKS 64            /* decay reaches high_min well before */
 #define MAX_CACHES 512
 
 struct trace_cache {
@@ -64,8 +62,7 @@ struct replayer {
 	const struct untraced_take *take;       /* a bulk allocation due after the event */
 	int unseen_type;                /* the list a free of a page never seen allocated goes to */
 	uint64_t allocs_seen;
-	int nr_cpus;
-	uint64_t *next_tick;            /* [nr_cpus]: each CPU's next vmstat worker run */
+	struct tick_clock clock;        /* each CPU's vmstat worker */
 	/* header zone -> model zone index; -1 for one with no model zone,
 	 * or that the header named only after the replay began */
 	int model_zone[TRACE_MAX_ZONES];
@@ -78,7 +75,7 @@ const char *replay_problem_name(enum replay_problem p)
 	static const char *const names[NR_REPLAY_PROBLEMS] = {
 		[RP_ALLOC_FAILED] = "allocations zonealloc could not satisfy",
 		[RP_LIVE_PFN] = "allocations of a pfn already allocated (its free was lost)",
-		[RP_UNTRACED_FREE] = "allocations of a page table's pfn whose free was not traced",
+		[RP_UNTRACED_FREE] = "allocations of a page table's (or its batch's) pfn whose free was not traced",
 		[RP_LIVE_OBJECT] = "allocations of a live object (its free was not traced)",
 		[RP_ORDER_MISMATCH] = "frees whose order differs from the allocation's",
 		[RP_KERNEL_FAILED] = "allocations that failed in the kernel (page=(null))",
@@ -236,14 +233,17 @@ static za_gfp_t page_gfp(struct replayer *rp, const struct trace_event *ev, int 
 	return gfp | gfp_zone_limit(rp->mm, ev->gfp);
 }
 
-/* A page table's flags (pagetable_alloc: GFP_PGTABLE_USER, order 0).  6.18
- * frees some page tables without mm_page_free: each recording of a
- * fork-heavy job or a build shows one or two allocated again with no free
- * since. */
-static bool is_page_table(const struct live *l)
+/* A page mmu_gather frees: a page table's flags (pagetable_alloc:
+ * GFP_PGTABLE_USER, order 0) or its table batch's (tlb_remove_table's
+ * __get_free_page(GFP_NOWAIT)).  6.18 frees some of them without
+ * mm_page_free: each recording of a fork-heavy job or a build shows one or
+ * two allocated again with no free since. */
+static bool freed_by_mmu_gather(const struct live *l)
 {
-	return !l->tag && (l->gfp & (TGFP_ACCOUNT | TGFP_ZERO)) == (TGFP_ACCOUNT | TGFP_ZERO) &&
-	       !(l->gfp & (TGFP_MOVABLE | TGFP_RECLAIMABLE));
+	bool table = (l->gfp & (TGFP_ACCOUNT | TGFP_ZERO)) == (TGFP_ACCOUNT | TGFP_ZERO) &&
+		     !(l->gfp & (TGFP_MOVABLE | TGFP_RECLAIMABLE));
+	bool table_batch = l->gfp == TGFP_KSWAPD_RECLAIM;
+	return !l->tag && (table || table_batch);
 }
 
 static void replay_page_alloc(struct replayer *rp, const struct trace_event *ev)
@@ -254,7 +254,7 @@ static void replay_page_alloc(struct replayer *rp, const struct trace_event *ev)
 	}
 	struct live *l = map_find(&rp->pages, ev->pfn);
 	if (l) {                /* its free was lost: give the old block back */
-		problem(rp, is_page_table(l) ? RP_UNTRACED_FREE : RP_LIVE_PFN, ev);
+		problem(rp, freed_by_mmu_gather(l) ? RP_UNTRACED_FREE : RP_LIVE_PFN, ev);
 		za_free_pages(rp->mm, l->addr, (unsigned int)l->tag);
 		map_delete(&rp->pages, l);
 	}
@@ -373,23 +373,11 @@ static void replay_slab_free(struct replayer *rp, const struct trace_event *ev)
 		problem(rp, RP_UNKNOWN_OBJECT, ev);
 }
 
-/* The vmstat worker runs due by the event's time: each CPU's once a second
- * of trace, at the phase the trace shows for it (untraced.h). */
-static void advance_clock(struct replayer *rp, uint64_t ts)
+/* A run of the CPU's vmstat worker, when the trace's clock says
+ * (untraced.h's tick_clock). */
+static void vmstat_tick(void *ctx, int cpu)
 {
-	for (int cpu = 0; cpu < rp->nr_cpus; cpu++) {
-		uint64_t *next = &rp->next_tick[cpu];
-		if (!*next) {
-			*next = untraced_next_tick(rp->untraced, cpu, ts);
-			continue;
-		}
-		for (int n = 0; ts >= *next && n < MAX_CATCHUP_TICKS; n++) {
-			za_vmstat_tick_cpu(rp->mm, cpu);
-			*next += NS_PER_TICK;
-		}
-		if (ts >= *next)        /* a long quiet stretch: decay is done */
-			*next = untraced_next_tick(rp->untraced, cpu, ts);
-	}
+	za_vmstat_tick_cpu(((struct replayer *)ctx)->mm, cpu);
 }
 
 static void act_as(struct replayer *rp, const struct trace_event *ev)
@@ -506,7 +494,8 @@ static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
 static int64_t start_high(const struct replayer *rp, const struct prime *p, int cpu, int t,
 			  int64_t pages)
 {
-	int64_t shown = rp->h->excerpt ? prime_start_high(p, cpu, t, pages) : rp->h->zones[t].pcp_high[cpu];
+	const struct trace_zone *z = &rp->h->zones[t];
+	int64_t shown = rp->h->excerpt ? prime_start_high(p, cpu, t, pages, z) : z->pcp_high[cpu];
 	return pages > shown ? pages : shown;
 }
 
@@ -583,7 +572,7 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 			fidelity_count_kernel(&rp->r->kernel, &ev);
 		if (!rp->mm)
 			continue;
-		advance_clock(rp, ev.ts_ns);
+		tick_clock_advance(&rp->clock, ev.ts_ns, vmstat_tick, rp);
 		act_as(rp, &ev);
 		rp->take = untraced_take_due(rp->untraced, &rp->at, rp->r->events - 1);
 		rp->unseen_type = untraced_list_type(rp->untraced, &rp->at, rp->r->events - 1, 1);
@@ -654,20 +643,23 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 	struct prime start = { 0 };
 	struct untraced untraced = { 0 };
 	int nr_cpus = mm ? za_nr_cpus(mm) : 1;
-	uint64_t *next_tick = calloc((size_t)nr_cpus, sizeof(*next_tick));
+	struct tick_clock clock = { 0 };
 	int rc = -1;
-	if (!rp || !h || !next_tick || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
+	if (!rp || !h || map_init(&rp->pages, 12) || map_init(&rp->objects, 12)) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (prime_trace(path, o, h, nr_cpus, &untraced, &start, err, errlen) ||
 	    !(tr = replay_open(path, o, h, err, errlen)))
 		goto fail;
+	if (tick_clock_init(&clock, &untraced, nr_cpus)) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	r->warmup_allocs = o->warmup == REPLAY_WARMUP_AUTO ? auto_warmup(start.page_allocs) : o->warmup;
 	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = h, .bound_cpu = -1,
 				 .counting = !r->warmup_allocs, .pages = rp->pages,
-				 .objects = rp->objects, .untraced = &untraced, .nr_cpus = nr_cpus,
-				 .next_tick = next_tick };
+				 .objects = rp->objects, .untraced = &untraced, .clock = clock };
 	if (mm) {
 		map_zones(rp);
 		za_set_tracepoints(mm, model_tracepoint, rp, ZA_TP_PAGE_EVENTS |
@@ -686,7 +678,7 @@ fail:
 	}
 	free(rp);
 	free(h);
-	free(next_tick);
+	tick_clock_release(&clock);
 	prime_free(&start);
 	untraced_free(&untraced);
 	return rc;

@@ -87,7 +87,7 @@ struct replay_opts {
 enum replay_problem {
 	RP_ALLOC_FAILED,        /* zonealloc could not satisfy an allocation */
 	RP_LIVE_PFN,            /* allocation of a pfn already allocated */
-	RP_UNTRACED_FREE,       /* ... last allocated as a page table, whose free
+	RP_UNTRACED_FREE,       /* ... last allocated as a page table or its batch, whose free
 				 * the kernel does not trace */
 	RP_LIVE_OBJECT,         /* allocation of an object already live: its free
 				 * was not traced (kmem_cache_free_bulk is not) */

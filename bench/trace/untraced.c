@@ -212,15 +212,50 @@ const struct untraced_take *untraced_take_due(const struct untraced *u, struct u
 	return c->take < u->ntakes && u->take[c->take].after == seen ? &u->take[c->take++] : NULL;
 }
 
-uint64_t untraced_next_tick(const struct untraced *u, int cpu, uint64_t after_ns)
+/* The CPU's first worker run after after_ns: at its phase, else another
+ * CPU's (the workers' timers are rounded to the same seconds), else a
+ * second later. */
+static uint64_t next_tick(const struct untraced *u, int cpu, uint64_t after_ns)
 {
 	uint64_t phase = 0;
-	for (int c = 0; c < u->nr_cpus && !phase; c++)
+	for (int c = 0; u && c < u->nr_cpus && !phase; c++)
 		phase = u->tick_ns[(cpu + c) % u->nr_cpus];
 	if (!phase)
 		return after_ns + NS_PER_SEC;
 	uint64_t next = after_ns - after_ns % NS_PER_SEC + phase % NS_PER_SEC;
 	return next > after_ns ? next : next + NS_PER_SEC;
+}
+
+int tick_clock_init(struct tick_clock *c, const struct untraced *u, int nr_cpus)
+{
+	*c = (struct tick_clock){ .u = u && u->nr_cpus == nr_cpus ? u : NULL, .nr_cpus = nr_cpus,
+				  .next = calloc((size_t)nr_cpus, sizeof(*c->next)) };
+	return c->next ? 0 : -1;
+}
+
+#define MAX_CATCHUP_TICKS 64            /* decay reaches high_min well before */
+
+void tick_clock_advance(struct tick_clock *c, uint64_t ts, void (*fn)(void *ctx, int cpu), void *ctx)
+{
+	for (int cpu = 0; cpu < c->nr_cpus; cpu++) {
+		uint64_t *next = &c->next[cpu];
+		if (!*next) {
+			*next = next_tick(c->u, cpu, ts);
+			continue;
+		}
+		for (int n = 0; ts >= *next && n < MAX_CATCHUP_TICKS; n++) {
+			fn(ctx, cpu);
+			*next += NS_PER_SEC;
+		}
+		if (ts >= *next)        /* a long quiet stretch: decay is done */
+			*next = next_tick(c->u, cpu, ts);
+	}
+}
+
+void tick_clock_release(struct tick_clock *c)
+{
+	free(c->next);
+	c->next = NULL;
 }
 
 int untraced_list_type(const struct untraced *u, struct untraced_cursor *c, uint64_t seen, int guess)

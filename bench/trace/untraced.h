@@ -88,8 +88,16 @@ const struct untraced_take *untraced_take_due(const struct untraced *u, struct u
 /* The list of the free at event `seen` if the trace shows it, else
  * `guess`. */
 int untraced_list_type(const struct untraced *u, struct untraced_cursor *c, uint64_t seen, int guess);
-/* The CPU's first vmstat worker run after time `after_ns` (the trace's
- * clock), at the phase the trace shows, else a second after it. */
-uint64_t untraced_next_tick(const struct untraced *u, int cpu, uint64_t after_ns);
+/* Each CPU's vmstat worker runs through the trace: once a second, at the
+ * phase the trace shows for it, else a second after the first event. */
+struct tick_clock {
+	const struct untraced *u;       /* NULL: no phase known */
+	int nr_cpus;
+	uint64_t *next;                 /* [nr_cpus]: the next run, 0 before the first event */
+};
+int tick_clock_init(struct tick_clock *c, const struct untraced *u, int nr_cpus);   /* 0 or -1 */
+/* fn(ctx, cpu) for each run due by time ts, each CPU's in order. */
+void tick_clock_advance(struct tick_clock *c, uint64_t ts, void (*fn)(void *ctx, int cpu), void *ctx);
+void tick_clock_release(struct tick_clock *c);
 
 #endif
