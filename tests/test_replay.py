@@ -349,6 +349,24 @@ def test_excerpt_whole_bursts(tmp):
     assert len(body) == 5 and "mm_page_alloc:" in body[-1] and "0x1000 " in body[-1], body
 
 
+def test_side_files_found(tmp):
+    """A trace recorded with perf or trace-cmd has /proc/zoneinfo and
+    `sysctl vm` saved beside it (NAME.zoneinfo, NAME.sysctl): a replay of
+    NAME.txt finds them without being told, says so, and mirrors them."""
+    t = Trace()
+    t.alloc(1, 0x1000)
+    path = t.write(os.path.join(tmp, "beside.txt"), header="")
+    with open(os.path.join(tmp, "beside.zoneinfo"), "w") as f:
+        f.write("\n".join(l[len("# zoneinfo "):] for l in HEADER.splitlines()
+                          if l.startswith("# zoneinfo ")) + "\n")
+    with open(os.path.join(tmp, "beside.sysctl"), "w") as f:
+        f.write("vm.min_free_kbytes = 4000\nvm.percpu_pagelist_high_fraction = 0\n")
+    out = replay([path] + ONCE).stdout
+    assert f"read beside the trace: {tmp}/beside.zoneinfo {tmp}/beside.sysctl" in out, out
+    assert "derived from the sysctl: vm.min_free_kbytes=4000" in out, out
+    assert "memory=1048576K" in out, out
+
+
 def test_deterministic():
     path = os.path.join(TRACES, "udp16k.trace.zst")
     docs = [json.loads(replay([path, "--json", "--iterations", "2"]).stdout) for _ in range(2)]
@@ -536,6 +554,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
+         test_side_files_found,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

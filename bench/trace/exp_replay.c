@@ -24,6 +24,7 @@ struct replay_state {
 	struct fidelity predicted;      /* --predict: the second trace's kernel */
 	bool have_predicted;
 	struct mirror mirror;
+	char side_zoneinfo[4096], side_sysctl[4096];    /* found beside the trace */
 };
 
 /* ------------------------------------------------------------------------
@@ -85,8 +86,10 @@ static void replay_declare(struct bench *b)
 	b->state = st;
 	if (!b->opts.file)
 		fail("", "no trace given (zabench replay FILE [options])");
-	st->ro.zoneinfo = b->opts.zoneinfo;
-	st->ro.sysctl = b->opts.sysctl;
+	st->ro.zoneinfo = b->opts.zoneinfo ? b->opts.zoneinfo :
+			  replay_side_file(b->opts.file, ".zoneinfo", st->side_zoneinfo, sizeof(st->side_zoneinfo));
+	st->ro.sysctl = b->opts.sysctl ? b->opts.sysctl :
+			replay_side_file(b->opts.file, ".sysctl", st->side_sysctl, sizeof(st->side_sysctl));
 	struct trace_header h;
 	struct trace_reader *tr = replay_open(b->opts.file, &st->ro, &h, err, sizeof(err));
 	if (!tr)
@@ -221,6 +224,12 @@ static void replay_describe_config(const struct bench *b, FILE *out)
 {
 	const struct replay_state *st = b->state;
 	mirror_print(&st->mirror, out);
+	if (st->ro.zoneinfo == st->side_zoneinfo || st->ro.sysctl == st->side_sysctl)
+		fprintf(out, "  read beside the trace:%s%s%s%s (--zoneinfo, --sysctl give others)\n",
+			st->ro.zoneinfo == st->side_zoneinfo ? " " : "",
+			st->ro.zoneinfo == st->side_zoneinfo ? st->side_zoneinfo : "",
+			st->ro.sysctl == st->side_sysctl ? " " : "",
+			st->ro.sysctl == st->side_sysctl ? st->side_sysctl : "");
 }
 
 static void replay_json_variant(const struct bench *b, const struct variant *v, FILE *out)

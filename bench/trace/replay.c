@@ -35,6 +35,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------
  * The replayer
@@ -592,6 +593,21 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 	if (rc < 0)
 		snprintf(err, errlen, "%s", trace_error(tr));
 	return rc < 0 ? -1 : 0;
+}
+
+const char *replay_side_file(const char *path, const char *suffix, char *out, size_t len)
+{
+	static const char *const ends[] = { ".zst", ".xz", ".gz", ".trace", ".txt", ".dat" };
+	size_t n = strlen(path);
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		size_t e = strlen(ends[i]);
+		if (n > e && !strncmp(path + n - e, ends[i], e))
+			n -= e;
+		if (n < len && snprintf(out, len, "%.*s%s", (int)n, path, suffix) < (int)len &&
+		    !access(out, R_OK))
+			return out;
+	}
+	return NULL;
 }
 
 struct trace_reader *replay_open(const char *path, const struct replay_opts *o,

@@ -114,6 +114,14 @@ struct replay_result {
 };
 
 /*
+ * The file recorded beside the trace at path with the suffix (".zoneinfo",
+ * ".sysctl"), as corpus.sh and users of perf or trace-cmd save them:
+ * NAME.zoneinfo beside NAME.trace.zst, NAME.txt, NAME.dat or NAME, any
+ * compression.  Its path in out, or NULL if there is none.
+ */
+const char *replay_side_file(const char *path, const char *suffix, char *out, size_t len);
+
+/*
  * Opens the trace at path with its header completed by the files o names:
  * the reader, and *h the header to use.  NULL with a message in err.
  */

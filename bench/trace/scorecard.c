@@ -163,10 +163,8 @@ static void trace_files(const struct corpus *c, const char *name, char *path, si
 			struct replay_opts *ro, char *zi, char *sc, size_t side)
 {
 	snprintf(path, len, "%.900s/%.60s.trace.zst", c->dir, name);
-	snprintf(zi, side, "%.900s/%.60s.zoneinfo", c->dir, name);
-	snprintf(sc, side, "%.900s/%.60s.sysctl", c->dir, name);
-	ro->zoneinfo = access(zi, R_OK) ? NULL : zi;
-	ro->sysctl = access(sc, R_OK) ? NULL : sc;
+	ro->zoneinfo = replay_side_file(path, ".zoneinfo", zi, side);
+	ro->sysctl = replay_side_file(path, ".sysctl", sc, side);
 }
 
 /* The mirror of trace NAME: its options and configuration. */
