@@ -162,6 +162,38 @@ untar)          # an archive of /usr/include written, extracted and removed
 	tar -cf "$dir/u.tar" -C /usr include
 	tar -xf "$dir/u.tar" -C "$dir/u"
 	rm -rf "$dir/u" "$dir/u.tar" ;;
+gitlog)         # a history read: git log -p of this repository's every commit, five times
+	for i in 1 2 3 4 5; do git -C "${ZA_BUILD_SRC:-$src}" log -p --all >/dev/null; done ;;
+zstd19)         # a compressor at its strongest level: 48 MiB of /usr/lib through zstd -19
+	tar -cf - -C /usr lib 2>/dev/null | head -c 50331648 > "$dir/z.tar"
+	zstd -q -19 -T1 -c "$dir/z.tar" > /dev/null
+	rm -f "$dir/z.tar" ;;
+pyjson)         # an interpreter job: Python building, dumping and parsing JSON documents
+	python3 - <<'PY'
+import json, random
+r = random.Random(5)
+docs = []
+for round in range(12):
+    doc = [{"id": i, "name": str(r.random()), "tags": [r.randrange(100) for _ in range(r.randrange(1, 20))]}
+           for i in range(30000)]
+    text = json.dumps(doc)
+    docs.append(json.loads(text))
+    if len(docs) > 3:
+        docs.pop(0)
+PY
+	;;
+ccone)          # a compiler: one translation unit of this project built five times at -O2
+	src=${ZA_BUILD_SRC:-$src}
+	for i in 1 2 3 4 5; do
+		gcc -O2 -std=c11 -D_GNU_SOURCE -I"$src/include" -I"$src/src" -c "$src/src/slub.c" -o "$dir/slub.o"
+	done
+	rm -f "$dir/slub.o" ;;
+du)             # a file-tree walk from cold caches by du: dentries and inodes
+	sync
+	echo 2 > /proc/sys/vm/drop_caches
+	du -s /usr >/dev/null ;;
+xargs)          # a parallel fork-heavy job: 4000 short programs, two at a time
+	seq 4000 | xargs -P 2 -n 1 true ;;
 *)
 	echo "workloads.sh: no workload '$name'" >&2
 	exit 2 ;;
