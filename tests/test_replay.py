@@ -55,6 +55,16 @@ class Trace:
     def free(self, cpu, pfn, order=0):
         self.add(cpu, "mm_page_free", f"page=000000000000dead pfn=0x{pfn:x} order={order}")
 
+    def refill(self, cpu, first_pfn, pages, mt=1):
+        """A refill of order-0 pages first_pfn.. onto the CPU's list."""
+        for pfn in range(first_pfn, first_pfn + pages):
+            self.add(cpu, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{pfn:x} "
+                     f"order=0 migratetype={mt} percpu_refill=1")
+
+    def drain(self, cpu, pfn, mt=1):
+        self.add(cpu, "mm_page_pcpu_drain", f"page=000000000000dead pfn=0x{pfn:x} order=0 "
+                 f"migratetype={mt}")
+
     def cache_alloc(self, cpu, ptr, name, size):
         self.add(cpu, "kmem_cache_alloc", f"call_site=f+0x1/0x2 ptr={ptr:016x} name={name} "
                  f"bytes_req={size} bytes_alloc={size} gfp_flags=GFP_KERNEL node=-1")
@@ -265,17 +275,13 @@ def test_bulk_takes(tmp):
     allocations after empty it: the next one refills, 126 pages in all.
     A replay that kept the 16 on the list would refill once."""
     t = Trace()
-    for i in range(63):
-        t.add(0, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x1000 + i:x} "
-              "order=0 migratetype=1 percpu_refill=1")
+    t.refill(0, 0x1000, 63)
     t.alloc(0, 0x1000)
     for i in range(1, 17):
         t.free(1, 0x1000 + i)
     for i in range(17, 63):
         t.alloc(0, 0x1000 + i)
-    for i in range(63):
-        t.add(0, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x2000 + i:x} "
-              "order=0 migratetype=1 percpu_refill=1")
+    t.refill(0, 0x2000, 63)
     t.alloc(0, 0x2000)
     path = t.write(os.path.join(tmp, "bulk.txt"))
     doc = json.loads(replay([path, "--json", "--config", SEEDS, "--warmup", "0"] + ONCE).stdout)
@@ -320,32 +326,30 @@ def test_excerpt_whole_bursts(tmp):
     of CPU 1 takes the other two (and the CPU 0 event among them), and
     stops before CPU 1's next event; a refill keeps the allocation it was
     for."""
+    def excerpt(trace, name, events):
+        path = trace.write(os.path.join(tmp, name))
+        cut = subprocess.run([sys.executable, os.path.join(TRACES, "excerpt.py"), "--events",
+                              str(events), path], capture_output=True, text=True, check=True).stdout
+        return [line for line in cut.splitlines() if not line.startswith("#")]
+
     t = Trace()
     t.alloc(0, 0x1000)
     t.free(1, 0x2000)
-    for i in range(3):
-        t.add(1, "mm_page_pcpu_drain", f"page=000000000000dead pfn=0x{0x3000 + i:x} order=0 migratetype=1")
+    for pfn in range(0x3000, 0x3003):
+        t.drain(1, pfn)
     t.alloc(0, 0x1001)
-    for i in range(3, 5):
-        t.add(1, "mm_page_pcpu_drain", f"page=000000000000dead pfn=0x{0x3000 + i:x} order=0 migratetype=1")
+    for pfn in range(0x3003, 0x3005):
+        t.drain(1, pfn)
     t.free(1, 0x2001)
     t.free(1, 0x2002)
-    path = t.write(os.path.join(tmp, "whole.txt"))
-    cut = subprocess.run([sys.executable, os.path.join(TRACES, "excerpt.py"), "--events", "5", path],
-                         capture_output=True, text=True, check=True).stdout
-    body = [l for l in cut.splitlines() if not l.startswith("#")]
+    body = excerpt(t, "whole.txt", 5)
     assert len(body) == 8 and body[-1].endswith("pfn=0x3004 order=0 migratetype=1"), body
-    assert sum("mm_page_pcpu_drain" in l for l in body) == 5, body
+    assert sum("mm_page_pcpu_drain" in line for line in body) == 5, body
     t = Trace()
-    for i in range(4):
-        t.add(0, "mm_page_alloc_zone_locked", f"page=000000000000dead pfn=0x{0x1000 + i:x} "
-              "order=0 migratetype=1 percpu_refill=1")
+    t.refill(0, 0x1000, 4)
     t.alloc(0, 0x1000)
     t.alloc(0, 0x1001)
-    path = t.write(os.path.join(tmp, "refill.txt"))
-    cut = subprocess.run([sys.executable, os.path.join(TRACES, "excerpt.py"), "--events", "2", path],
-                         capture_output=True, text=True, check=True).stdout
-    body = [l for l in cut.splitlines() if not l.startswith("#")]
+    body = excerpt(t, "refill.txt", 2)
     assert len(body) == 5 and "mm_page_alloc:" in body[-1] and "0x1000 " in body[-1], body
 
 
