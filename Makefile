@@ -5,17 +5,23 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: all test bench install clean check-tools
 
 # The trace reader's libraries (zstd, lzma, libtracecmd) are optional to
-# CMake but not to `make bench`, whose scorecard reads .zst traces: they are
-# installed before CMake looks for them, and CMake looks again on every
-# `make` (a quarter of a second), so that a library installed after the
-# first configure is found rather than left NOTFOUND in the cache.
+# CMake but not to `make bench`, whose scorecard reads .zst traces: they
+# (and cmake and the compiler) are installed before CMake looks for them,
+# once per build directory (a stamp says it was done).  CMake looks again
+# on every `make` (a quarter of a second), so that a library installed
+# after the first configure is found rather than left NOTFOUND in the
+# cache; what it still does not find, it says.
 all: check-tools
-	@scripts/install-deps build || echo "zonealloc: continuing; what needs the missing libraries says so" >&2
-	@if [ -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) >/dev/null; \
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then out=$$(cmake -S . -B $(BUILD) 2>&1) || \
+	 { echo "$$out"; exit 1; }; echo "$$out" | grep -i "not found" || true; \
 	 else cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release; fi
 	@cmake --build $(BUILD) -j$(JOBS)
 
-check-tools:
+$(BUILD)/.deps-build:
+	@if scripts/install-deps build; then mkdir -p $(BUILD) && touch $@; \
+	 else echo "zonealloc: continuing; what needs the missing packages says so" >&2; fi
+
+check-tools: $(BUILD)/.deps-build
 	@command -v cmake >/dev/null || { echo "zonealloc: cmake is missing (Debian: apt-get install cmake)"; exit 1; }
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { echo "zonealloc: no C compiler (Debian: apt-get install gcc)"; exit 1; }
 

@@ -321,8 +321,8 @@ static void tick_counter(void *ctx, int cpu)
  * freed unseen on CPU 1 and drained as reclaimable, went onto that list;
  * 0x42, freed unseen and gone nowhere, is not known.  A free of 0x11
  * again (it sat on CPU 1's list since its first free, event 5) was a
- * second bulk take, of unmovable (vmalloc's) type now that the page is
- * the take's.  The drain of event 12 follows no free on CPU 0: its
+ * second bulk take, off the movable list: the page's type is the first
+ * take's, the refill's.  The drain of event 12 follows no free on CPU 0: its
  * vmstat worker ran at 1.000012 s.
  */
 static void test_untraced(void)
@@ -370,10 +370,15 @@ static void test_untraced(void)
 	struct tick_clock clock;
 	CHECK_EQ(tick_clock_init(&clock, &u, 2), 0);
 	int ticks[2] = { 0, 0 };
-	tick_clock_advance(&clock, 1000000000ULL, tick_counter, ticks);       /* the first event */
+	struct trace_event at_ts = { .type = TEV_PAGE_ALLOC, .ts_ns = 1000000000ULL };
+	tick_clock_advance(&clock, &at_ts, tick_counter, ticks);        /* the first event */
 	CHECK_EQ(clock.next[0], 1000012000ULL);         /* CPU 0's phase, and CPU 1's too */
 	CHECK_EQ(clock.next[1], 1000012000ULL);
-	tick_clock_advance(&clock, 3500000000ULL, tick_counter, ticks);
+	struct trace_event drain = { .type = TEV_PCPU_DRAIN, .ts_ns = 3500000000ULL };
+	tick_clock_advance(&clock, &drain, tick_counter, ticks);
+	CHECK_EQ(ticks[0], 0);          /* not between a free and its drain */
+	at_ts.ts_ns = 3500000000ULL;
+	tick_clock_advance(&clock, &at_ts, tick_counter, ticks);
 	CHECK_EQ(ticks[0], 3);          /* 1.000012, 2.000012, 3.000012 s */
 	CHECK_EQ(ticks[1], 3);
 	tick_clock_release(&clock);
@@ -398,16 +403,23 @@ static void test_start_high(void)
 	CHECK_EQ(high_track_free(&t, 800), 0);
 	CHECK_EQ(high_track_raise(&t, 63), 0);
 	CHECK_EQ(high_track_free(&t, 900), 0);
-	CHECK_EQ(high_track_drained(&t), 0);
+	CHECK_EQ(high_track_drained(&t, true), 0);
 	CHECK_EQ(high_track_free(&t, 5000), 0);         /* after the drain: says nothing */
 	CHECK_EQ(high_track_start(&t, 500, &z), 1337);
+	high_track_release(&t);
+
+	CHECK_EQ(high_track_free(&t, 800), 0);
+	CHECK_EQ(high_track_free(&t, 900), 0);
+	CHECK_EQ(high_track_drained(&t, false), 0);     /* free_high's: no bound from it */
+	CHECK_EQ(high_track_free(&t, 5000), 0);
+	CHECK_EQ(high_track_start(&t, 500, &z), 1301);  /* above the first free's count, 1300 */
 	high_track_release(&t);
 
 	CHECK_EQ(high_track_free(&t, 800), 0);
 	CHECK_EQ(high_track_tick(&t, 800), 0);
 	CHECK_EQ(high_track_raise(&t, 63), 0);
 	CHECK_EQ(high_track_free(&t, 900), 0);
-	CHECK_EQ(high_track_drained(&t), 0);
+	CHECK_EQ(high_track_drained(&t, true), 0);
 	CHECK_EQ(high_track_start(&t, 500, &z), 1527);
 	high_track_release(&t);
 

@@ -323,9 +323,9 @@ def test_model_trace(tmp):
 def test_excerpt_whole_bursts(tmp):
     """bench/traces/excerpt.py cuts at the limit it is given, but never
     inside a drain or a refill: a cut after the third of five drain events
-    of CPU 1 takes the other two (and the CPU 0 event among them), and
-    stops before CPU 1's next event; a refill keeps the allocation it was
-    for."""
+    of CPU 1 takes the other two (not the CPU 0 event among them: CPU 0's
+    events end at the limit), and stops before CPU 1's next event; a
+    refill keeps the allocation it was for."""
     def excerpt(trace, name, events):
         path = trace.write(os.path.join(tmp, name))
         cut = subprocess.run([sys.executable, os.path.join(TRACES, "excerpt.py"), "--events",
@@ -343,7 +343,8 @@ def test_excerpt_whole_bursts(tmp):
     t.free(1, 0x2001)
     t.free(1, 0x2002)
     body = excerpt(t, "whole.txt", 5)
-    assert len(body) == 8 and body[-1].endswith("pfn=0x3004 order=0 migratetype=1"), body
+    assert len(body) == 7 and body[-1].endswith("pfn=0x3004 order=0 migratetype=1"), body
+    assert not any("pfn=0x1001 " in line for line in body), body
     assert sum("mm_page_pcpu_drain" in line for line in body) == 5, body
     t = Trace()
     t.refill(0, 0x1000, 4)
@@ -351,6 +352,21 @@ def test_excerpt_whole_bursts(tmp):
     t.alloc(0, 0x1001)
     body = excerpt(t, "refill.txt", 2)
     assert len(body) == 5 and "mm_page_alloc:" in body[-1] and "0x1000 " in body[-1], body
+    # two CPUs' drains interleaved at the limit, and a refill under the
+    # zone-lock events of 2026: each whole
+    t = Trace()
+    t.add(1, "mm_zone_locked", "node_id=0 name=Normal count=2 contended=0 caller=rmqueue_bulk+0x3c")
+    t.refill(1, 0x5000, 2)
+    t.drain(0, 0x3000)
+    t.add(1, "mm_zone_lock_unlock", "node_id=0 name=Normal count=2 caller=rmqueue_bulk+0x3c")
+    t.drain(0, 0x3001)
+    t.alloc(1, 0x5000)
+    t.drain(0, 0x3002)
+    t.alloc(0, 0x1000)
+    body = excerpt(t, "two.txt", 4)
+    assert len(body) == 8 and "pfn=0x3002 " in body[-1] and "pfn=0x5000 " in body[-2], body
+    body = excerpt(t, "two.txt", 3)         # CPU 0's drain began past the limit: none of it
+    assert len(body) == 5 and "mm_page_alloc: pfn=0x5000 " in body[-1], body
 
 
 def test_side_files_found(tmp):

@@ -18,8 +18,11 @@ struct live {
 		void *addr;     /* a replay's: the block or object zonealloc returned */
 		uint64_t seen;  /* a first pass's: the event that set the entry */
 	};
-	int tag;                /* pages: the order; objects: cache index, -1 kmalloc */
-	uint32_t gfp;           /* pages: the allocation's TGFP_* flags */
+	/* A replay's pages: the order and the allocation's TGFP_* flags;
+	 * objects: the cache index (-1 kmalloc).  A first pass keeps its own
+	 * state in them (untraced.c, prime.c say what). */
+	int tag;
+	uint32_t gfp;
 };
 
 struct live_map {

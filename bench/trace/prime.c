@@ -139,6 +139,8 @@ static void scan_take(struct scan *s, const struct trace_event *ev, const struct
 	struct live *l = map_find(&s->types, take->pfn);
 	if (l || (l = map_insert(&s->types, take->pfn)))
 		l->tag = take->migratetype;
+	else
+		s->oom = true;
 }
 
 /*
@@ -158,14 +160,15 @@ static bool free_high_possible(const struct trace_header *h, int zone, int order
 	if (zone < 0 || (release && release < 6016))
 		return true;
 	const struct trace_zone *z = &h->zones[zone];
-	return (int64_t)z->batch + z->high_min / 2 <= ((int64_t)z->batch << 5) + 7;
+	return (int64_t)z->batch + z->high_min / 2 <= ((int64_t)z->batch << PCP_BATCH_SCALE_MAX) + 7;
 }
 
 /*
- * A drain's first block right after a free to the same zone's lists that
- * could not set free_high off: that free took count to high.  (Drains
- * while reclaim is active start lower, at 4 batches: the bound takes the
- * trace to have run with memory to spare, as every trace of the corpus.)
+ * A drain's first block right after a free to the same zone's lists: that
+ * free took count to high, unless it could have set free_high off.
+ * (Drains while reclaim is active start lower, at 4 batches: the bound
+ * takes the trace to have run with memory to spare, as every trace of the
+ * corpus.)
  */
 static void scan_drain(struct scan *s, const struct trace_event *ev)
 {
@@ -174,14 +177,14 @@ static void scan_drain(struct scan *s, const struct trace_event *ev)
 	bool cpu_known = cpu >= 0 && cpu < s->p->nr_cpus;
 	const struct trace_event *last = cpu_known ? &s->cpu[cpu].last : NULL;
 	bool after_free = last && last->type == TEV_PAGE_FREE &&
-			  trace_pfn_zone(s->h, last->pfn) == zone && prime_slot(last->order) >= 0 &&
-			  !free_high_possible(s->h, zone, last->order);
+			  trace_pfn_zone(s->h, last->pfn) == zone && prime_slot(last->order) >= 0;
+	bool reached_high = after_free && !free_high_possible(s->h, zone, last->order);
 	int64_t before = cpu_known ? lists_of(s->p, cpu, zone < 0 ? s->p->nr_zones - 1 : zone)->net : 0;
 	struct prime_lists *lists = move(s->p, s->h, ev, ev->migratetype, -1);
-	if (lists && after_free && before < lists->low_at_drain)
+	if (lists && reached_high && before < lists->low_at_drain)
 		lists->low_at_drain = before;
 	if (lists && after_free)
-		s->oom |= high_track_drained(&lists->high) != 0;
+		s->oom |= high_track_drained(&lists->high, reached_high) != 0;
 }
 
 /* A block stolen for the lists: no zone-locked event of it came first. */
@@ -211,9 +214,9 @@ static void end_refill(struct scan *s, struct cpu_seen *c)
 		return;
 	int batch = s->h->zones[c->refill_zone].batch, took = c->refill_blocks << c->refill_order;
 	int asked = c->refill_order ? batch : batch << l->alloc_factor;
-	while (!c->refill_order && asked < took && l->alloc_factor < 5)
+	while (!c->refill_order && asked < took && l->alloc_factor < PCP_BATCH_SCALE_MAX)
 		asked = batch << ++l->alloc_factor;     /* a streak from before the trace */
-	if (!c->refill_order && took >= asked && l->alloc_factor < 5)
+	if (!c->refill_order && took >= asked && l->alloc_factor < PCP_BATCH_SCALE_MAX)
 		l->alloc_factor++;
 	s->oom |= high_track_raise(&l->high, asked) != 0;
 }
@@ -247,7 +250,7 @@ static void scan_event(struct scan *s, const struct trace_event *ev, int unseen_
 	case TEV_ZONE_LOCKED:
 		if (ev->percpu_refill == 1 && (lists = move(s->p, s->h, ev, ev->migratetype, +1)))
 			scan_refill(s, ev, lists);
-		else if (ev->cpu >= 0 && ev->cpu < s->p->nr_cpus)
+		else if (cpu_known)
 			s->cpu[ev->cpu].direct_pfn = ev->pfn;
 		break;
 	case TEV_PCPU_DRAIN:
@@ -289,15 +292,15 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 	size_t nr_lists = (size_t)nr_cpus * (size_t)p->nr_zones;
 	p->net = calloc(cells, sizeof(*p->net));
 	p->need = calloc(cells, sizeof(*p->need));
-	p->lists = malloc(sizeof(*p->lists) * nr_lists);
+	p->lists = calloc(nr_lists, sizeof(*p->lists));
+	for (size_t i = 0; p->lists && i < nr_lists; i++)
+		p->lists[i].low_at_drain = INT64_MAX;
 	s.cpu = calloc((size_t)nr_cpus, sizeof(*s.cpu));
 	if (!p->net || !p->need || !p->lists || !s.cpu || map_init(&s.types, 12)) {
 		snprintf(err, errlen, "out of memory");
 		scan_free_state(&s);
 		return -1;
 	}
-	for (size_t i = 0; i < nr_lists; i++)
-		p->lists[i] = (struct prime_lists){ .low_at_drain = INT64_MAX };
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
 		s.cpu[cpu] = (struct cpu_seen){ .direct_pfn = TRACE_NO_PFN, .last.type = NR_TEV };
 	struct trace_event ev;
@@ -313,9 +316,9 @@ int prime_scan(struct trace_reader *tr, const struct trace_header *h, int nr_cpu
 		return -1;
 	}
 	while (!s.oom && (rc = trace_next(tr, &ev)) == 1) {
-		tick_clock_advance(&clock, ev.ts_ns, scan_tick, &s);
+		tick_clock_advance(&clock, &ev, scan_tick, &s);
 		const struct untraced_take *take = untraced_take_due(u, &at, seen);
-		scan_event(&s, &ev, untraced_list_type(u, &at, seen++, 1));
+		scan_event(&s, &ev, untraced_list_type(u, &at, seen++, TMT_MOVABLE));
 		if (take)
 			scan_take(&s, &ev, take);
 	}

@@ -280,7 +280,8 @@ static void *stand_in(struct replayer *rp, const struct trace_event *ev)
 {
 	struct trace_event as_alloc = *ev;
 	as_alloc.migratetype = rp->unseen_type;
-	as_alloc.gfp = TGFP_MOVABLE | TGFP_DIRECT_RECLAIM;
+	as_alloc.gfp = TGFP_DIRECT_RECLAIM | (rp->unseen_type == TMT_MOVABLE ? TGFP_MOVABLE :
+					      rp->unseen_type == TMT_RECLAIMABLE ? TGFP_RECLAIMABLE : 0);
 	int nid;
 	za_gfp_t gfp = page_gfp(rp, &as_alloc, &nid) | ZA_GFP_BUDDY;
 	rp->muted = true;
@@ -506,9 +507,9 @@ static int64_t start_high(const struct replayer *rp, const struct prime *p, int 
  * on the list the trace uses least.  Stand-ins from the buddy lists,
  * freed as that CPU with the tracepoints muted, under the largest high
  * (so count reaching high drains none of them); then high is the one the
- * zoneinfo shows for the CPU, or the count if more: its decay by the
- * vmstat worker is what drains lists the kernel filled before the trace
- * began.  The fill is a freeing streak, so free_high (pcp_free_high) may
+ * zoneinfo shows for the CPU, or for an excerpt the one the trace shows
+ * (start_high.h), or the count if more: its decay by the vmstat worker is
+ * what drains lists the kernel filled before the trace began.  The fill is a freeing streak, so free_high (pcp_free_high) may
  * still drain the lists of orders 1..3 when their fill is long; filling
  * the highest orders first, while the streak is short, was tried: no row
  * of the scorecard moved across 25%, two across 10% the wrong way.
@@ -573,10 +574,10 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 			fidelity_count_kernel(&rp->r->kernel, &ev);
 		if (!rp->mm)
 			continue;
-		tick_clock_advance(&rp->clock, ev.ts_ns, vmstat_tick, rp);
+		tick_clock_advance(&rp->clock, &ev, vmstat_tick, rp);
 		act_as(rp, &ev);
 		rp->take = untraced_take_due(rp->untraced, &rp->at, rp->r->events - 1);
-		rp->unseen_type = untraced_list_type(rp->untraced, &rp->at, rp->r->events - 1, 1);
+		rp->unseen_type = untraced_list_type(rp->untraced, &rp->at, rp->r->events - 1, TMT_MOVABLE);
 		rp->playing = &ev;
 		play(rp, &ev);
 		if (rp->take && (rp->o->events & REPLAY_PAGE))
@@ -625,19 +626,24 @@ struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
 	return tr;
 }
 
-/* The first passes: what the kernel did untraced (untraced.h), then what the
- * lists held and the trace's length. */
+/* The first passes: what the kernel did untraced (untraced.h; u NULL: a
+ * pass with no model to play it), then what the lists held and the
+ * trace's length. */
 static int prime_trace(const char *path, const struct replay_opts *o, struct trace_header *h,
 		       int nr_cpus, struct untraced *u, struct prime *p, char *err, size_t errlen)
 {
-	struct trace_reader *tr = replay_open(path, o, h, err, errlen);
-	if (!tr)
+	struct trace_reader *tr;
+	if (u) {
+		if (!(tr = replay_open(path, o, h, err, errlen)))
+			return -1;
+		int rc = untraced_scan(tr, nr_cpus, u, err, errlen);
+		trace_close(tr);
+		if (rc)
+			return -1;
+	}
+	if (!(tr = replay_open(path, o, h, err, errlen)))
 		return -1;
-	int rc = untraced_scan(tr, nr_cpus, u, err, errlen);
-	trace_close(tr);
-	if (rc || !(tr = replay_open(path, o, h, err, errlen)))
-		return -1;
-	rc = prime_scan(tr, h, nr_cpus, u, p, err, errlen);
+	int rc = prime_scan(tr, h, nr_cpus, u, p, err, errlen);
 	trace_close(tr);
 	return rc;
 }
@@ -665,13 +671,14 @@ int replay_trace(za_mm_t *mm, const char *path, const struct replay_opts *o,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (prime_trace(path, o, h, nr_cpus, &untraced, &start, err, errlen) ||
-	    !(tr = replay_open(path, o, h, err, errlen)))
+	if (prime_trace(path, o, h, nr_cpus, mm ? &untraced : NULL, &start, err, errlen))
 		goto fail;
 	if (tick_clock_init(&clock, &untraced, nr_cpus)) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (!(tr = replay_open(path, o, h, err, errlen)))
+		goto fail;
 	r->warmup_allocs = o->warmup == REPLAY_WARMUP_AUTO ? auto_warmup(start.page_allocs) : o->warmup;
 	*rp = (struct replayer){ .mm = mm, .o = o, .r = r, .h = h, .bound_cpu = -1,
 				 .counting = !r->warmup_allocs, .pages = rp->pages,

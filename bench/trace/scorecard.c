@@ -23,7 +23,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_ENTRIES 64
 #define NAME_LEN 64

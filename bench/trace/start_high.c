@@ -2,23 +2,18 @@
  * The start high a trace shows (start_high.h).
  */
 #include "start_high.h"
+#include "array.h"
 
 #include <stdlib.h>
-
-#define BATCH_SCALE_MAX 5               /* CONFIG_PCP_BATCH_SCALE_MAX's default */
 
 static struct high_segment *open_segment(struct high_track *t)
 {
 	if (t->nseg && !t->seg[t->nseg - 1].ticked)
 		return &t->seg[t->nseg - 1];
-	if (t->nseg == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 8;
-		struct high_segment *s = realloc(t->seg, (size_t)cap * sizeof(*s));
-		if (!s)
-			return NULL;
-		t->seg = s;
-		t->cap = cap;
-	}
+	struct high_segment *s = array_grow(t->seg, &t->cap, t->nseg, sizeof(*s));
+	if (!s)
+		return NULL;
+	t->seg = s;
 	t->seg[t->nseg] = (struct high_segment){ .peak = INT64_MIN, .refilled_start = t->refilled,
 						 .refilled_end = t->refilled };
 	return &t->seg[t->nseg++];
@@ -67,12 +62,14 @@ int high_track_tick(struct high_track *t, int64_t net)
 	return 0;
 }
 
-/* The last free drained: it took count to high, no further (a free below
- * it leaves count under high), so high was at most count there -- and the
- * least start high that reaches count there is the trace's. */
-int high_track_drained(struct high_track *t)
+/* The last free drained.  If it reached high, it took count to high and
+ * no further (a free below it leaves count under high), so high was at
+ * most count there -- and the least start high that reaches count there
+ * is the trace's.  free_high's says nothing of high. */
+int high_track_drained(struct high_track *t, bool reached_high)
 {
 	t->last_free -= 1;
+	t->pending &= reached_high;
 	int rc = t->drained ? 0 : commit_free(t);
 	t->drained = true;
 	return rc;
@@ -89,7 +86,7 @@ void high_track_release(struct high_track *t)
 static bool start_fits(const struct high_track *t, int64_t h, int64_t pages, const struct trace_zone *z)
 {
 	int64_t high_min = z->high_min, high_max = z->high_max, raised = 0;
-	for (int i = 0; i < t->nseg; i++) {
+	for (size_t i = 0; i < t->nseg; i++) {
 		const struct high_segment *s = &t->seg[i];
 		int64_t end = s->ticked ? s->refilled_end : t->refilled;
 		h += s->refilled_start - raised;        /* raises before its first free */
@@ -102,22 +99,24 @@ static bool start_fits(const struct high_track *t, int64_t h, int64_t pages, con
 		if (!s->ticked || h <= high_min)
 			continue;
 		int64_t count = pages + s->net_end, decayed = h - (h >> 3);
-		int64_t floor = count - ((int64_t)z->batch << BATCH_SCALE_MAX);
+		int64_t floor = count - ((int64_t)z->batch << PCP_BATCH_SCALE_MAX);
 		h = decayed > floor ? decayed : floor;
 		h = h > high_min ? h : high_min;
 	}
 	return true;
 }
 
-/* The least start high the frees allow with no tick between: what a
- * track the ticks contradict (a CPU whose worker did not run, idle) gets. */
-static int64_t undecayed_start(const struct high_track *t, int64_t pages)
+/* The least start high the frees allow with no tick between, from lo:
+ * what a track the ticks contradict (a CPU whose worker did not run,
+ * idle) gets.  With no decay the raises before a free count on both
+ * sides: high above pages + peak. */
+static int64_t undecayed_start(const struct high_track *t, int64_t pages, int64_t lo, int64_t hi)
 {
-	int64_t h = pages;
-	for (int i = 0; i < t->nseg; i++)
-		if (t->seg[i].peak != INT64_MIN && pages + t->seg[i].peak + t->seg[i].refilled_start + 1 > h)
-			h = pages + t->seg[i].peak + t->seg[i].refilled_start + 1;
-	return h;
+	int64_t h = lo;
+	for (size_t i = 0; i < t->nseg; i++)
+		if (t->seg[i].peak != INT64_MIN && pages + t->seg[i].peak + 1 > h)
+			h = pages + t->seg[i].peak + 1;
+	return h < hi ? h : hi;
 }
 
 int64_t high_track_start(const struct high_track *t, int64_t pages, const struct trace_zone *z)
@@ -126,7 +125,7 @@ int64_t high_track_start(const struct high_track *t, int64_t pages, const struct
 	if (z->high_min >= z->high_max || !z->batch || start_fits(t, lo, pages, z))
 		return lo;
 	if (!start_fits(t, hi, pages, z))
-		return undecayed_start(t, pages);
+		return undecayed_start(t, pages, lo, hi);
 	while (hi - lo > 1) {           /* start_fits(lo) false, start_fits(hi) true */
 		int64_t mid = lo + (hi - lo) / 2;
 		*(start_fits(t, mid, pages, z) ? &hi : &lo) = mid;

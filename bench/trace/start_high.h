@@ -17,7 +17,10 @@
 #include "trace.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#define PCP_BATCH_SCALE_MAX 5           /* CONFIG_PCP_BATCH_SCALE_MAX's default */
 
 /* What one CPU's lists for one zone did up to their first drain by a
  * free, in segments between the CPU's vmstat ticks. */
@@ -35,17 +38,21 @@ struct high_track {
 	int64_t last_free;
 	int64_t refilled;               /* what the refills so far raised high by */
 	struct high_segment *seg;       /* seg[nseg - 1] is the open one */
-	int nseg, cap;
+	size_t nseg, cap;
 };
 
 /* Each takes the lists' net (pages added less taken since the start) after
  * the event.  A free bounds the start high once the next event of the
  * lists shows it did not drain them (high_track_drained comes right after
- * the free that did).  -1 if out of memory. */
+ * the free that did: it reached high, unless it may have been free_high's,
+ * which drains whatever high is and lowers it).  A free is counted at its
+ * mm_page_free, where a folio batch commits its pages at their
+ * mm_page_free_batched, after the whole batch's: a batch's drain is put at
+ * its last free, up to a batch (31 folios) late.  -1 if out of memory. */
 int high_track_free(struct high_track *t, int64_t net);
 int high_track_raise(struct high_track *t, int64_t pages);     /* a refill's */
 int high_track_tick(struct high_track *t, int64_t net);
-int high_track_drained(struct high_track *t);
+int high_track_drained(struct high_track *t, bool reached_high);
 void high_track_release(struct high_track *t);
 
 /* The least start high, for lists that started with `pages`, that the

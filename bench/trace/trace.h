@@ -76,6 +76,13 @@ int trace_event_lookup(const char *name, size_t len);
 uint32_t trace_gfp_bits(uint64_t kernel_gfp);
 
 #define TRACE_NO_PFN      UINT64_MAX      /* page=(null): a failed allocation */
+/* The kernel's migratetypes, as its events print them. */
+#define TMT_UNMOVABLE     0
+#define TMT_MOVABLE       1
+#define TMT_RECLAIMABLE   2
+
+/* x86-64's pageblock_order, for an extfrag event that does not print it. */
+#define TRACE_PAGEBLOCK_ORDER 9
 
 struct trace_event {
 	enum trace_event_type type;

@@ -45,8 +45,6 @@ static const unsigned dat_required[NR_TEV] = {
 	[TEV_ZONE_LOCK_LOCKED] = D(DF_CONTENDED),
 };
 
-/* x86-64's pageblock_order, for kernels whose extfrag has no "fragmenting". */
-#define DAT_PAGEBLOCK_ORDER 9
 
 /* An event format as read: its kmem type (-1: another event) and fields. */
 struct dat_format {
@@ -209,7 +207,7 @@ static void extfrag(struct trace_event *ev, const struct dat_format *f, const st
 	ev->fallback_migratetype = (int)v[DF_FMT];
 	ev->change_ownership = (int)v[DF_CHOWN];
 	ev->fragmenting = num(f, DF_FRAG, rec, &frag) ? (int)frag :
-			  ev->fallback_order < DAT_PAGEBLOCK_ORDER;
+			  ev->fallback_order < TRACE_PAGEBLOCK_ORDER;
 }
 
 /* The record's fields into *ev; -1 with *why if one it needs is absent. */

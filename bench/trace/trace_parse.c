@@ -456,8 +456,10 @@ static int parse_fields(const char *p, const char *end, struct trace_event *ev,
 	 * libtraceevent (trace-cmd report) cannot evaluate that and prints
 	 * fallback_order instead.  So the comparison is made here, with
 	 * x86-64's pageblock order if the line has none. */
-	if (ev->type == TEV_EXTFRAG && (pageblock_order >= 0 || ev->fragmenting > 1))
-		ev->fragmenting = ev->fallback_order < (pageblock_order >= 0 ? pageblock_order : 9);
+	if (ev->type == TEV_EXTFRAG &&
+	    (pageblock_order >= 0 || ev->fragmenting > 1 || ev->fragmenting == ev->fallback_order))
+		ev->fragmenting = ev->fallback_order <
+				  (pageblock_order >= 0 ? pageblock_order : TRACE_PAGEBLOCK_ORDER);
 	if (!nfields) {
 		*why = SKIP_MALFORMED;
 		return -1;

@@ -2,13 +2,14 @@
  * What the kernel did untraced, from what it traced (untraced.h).
  */
 #include "untraced.h"
+#include "array.h"
 #include "live_map.h"
+#include "prime.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define MT_UNMOVABLE 0
 #define ALLOCATED (-1)
 
 /*
@@ -31,7 +32,7 @@ static void set_page(struct live *l, uint64_t seen, int cpu_or_allocated, int mt
 {
 	l->seen = seen;
 	l->tag = cpu_or_allocated;
-	l->gfp = st_pack(mt < 0 ? MT_UNMOVABLE : mt, order, unseen);
+	l->gfp = st_pack(mt < 0 ? TMT_UNMOVABLE : mt, order, unseen);
 }
 
 static bool on_list(const struct live *l)
@@ -39,20 +40,9 @@ static bool on_list(const struct live *l)
 	return l->tag != ALLOCATED;
 }
 
-static void *grow(void *a, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return a;
-	size_t c = *cap ? *cap * 2 : 256;
-	void *b = realloc(a, c * size);
-	if (b)
-		*cap = c;
-	return b;
-}
-
 static int add_take(struct untraced *u, const struct live *l)
 {
-	struct untraced_take *t = grow(u->take, &u->takes_cap, u->ntakes, sizeof(*t));
+	struct untraced_take *t = array_grow(u->take, &u->takes_cap, u->ntakes, sizeof(*t));
 	if (!t)
 		return -1;
 	u->take = t;
@@ -62,16 +52,21 @@ static int add_take(struct untraced *u, const struct live *l)
 }
 
 /* The page leaves the list it went onto at l->seen, shown to be mt's: if
- * it went there freed unseen, that free's list is known now. */
+ * it went there freed unseen, that free's list is known now.  Only orders
+ * the lists keep: a free of another went to the buddy lists, where any
+ * allocation (a fallback) may take it.  Highatomic and CMA pages sit on
+ * the movable list. */
 static int resolve_list(struct untraced *u, const struct live *l, int mt, int order)
 {
-	if (!on_list(l) || !(l->gfp & ST_UNSEEN) || ST_ORDER(l->gfp) != order || mt < 0)
+	if (!on_list(l) || !(l->gfp & ST_UNSEEN) || ST_ORDER(l->gfp) != order || mt < 0 ||
+	    prime_slot(order) < 0)
 		return 0;
-	struct untraced_list *t = grow(u->list, &u->lists_cap, u->nlists, sizeof(*t));
+	struct untraced_list *t = array_grow(u->list, &u->lists_cap, u->nlists, sizeof(*t));
 	if (!t)
 		return -1;
 	u->list = t;
-	t[u->nlists++] = (struct untraced_list){ .at = l->seen, .migratetype = mt };
+	t[u->nlists++] = (struct untraced_list){ .at = l->seen,
+						  .migratetype = mt < PRIME_MTS ? mt : TMT_MOVABLE };
 	return 0;
 }
 
@@ -80,19 +75,19 @@ static int resolve_list(struct untraced *u, const struct live *l, int mt, int or
  * page is now on the freeing CPU's list, of the type it was last allocated
  * as. */
 static int scan_free(struct untraced *u, struct live_map *pages, const struct trace_event *ev,
-		     uint64_t seen)
+		     int cpu, uint64_t seen)
 {
 	struct live *l = map_find(pages, ev->pfn);
 	bool unseen = !l;
 	if (l && on_list(l)) {
 		bool taken = !ev->order && !ST_ORDER(l->gfp);
-		if (taken && (resolve_list(u, l, MT_UNMOVABLE, 0) || add_take(u, l)))
+		if (taken && (resolve_list(u, l, TMT_UNMOVABLE, 0) || add_take(u, l)))
 			return -1;
 		unseen = !taken && (l->gfp & ST_UNSEEN);
 	}
 	if (!l && !(l = map_insert(pages, ev->pfn)))
 		return -1;
-	set_page(l, seen, ev->cpu, unseen ? MT_UNMOVABLE : ST_MT(l->gfp), ev->order, unseen);
+	set_page(l, seen, cpu, unseen ? TMT_UNMOVABLE : ST_MT(l->gfp), ev->order, unseen);
 	return 0;
 }
 
@@ -106,9 +101,13 @@ static struct live *page_state(struct live_map *pages, uint64_t pfn)
 
 /* A drain no free on its CPU set off (free_frozen_page_commit drains after
  * the free it commits, free_unref_folios among its batch's commits) is the
- * vmstat worker's: the first one of each CPU is kept. */
+ * vmstat worker's: the first one of each CPU is kept.  Only page events
+ * count as what came before (a kernel with the zone-lock events traces
+ * mm_zone_locked between a free and its drain). */
 static void note_tick(struct untraced *u, const struct trace_event *ev, enum trace_event_type *last)
 {
+	if (ev->type >= TEV_KMALLOC)
+		return;
 	enum trace_event_type before = last[ev->cpu];
 	last[ev->cpu] = ev->type;
 	if (ev->type != TEV_PCPU_DRAIN || before == TEV_PAGE_FREE || before == TEV_PAGE_FREE_BATCHED ||
@@ -117,13 +116,28 @@ static void note_tick(struct untraced *u, const struct trace_event *ev, enum tra
 	u->tick_ns[ev->cpu] = ev->ts_ns ? ev->ts_ns : 1;
 }
 
+/* A refill, or since 6.15 a steal traced by its extfrag alone: the page is
+ * on the CPU's list of that type. */
+static int onto_list(struct live_map *pages, const struct trace_event *ev, int cpu, uint64_t seen)
+{
+	struct live *l = page_state(pages, ev->pfn);
+	if (!l)
+		return -1;
+	set_page(l, seen, cpu, ev->migratetype, ev->order, false);
+	return 0;
+}
+
+/* An event of a CPU beyond the system's is the replay's CPU mod nr_cpus
+ * (as it plays it), but tells nothing of a vmstat worker's phase. */
 static int scan_event(struct untraced *u, struct live_map *pages, const struct trace_event *ev,
 		      uint64_t seen, enum trace_event_type *last)
 {
 	struct live *l;
-	if (ev->cpu < 0 || ev->cpu >= u->nr_cpus)
+	if (ev->cpu < 0)
 		return 0;
-	note_tick(u, ev, last);
+	if (ev->cpu < u->nr_cpus)
+		note_tick(u, ev, last);
+	int cpu = ev->cpu % u->nr_cpus;
 	if (ev->pfn == TRACE_NO_PFN)
 		return 0;
 	switch (ev->type) {
@@ -135,14 +149,11 @@ static int scan_event(struct untraced *u, struct live_map *pages, const struct t
 		return 0;
 	}
 	case TEV_PAGE_FREE:
-		return scan_free(u, pages, ev, seen);
+		return scan_free(u, pages, ev, cpu, seen);
 	case TEV_ZONE_LOCKED:
-		if (ev->percpu_refill != 1)
-			return 0;
-		if (!(l = page_state(pages, ev->pfn)))
-			return -1;
-		set_page(l, seen, ev->cpu, ev->migratetype, ev->order, false);
-		return 0;
+		return ev->percpu_refill == 1 ? onto_list(pages, ev, cpu, seen) : 0;
+	case TEV_EXTFRAG:
+		return onto_list(pages, ev, cpu, seen);
 	case TEV_PCPU_DRAIN:
 		if (!(l = map_find(pages, ev->pfn)))
 			return 0;
@@ -191,8 +202,10 @@ int untraced_scan(struct trace_reader *tr, int nr_cpus, struct untraced *u, char
 	else if (rc < 0)
 		snprintf(err, errlen, "%s", trace_error(tr));
 	free(pages.slot);
-	qsort(u->take, u->ntakes, sizeof(*u->take), by_after);
-	qsort(u->list, u->nlists, sizeof(*u->list), by_at);
+	if (u->ntakes)
+		qsort(u->take, u->ntakes, sizeof(*u->take), by_after);
+	if (u->nlists)
+		qsort(u->list, u->nlists, sizeof(*u->list), by_at);
 	return rc ? -1 : 0;
 }
 
@@ -235,8 +248,12 @@ int tick_clock_init(struct tick_clock *c, const struct untraced *u, int nr_cpus)
 
 #define MAX_CATCHUP_TICKS 64            /* decay reaches high_min well before */
 
-void tick_clock_advance(struct tick_clock *c, uint64_t ts, void (*fn)(void *ctx, int cpu), void *ctx)
+void tick_clock_advance(struct tick_clock *c, const struct trace_event *ev,
+			void (*fn)(void *ctx, int cpu), void *ctx)
 {
+	uint64_t ts = ev->ts_ns;
+	if (ev->type == TEV_PCPU_DRAIN)
+		return;
 	for (int cpu = 0; cpu < c->nr_cpus; cpu++) {
 		uint64_t *next = &c->next[cpu];
 		if (!*next) {

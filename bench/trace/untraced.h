@@ -86,7 +86,7 @@ struct untraced_cursor {
 const struct untraced_take *untraced_take_due(const struct untraced *u, struct untraced_cursor *c,
 					      uint64_t seen);
 /* The list of the free at event `seen` if the trace shows it, else
- * `guess`. */
+ * `guess` (TMT_MOVABLE: most of a running system's pages). */
 int untraced_list_type(const struct untraced *u, struct untraced_cursor *c, uint64_t seen, int guess);
 /* Each CPU's vmstat worker runs through the trace: once a second, at the
  * phase the trace shows for it, else a second after the first event. */
@@ -96,8 +96,11 @@ struct tick_clock {
 	uint64_t *next;                 /* [nr_cpus]: the next run, 0 before the first event */
 };
 int tick_clock_init(struct tick_clock *c, const struct untraced *u, int nr_cpus);   /* 0 or -1 */
-/* fn(ctx, cpu) for each run due by time ts, each CPU's in order. */
-void tick_clock_advance(struct tick_clock *c, uint64_t ts, void (*fn)(void *ctx, int cpu), void *ctx);
+/* fn(ctx, cpu) for each run due by the event's time, each CPU's in order.
+ * Not at a drain: it belongs to the free or worker run it follows (a
+ * worker never runs between a free and the drain it sets off). */
+void tick_clock_advance(struct tick_clock *c, const struct trace_event *ev,
+			void (*fn)(void *ctx, int cpu), void *ctx);
 void tick_clock_release(struct tick_clock *c);
 
 #endif

@@ -24,8 +24,11 @@ import sys
 TIMESTAMP = re.compile(r" (\d+\.\d+):\s+(?:\d+\s+)?(?:\w+:)?(\w+):")
 CPU = re.compile(r"\[(\d+)\]")
 # The events a drain (free_pcppages_bulk) or a refill (rmqueue_bulk, then
-# the allocation it was for) is traced as, one after another on its CPU.
-BURST = ("mm_page_pcpu_drain", "mm_page_alloc_zone_locked", "mm_page_alloc_extfrag")
+# the allocation it was for) is traced as, one after another on its CPU,
+# with the zone-lock events of 2026's kernels around them.
+DRAIN = ("mm_page_pcpu_drain",)
+REFILL = ("mm_page_alloc_zone_locked", "mm_page_alloc_extfrag")
+LOCK = ("mm_zone_lock_contended", "mm_zone_locked", "mm_zone_lock_unlock")
 PAGE = re.compile(r"\bpage=(?!\(null\)|\(nil\)|0+ |0x0+ )\S+ ")
 
 
@@ -51,7 +54,8 @@ def excerpt(path, start_after, max_allocs, max_events, out):
     first_ts = None
     allocs = seen = skipped = 0
     span = [None, None]
-    burst = None        # past the limit: the CPU whose drain or refill goes on
+    bursts = {}         # CPU -> "drain" or "refill": the bursts going on
+    tail = None         # past the limit: the CPUs whose burst the cut waits for
     for line in lines(path):
         m = TIMESTAMP.search(line)
         # before the first event, every line is header: trace-cmd's cpus=N,
@@ -62,23 +66,25 @@ def excerpt(path, start_after, max_allocs, max_events, out):
         seen += 1
         if m and first_ts is None:
             first_ts = float(m.group(1))
-        full = allocs >= max_allocs or len(body) >= max_events
-        if full and burst is not None and m and cpu_of(line, m) == burst and m.group(2) not in BURST:
-            # the burst's end: a refill's allocation is still part of it
-            burst = None
-            full = m.group(2) != "mm_page_alloc"
-        elif full and burst is not None and m:
-            full = False
-        if full or not m and not body or m and float(m.group(1)) - first_ts < start_after:
-            skipped += not full
+        if tail is None and (allocs >= max_allocs or len(body) >= max_events):
+            tail = set(bursts)
+        event, cpu = (m.group(2), cpu_of(line, m)) if m else (None, None)
+        kind = "drain" if event in DRAIN else "refill" if event in REFILL else None
+        ends = m and not kind and event not in LOCK and cpu in bursts
+        keep = tail is None or cpu in tail and (not ends or bursts[cpu] == "refill" and
+                                                event == "mm_page_alloc")
+        if m and kind:
+            bursts[cpu] = kind
+        elif ends:
+            del bursts[cpu]
+            if tail:
+                tail.discard(cpu)
+        if not keep or not m and not body or m and float(m.group(1)) - first_ts < start_after:
+            skipped += tail is None
             continue
         if m:
             span[0] = span[0] if span[0] is not None else float(m.group(1))
             span[1] = float(m.group(1))
-            if burst is None and m.group(2) in BURST:
-                burst = cpu_of(line, m)
-            elif burst is not None and cpu_of(line, m) == burst and m.group(2) not in BURST:
-                burst = None
         allocs += bool(m and m.group(2) == "mm_page_alloc")
         body.append(PAGE.sub("", line, count=1))
     out.writelines(header)
