@@ -224,12 +224,11 @@ static void replay_describe_config(const struct bench *b, FILE *out)
 {
 	const struct replay_state *st = b->state;
 	mirror_print(&st->mirror, out);
-	if (st->ro.zoneinfo == st->side_zoneinfo || st->ro.sysctl == st->side_sysctl)
-		fprintf(out, "  read beside the trace:%s%s%s%s (--zoneinfo, --sysctl give others)\n",
-			st->ro.zoneinfo == st->side_zoneinfo ? " " : "",
-			st->ro.zoneinfo == st->side_zoneinfo ? st->side_zoneinfo : "",
-			st->ro.sysctl == st->side_sysctl ? " " : "",
-			st->ro.sysctl == st->side_sysctl ? st->side_sysctl : "");
+	const char *zi = st->ro.zoneinfo == st->side_zoneinfo ? st->side_zoneinfo : NULL;
+	const char *sc = st->ro.sysctl == st->side_sysctl ? st->side_sysctl : NULL;
+	if (zi || sc)
+		fprintf(out, "  read beside the trace: %s%s%s (--zoneinfo, --sysctl give others)\n",
+			zi ? zi : "", zi && sc ? " " : "", sc ? sc : "");
 }
 
 static void replay_json_variant(const struct bench *b, const struct variant *v, FILE *out)

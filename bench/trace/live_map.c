@@ -49,6 +49,12 @@ struct live *map_insert(struct live_map *m, uint64_t key)
 	return &m->slot[i];
 }
 
+struct live *map_get(struct live_map *m, uint64_t key)
+{
+	struct live *l = map_find(m, key);
+	return l ? l : map_insert(m, key);
+}
+
 static int map_grow(struct live_map *m)
 {
 	struct live_map bigger;

@@ -37,6 +37,8 @@ int map_init(struct live_map *m, unsigned int bits);    /* 0, or -1: no memory *
 struct live *map_find(const struct live_map *m, uint64_t key);
 /* A new entry for key, which must not be present.  NULL if out of memory. */
 struct live *map_insert(struct live_map *m, uint64_t key);
+/* key's entry, a new one if it has none.  NULL if out of memory. */
+struct live *map_get(struct live_map *m, uint64_t key);
 void map_delete(struct live_map *m, struct live *e);
 
 #endif

@@ -105,8 +105,8 @@ static void scan_alloc(struct scan *s, const struct trace_event *ev)
 	int mt = trace_alloc_migratetype(ev);
 	if (mt < PRIME_MTS)
 		s->p->mt_allocs[mt]++;
-	struct live *l = map_find(&s->types, ev->pfn);
-	if (l || (l = map_insert(&s->types, ev->pfn)))
+	struct live *l = map_get(&s->types, ev->pfn);
+	if (l)
 		l->tag = mt;
 	bool in_range = ev->cpu >= 0 && ev->cpu < s->p->nr_cpus;
 	if (!in_range || s->cpu[ev->cpu].direct_pfn != ev->pfn)
@@ -136,8 +136,8 @@ static void scan_take(struct scan *s, const struct trace_event *ev, const struct
 	taken.cpu = take->cpu;
 	taken.order = 0;
 	move(s->p, s->h, &taken, take->migratetype, -1);
-	struct live *l = map_find(&s->types, take->pfn);
-	if (l || (l = map_insert(&s->types, take->pfn)))
+	struct live *l = map_get(&s->types, take->pfn);
+	if (l)
 		l->tag = take->migratetype;
 	else
 		s->oom = true;

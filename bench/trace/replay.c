@@ -279,9 +279,8 @@ static void replay_page_alloc(struct replayer *rp, const struct trace_event *ev)
 static void *stand_in(struct replayer *rp, const struct trace_event *ev)
 {
 	struct trace_event as_alloc = *ev;
-	as_alloc.migratetype = rp->unseen_type;
-	as_alloc.gfp = TGFP_DIRECT_RECLAIM | (rp->unseen_type == TMT_MOVABLE ? TGFP_MOVABLE :
-					      rp->unseen_type == TMT_RECLAIMABLE ? TGFP_RECLAIMABLE : 0);
+	as_alloc.migratetype = rp->unseen_type;         /* decides its list, whatever the gfp */
+	as_alloc.gfp = TGFP_DIRECT_RECLAIM;
 	int nid;
 	za_gfp_t gfp = page_gfp(rp, &as_alloc, &nid) | ZA_GFP_BUDDY;
 	rp->muted = true;
@@ -489,10 +488,8 @@ static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
 /* The tuned high the CPU's lists for header zone t start at, holding
  * `pages`: at least those (a free past high would have drained them), and
  * the zoneinfo's high if it was taken at the trace's start.  An excerpt's
- * zoneinfo is of the recording's start: its high says nothing of the
- * excerpt's (the trace bounds it from below too, by its drains, but a
- * model started at those bounds drained less than the kernel on the
- * traces it was checked against -- docs/fidelity.md). */
+ * zoneinfo is of the recording's start and says nothing of the excerpt's
+ * high: the trace shows it instead (start_high.h). */
 static int64_t start_high(const struct replayer *rp, const struct prime *p, int cpu, int t,
 			  int64_t pages)
 {
@@ -509,10 +506,11 @@ static int64_t start_high(const struct replayer *rp, const struct prime *p, int 
  * (so count reaching high drains none of them); then high is the one the
  * zoneinfo shows for the CPU, or for an excerpt the one the trace shows
  * (start_high.h), or the count if more: its decay by the vmstat worker is
- * what drains lists the kernel filled before the trace began.  The fill is a freeing streak, so free_high (pcp_free_high) may
- * still drain the lists of orders 1..3 when their fill is long; filling
- * the highest orders first, while the streak is short, was tried: no row
- * of the scorecard moved across 25%, two across 10% the wrong way.
+ * what drains lists the kernel filled before the trace began.  The fill is
+ * a freeing streak, so free_high (pcp_free_high) may still drain the lists
+ * of orders 1..3 when their fill is long; filling the highest orders
+ * first, while the streak is short, was tried: no row of the scorecard
+ * moved across 25%, two across 10% the wrong way.
  */
 static void warm_start(struct replayer *rp, const struct prime *p)
 {
@@ -596,16 +594,22 @@ static int replay_stream(struct replayer *rp, struct trace_reader *tr, char *err
 	return rc < 0 ? -1 : 0;
 }
 
+/* path's first n characters and suffix, if that names a readable file. */
+static bool side_file_at(const char *path, size_t n, const char *suffix, char *out, size_t len)
+{
+	return snprintf(out, len, "%.*s%s", (int)n, path, suffix) < (int)len && !access(out, R_OK);
+}
+
 const char *replay_side_file(const char *path, const char *suffix, char *out, size_t len)
 {
 	static const char *const ends[] = { ".zst", ".xz", ".gz", ".trace", ".txt", ".dat" };
 	size_t n = strlen(path);
+	if (side_file_at(path, n, suffix, out, len))
+		return out;
 	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
 		size_t e = strlen(ends[i]);
-		if (n > e && !strncmp(path + n - e, ends[i], e))
-			n -= e;
-		if (n < len && snprintf(out, len, "%.*s%s", (int)n, path, suffix) < (int)len &&
-		    !access(out, R_OK))
+		if (n > e && !strncmp(path + n - e, ends[i], e) &&
+		    side_file_at(path, n -= e, suffix, out, len))
 			return out;
 	}
 	return NULL;

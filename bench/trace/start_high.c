@@ -35,8 +35,10 @@ static int commit_free(struct high_track *t)
 
 int high_track_free(struct high_track *t, int64_t net)
 {
-	if (t->drained || commit_free(t))
-		return t->drained ? 0 : -1;
+	if (t->drained)
+		return 0;
+	if (commit_free(t))
+		return -1;
 	t->pending = true;
 	t->last_free = net - t->refilled;
 	return 0;
@@ -51,9 +53,9 @@ int high_track_raise(struct high_track *t, int64_t pages)
 
 int high_track_tick(struct high_track *t, int64_t net)
 {
-	if (t->drained || commit_free(t))
-		return t->drained ? 0 : -1;
-	struct high_segment *s = open_segment(t);
+	if (t->drained)
+		return 0;
+	struct high_segment *s = commit_free(t) ? NULL : open_segment(t);
 	if (!s)
 		return -1;
 	s->refilled_end = t->refilled;

@@ -85,16 +85,10 @@ static int scan_free(struct untraced *u, struct live_map *pages, const struct tr
 			return -1;
 		unseen = !taken && (l->gfp & ST_UNSEEN);
 	}
-	if (!l && !(l = map_insert(pages, ev->pfn)))
+	if (!l && !(l = map_get(pages, ev->pfn)))
 		return -1;
 	set_page(l, seen, cpu, unseen ? TMT_UNMOVABLE : ST_MT(l->gfp), ev->order, unseen);
 	return 0;
-}
-
-static struct live *page_state(struct live_map *pages, uint64_t pfn)
-{
-	struct live *l = map_find(pages, pfn);
-	return l ? l : map_insert(pages, pfn);
 }
 
 #define NS_PER_SEC 1000000000ULL
@@ -120,7 +114,7 @@ static void note_tick(struct untraced *u, const struct trace_event *ev, enum tra
  * on the CPU's list of that type. */
 static int onto_list(struct live_map *pages, const struct trace_event *ev, int cpu, uint64_t seen)
 {
-	struct live *l = page_state(pages, ev->pfn);
+	struct live *l = map_get(pages, ev->pfn);
 	if (!l)
 		return -1;
 	set_page(l, seen, cpu, ev->migratetype, ev->order, false);
@@ -143,7 +137,7 @@ static int scan_event(struct untraced *u, struct live_map *pages, const struct t
 	switch (ev->type) {
 	case TEV_PAGE_ALLOC: {
 		int mt = trace_alloc_migratetype(ev);
-		if (!(l = page_state(pages, ev->pfn)) || resolve_list(u, l, mt, ev->order))
+		if (!(l = map_get(pages, ev->pfn)) || resolve_list(u, l, mt, ev->order))
 			return -1;
 		set_page(l, seen, ALLOCATED, mt, ev->order, false);
 		return 0;
