@@ -34,6 +34,8 @@ static void usage_lines(FILE *out)
 		"                      [--seconds S]\n"
 		"       zabench record -o FILE [--slab] [--buffer-kb N] [--pipe] -- COMMAND [ARGS...]\n"
 		"       zabench scorecard [--corpus FILE] [--json]\n"
+		"       zabench top [PID] [--system N] [--interval S] [--count N] [--json]\n"
+		"                   [--once --report NAME]\n"
 		"       zabench list\n");
 }
 
@@ -153,6 +155,7 @@ static int unknown_experiment(const char *name)
 	names[n++] = "report";
 	names[n++] = "record";
 	names[n++] = "scorecard";
+	names[n++] = "top";
 	names[n++] = "list";
 	return usage_hint("unknown experiment", name, nearest(name, names, n));
 }

@@ -2,7 +2,7 @@
  * What main (zabench.c) runs besides one experiment's run: an experiment's
  * --sweep (sweep.c), which zabench report runs too; zabench report
  * (report.c); zabench record (trace/record.c); zabench scorecard
- * (trace/scorecard.c), which zabench report runs too.  Each returns the exit
+ * (trace/scorecard.c), which zabench report runs too; zabench top (top.c).  Each returns the exit
  * status.
  */
 #ifndef ZABENCH_COMMANDS_H
@@ -35,5 +35,8 @@ int run_scorecard(const char *corpus_path, FILE *txt, FILE *json);
 const char *find_bench_file(const char *name, char *path, size_t len);
 /* zabench scorecard [--corpus FILE] [--json], from argv[0] "scorecard". */
 int scorecard_command(int argc, char **argv);
+
+/* zabench top [PID] [options], from argv[0] "top" (top.c). */
+int top_command(int argc, char **argv);
 
 #endif

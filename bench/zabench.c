@@ -75,6 +75,8 @@ int main(int argc, char **argv)
 		return run_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "scorecard"))
 		return scorecard_command(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return top_command(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list")) {
 		print_list(stdout);
 		return 0;

@@ -172,6 +172,10 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        stacks (restartable sections; needs percpu=rseq)
  *   purge_delay_ms=1000  the malloc front end returns memory free this long
  *                        to the OS (0: never); za_purge() does it on demand
+ *   publish=0            counters and reports in /dev/shm for other processes
+ *                        (za_peek_open, zabench top); the malloc's: 1
+ *   publish_interval_ms=1000 period of the publisher thread (0: no thread;
+ *                        za_publish() and the malloc's purge worker publish)
  *   debug=0              check every free completely, report leaks on destroy
  *   hugepages=0          ask for transparent huge pages on the arena
  *   populate=0           pre-fault each section of the arena as it is mapped
@@ -746,6 +750,63 @@ void za_stat_reset_peaks(za_mm_t *mm);
  * "pagetypeinfo", "slabinfo".  Returns 0, or -1 with errno EINVAL for an unknown name.
  */
 int za_report(za_mm_t *mm, const char *what, FILE *out);
+
+/* ------------------------------------------------------------------------
+ * Publishing: a system seen from another process (zabench top)
+ *
+ * A system made with publish=1 keeps a segment, /dev/shm/zonealloc.<pid>.<n>
+ * (the process's n-th published system; mode 0600), holding every counter
+ * of za_stat_all and, while a reader watches, the reports of za_report, as
+ * they were at the system's last publish: every publish_interval_ms from a
+ * thread of its own, each round of the malloc's purge worker, and whenever
+ * za_publish() is called.  No allocation or free writes it.  The segment
+ * goes with za_mm_destroy (the malloc's when the process exits); one whose
+ * process is gone is removed by the next za_peek_list.
+ * ------------------------------------------------------------------------ */
+/* Publishes now.  0, or -1 with errno: EINVAL publish=0, EBUSY a publish
+ * under way, or why the segment could not be made (see za_last_error). */
+int za_publish(za_mm_t *mm);
+
+struct za_peek_entry {
+	int pid;
+	int system;                     /* n of the segment's name */
+	char comm[32];
+};
+/* The published systems of this user's live processes, up to max of them
+ * into out; returns how many there are (-1 with errno if /dev/shm cannot
+ * be read).  Segments of processes that are gone are removed. */
+int za_peek_list(struct za_peek_entry *out, int max);
+
+typedef struct za_peek za_peek_t;
+/* Opens process pid's published system n (0: its first) and reads it.
+ * NULL with errno and za_last_error(): ENOENT none, EACCES another user's,
+ * EPROTO not a segment or a layout this library does not read, ESRCH its
+ * process is gone.  Opening marks the system watched: its publishes
+ * render the reports for the next 10 seconds, renewed by each za_peek_read. */
+za_peek_t *za_peek_open(int pid, int n);
+/* A consistent copy of what is published now (after an exec, of the new
+ * program's system n, if it publishes): 0, or -1 with errno
+ * (EPROTO corrupt, EAGAIN mid-update for over a second, ESRCH gone). */
+int za_peek_read(za_peek_t *p);
+/* Of the last read: */
+int za_peek_stat_count(const za_peek_t *p);
+const char *za_peek_stat_name(const za_peek_t *p, int i);
+enum za_stat_kind za_peek_stat_kind(const za_peek_t *p, int i);
+long long za_peek_stat_value(const za_peek_t *p, int i);
+/* By name; -1 with errno EINVAL if it has none. */
+long long za_peek_stat(const za_peek_t *p, const char *name);
+/* A report's text as of reports_time, or NULL (errno EINVAL: no such
+ * report; EAGAIN: none rendered yet). */
+const char *za_peek_report(const za_peek_t *p, const char *what);
+/* CLOCK_REALTIME ns of the publish read, and of the one that rendered
+ * the reports (0: none yet); publishes counts them. */
+unsigned long long za_peek_time_ns(const za_peek_t *p);
+unsigned long long za_peek_reports_time_ns(const za_peek_t *p);
+unsigned long long za_peek_publishes(const za_peek_t *p);
+int za_peek_pid(const za_peek_t *p);
+const char *za_peek_comm(const za_peek_t *p);
+const char *za_peek_config(const za_peek_t *p);
+void za_peek_close(za_peek_t *p);
 
 /*
  * Checks the system's invariants, each part under its locks: the page

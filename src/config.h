@@ -77,6 +77,8 @@ struct za_config {
 	int64_t deferred_init;          /* zones reach the buddy lists as needed */
 	uint64_t section_size;          /* ZA_AUTO: mm_init.c's auto_section_size() */
 	int64_t purge_delay_ms;         /* malloc: free memory goes back to the OS after this */
+	int64_t publish;                /* counters and reports in /dev/shm for zabench top */
+	int64_t publish_interval_ms;    /* the publisher thread's period; 0: no thread */
 	int64_t debug;
 	int64_t hugepages;
 	int64_t populate;

@@ -12,6 +12,7 @@
  * what it uses -- which is what a malloc needs.
  */
 #include "internal.h"
+#include "publish.h"
 #include "mm_layers.h"
 #include "pcp.h"
 #include "percpu.h"
@@ -400,8 +401,9 @@ za_mm_t *za_mm_create(const char *config)
 			return NULL;
 		}
 	}
-	if (vmstat_worker_start(mm)) {
+	if (vmstat_worker_start(mm) || publish_init(mm)) {
 		int err = errno;
+		vmstat_worker_stop(mm);
 		exit_layers(mm);
 		free_mm(mm);
 		errno = err;
@@ -415,6 +417,7 @@ long za_mm_destroy(za_mm_t *mm)
 	if (!mm)
 		return 0;
 	cpu_binding_forget(mm);
+	publish_exit(mm);
 	vmstat_worker_stop(mm);
 	exit_layers(mm);
 	za_drain_all_pages(mm);

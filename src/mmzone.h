@@ -23,7 +23,8 @@ struct za_kmem_cache;
 struct quicklist;
 struct za_file;
 struct kswapd;
-struct vmstat_worker;
+struct za_worker;
+struct za_publisher;
 
 #define PAGE_SHIFT ZA_PAGE_SHIFT
 #define PAGE_SIZE  ZA_PAGE_SIZE
@@ -431,7 +432,9 @@ struct za_mm {
 	void *tp_ctx;                   /* written before tp_fn (release) */
 	unsigned int tp_mask;           /* ... as is this: 1u << the types delivered */
 	/* The vmstat worker (vmstat.c), when vmstat_interval_ms > 0. */
-	struct vmstat_worker *vmstat_worker;
+	struct za_worker *vmstat_worker;
+	/* publish=1 (publish.c): the segment zabench top reads. */
+	struct za_publisher *publisher;
 
 	struct za_events stat __attribute__((aligned(ZA_CACHELINE)));
 	struct za_events *cpu_stat;     /* [nr_cpus]: frequent events of no lock */

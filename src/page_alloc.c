@@ -4,6 +4,7 @@
  * path with its checks.
  */
 #include "internal.h"
+#include "probes.h"
 #include "pcp.h"
 #include "mm_layers.h"
 #include "vmscan.h"
@@ -360,6 +361,7 @@ alloc_slowpath(struct za_mm *mm, struct alloc_context *ac, za_gfp_t gfp)
 	}
 	if (!page) {
 		ev_add_atomic(&mm->stat, EV_ALLOC_FAIL, 1);
+		ZA_PROBE2(alloc_fail, ac->order, gfp);
 		za_set_last_error("out of memory: no zone could satisfy an order-%u allocation",
 				  ac->order);
 		errno = ENOMEM;
@@ -522,6 +524,8 @@ static void *alloc_giant(za_mm_t *mm, za_gfp_t gfp, unsigned long n)
 void *za_alloc_pages_exact(za_mm_t *mm, za_gfp_t gfp, size_t size)
 {
 	unsigned long n = size ? size_to_pages(size) : 1;
+	if (n > 1)
+		ZA_PROBE2(large_alloc, size, n);
 	if (n > 1UL << mm->max_order)
 		return alloc_giant(mm, gfp, n);
 	unsigned int order = order_base_2(n);

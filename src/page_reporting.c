@@ -15,6 +15,7 @@
  * memory is being released.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 
@@ -56,5 +57,7 @@ long za_purge(za_mm_t *mm, unsigned int min_epochs)
 		for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
 			pages += purge_zone(mm->zone_by_id[id], now - min_epochs);
 	za_unlock(&mm->purge_lock);
+	if (pages)
+		ZA_PROBE1(purge, pages);
 	return pages;
 }

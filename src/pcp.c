@@ -34,6 +34,7 @@
  * The hit paths are inline in pcp.h; this file has the batch work.
  */
 #include "pcp.h"
+#include "probes.h"
 #include "internal.h"
 #include "percpu.h"
 
@@ -308,6 +309,7 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 		ev_add(&z->stat, EV_PCP_ALLOC_MISS + (unsigned int)hit_slot, 1);
 	}
 	zone_unlock_bulk(z, t0, EV_PCP_REFILL_HOLD, "rmqueue_bulk", (int)pages);
+	ZA_PROBE4(refill, cpu, order, pages, mt);
 
 	while (!list_empty(&taken)) {
 		struct za_page *block = container_of(taken.next, struct za_page, lru);
@@ -527,6 +529,7 @@ static void bulk_free_done(struct za_zone *z, int pages, unsigned long merges, u
 	ev_add(&z->stat, EV_PCP_BULKFREE, 1);
 	ev_add(&z->stat, EV_PCP_BULKFREE_PAGES, (uint64_t)pages);
 	zone_unlock_bulk(z, t0, EV_PCP_BULKFREE_HOLD, BULK_FREE, pages);
+	ZA_PROBE2(drain, z->id, pages);
 }
 
 static struct za_page *chain_next(const struct za_page *page)

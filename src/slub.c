@@ -32,6 +32,7 @@
  * handed out; the lock comments below are za_lock_assert_held calls there.
  */
 #include "slab.h"
+#include "probes.h"
 #include "internal.h"
 #include "percpu.h"
 
@@ -555,6 +556,7 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	struct kmem_cache_node *kn = slab_node(s, slab);
 	atomic_fetch_add(&mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	atomic_fetch_add(&kn->slabs_made[slab_count_index(s, order)], 1);
+	ZA_PROBE2(slab_new, s->name, s->order);
 	return slab;
 }
 
@@ -579,6 +581,7 @@ static void discard_slab(struct za_kmem_cache *s, struct za_page *slab)
 		slab[i].slab_cache = NULL;
 	}
 	set_page_flags(slab, PG_alloc);
+	ZA_PROBE2(slab_discard, s->name, order);
 	za_free_pages(s->mm, za_page_to_virt(s->mm, slab), order);
 }
 

@@ -25,6 +25,7 @@
  * its file in the middle of reclaim.
  */
 #include "vmscan.h"
+#include "probes.h"
 #include "pcp.h"
 #include "mm_layers.h"
 
@@ -385,7 +386,6 @@ unsigned long try_to_free_pages(struct za_mm *mm, struct za_zone **zonelist, int
 				unsigned int order)
 {
 	struct scan_control sc = { .kswapd = false };
-	(void)order;
 	ev_add_atomic(&mm->stat, EV_ALLOCSTALL, 1);
 	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
 		for (struct za_zone **zp = zonelist; *zp; zp++)
@@ -395,6 +395,7 @@ unsigned long try_to_free_pages(struct za_mm *mm, struct za_zone **zonelist, int
 		if (sc.nr_reclaimed >= SWAP_CLUSTER_MAX)
 			break;
 	}
+	ZA_PROBE2(reclaim, order, sc.nr_reclaimed);
 	return sc.nr_reclaimed;
 }
 
@@ -574,6 +575,7 @@ bool wakeup_kswapd(struct za_zone *z, unsigned int order, int highest_zone)
 	atomic_fetch_add(&k->wake_seq, 1);
 	za_futex_wake(&k->wake_seq, 1);
 	ev_add_atomic(&mm->stat, EV_KSWAPD_WAKEUP, 1);
+	ZA_PROBE2(kswapd_wake, z->node, order);
 	return true;
 }
 

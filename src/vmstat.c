@@ -5,6 +5,7 @@
 #include "internal.h"
 #include "mm_layers.h"
 #include "pcp.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -722,15 +723,6 @@ void tp_extfrag_slow(struct za_zone *z, int cpu, const struct za_page *page, uns
  * calls give the same result whenever it runs.  Only the worker's waiting
  * between ticks uses the clock.
  * ------------------------------------------------------------------------ */
-struct vmstat_worker {
-	struct za_mm *mm;
-	pthread_t thread;
-	pid_t pid;                      /* the process it runs in (not a forked child) */
-	uint64_t interval_ns;
-	_Atomic uint32_t stop;          /* futex word */
-	sigset_t program_mask;          /* of the thread that started it */
-};
-
 /* Per zone, as the CPU's worker would: the decay of the auto-tuned high
  * (pcp_decay).  Nothing without pcp_high_auto. */
 void za_vmstat_tick_cpu(za_mm_t *mm, int cpu)
@@ -747,54 +739,27 @@ void za_vmstat_tick(za_mm_t *mm)
 		za_vmstat_tick_cpu(mm, cpu);
 }
 
-static void *vmstat_main(void *arg)
+static void vmstat_tick_all(struct za_mm *mm)
 {
-	struct vmstat_worker *w = arg;
-	bool alive;
-	za_thread_name("za-vmstat");
-	while ((alive = za_helper_sleep(&w->stop, 0, w->interval_ns)) && !atomic_load(&w->stop))
-		za_vmstat_tick(w->mm);
-	za_thread_exit(alive ? NULL : &w->program_mask);
-	return NULL;
+	za_vmstat_tick(mm);
 }
 
-/* vmstat_interval_ms > 0: the worker, a thread that takes no signal meant
- * for the program.  0, or -1 with errno. */
+/* vmstat_interval_ms > 0: the worker (worker.h).  0, or -1 with errno. */
 int vmstat_worker_start(struct za_mm *mm)
 {
 	if (mm->cfg.vmstat_interval_ms <= 0)
 		return 0;
-	struct vmstat_worker *w = za_os_alloc(sizeof(*w));
-	if (!w) {
-		errno = ENOMEM;
-		return -1;
-	}
-	*w = (struct vmstat_worker){ .mm = mm, .pid = getpid(),
-				     .interval_ns = (uint64_t)mm->cfg.vmstat_interval_ms * 1000000u };
-	int err = za_thread_start(&w->thread, NULL, vmstat_main, w, &w->program_mask);
-	if (err) {
-		za_os_free(w, sizeof(*w));
+	mm->vmstat_worker = worker_start(mm, "za-vmstat", (uint64_t)mm->cfg.vmstat_interval_ms * 1000000u,
+					 vmstat_tick_all);
+	if (!mm->vmstat_worker) {
 		za_set_last_error("za_mm_create: cannot start the vmstat worker (vmstat_interval_ms=0 "
 				  "runs without it)");
-		errno = EAGAIN;
 		return -1;
 	}
-	mm->vmstat_worker = w;
 	return 0;
 }
 
-/* Stops and joins the worker; in a forked child, where it does not run,
- * only forgets it. */
 void vmstat_worker_stop(struct za_mm *mm)
 {
-	struct vmstat_worker *w = mm->vmstat_worker;
-	if (!w)
-		return;
-	mm->vmstat_worker = NULL;
-	if (w->pid == getpid()) {
-		atomic_store(&w->stop, 1);
-		za_futex_wake(&w->stop, 1);
-		pthread_join(w->thread, NULL);
-	}
-	za_os_free(w, sizeof(*w));
+	worker_stop(&mm->vmstat_worker);
 }

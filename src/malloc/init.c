@@ -6,6 +6,7 @@
  * fork takes so that the child finds none held.
  */
 #include "internal.h"
+#include "publish.h"
 #include "mm_layers.h"
 #include "slab.h"
 
@@ -132,7 +133,9 @@ static uint64_t usable_memory(void)
  * under an address-space limit, where every section counts: there the
  * untuned lists leave the runs of test_malloc_limits' fill (1 MiB + 64
  * bytes each) room for one more (966 MiB against 965, 95% of glibc's
- * being 966).
+ * being 966).  The system publishes (publish=1) for zabench top, the
+ * purge worker's rounds refreshing it -- also not under such a limit,
+ * where the segment's mapping would take address space from the program.
  */
 #define MALLOC_MAX_ORDER 12             /* blocks of up to 16 MiB */
 
@@ -144,11 +147,12 @@ static za_mm_t *create_system(void)
 	const char *lists = limited ? "" : "pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=16M,"
 					   "pcp_refill_drain=1,vmstat_interval_ms=0,";
 	const char *section = limited ? "32M" : "256M";
+	const char *publish = limited ? "" : "publish=1,";
 	for (; mem >= (uint64_t)PAGE_SIZE << MALLOC_MAX_ORDER; mem /= 2) {     /* one block */
 		snprintf(config, sizeof(config),
 			 "memory=%lluM,zones=Normal,max_order=%d,kswapd=0,deferred_init=1,quicklists=0,"
-			 "%ssection_size=%s",
-			 (unsigned long long)(mem >> 20), MALLOC_MAX_ORDER, lists, section);
+			 "%spublish_interval_ms=0,%ssection_size=%s",
+			 (unsigned long long)(mem >> 20), MALLOC_MAX_ORDER, publish, lists, section);
 		za_mm_t *mm = za_mm_create(config);
 		if (mm || errno != ENOMEM)
 			return mm;
@@ -226,6 +230,7 @@ static bool init_front_end(void)
 	if (zm.debug)
 		malloc_debug_init();
 	malloc_stats_init();
+	purge_worker_publishes();
 	zm.cpu_cache = !strcmp(mm->cfg.malloc_cache, "cpu") && cpu_cache_init();
 	view_copy(&malloc_arena, &mm->view);
 	return true;
@@ -346,6 +351,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	fork_unlock(true);
+	publish_after_fork(zm.mm);
 	purge_worker_after_fork(sheaves_after_fork_child());
 }
 

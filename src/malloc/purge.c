@@ -26,6 +26,9 @@
  */
 #include "internal.h"
 #include "slab.h"
+#include "publish.h"
+
+#include <stdlib.h>
 
 enum { PURGER_OFF, PURGER_RUNNING, PURGER_NEVER };
 
@@ -102,6 +105,8 @@ static long purge_round(za_mm_t *mm, bool idle)
 	mapping_cache_decay(idle);
 	thread_caches_note_idle();
 	za_unlock(&purger.round);
+	if (mm->publisher)
+		za_publish(mm);
 	return purged;
 }
 
@@ -201,6 +206,19 @@ void purge_worker_pause(struct za_mm *mm, bool pause)
 		za_lock(&purger.round);
 	else
 		za_unlock(&purger.round);
+}
+
+/* The system's segment (publish=1, the malloc's default) is refreshed by
+ * the worker's rounds, and its name goes when the process exits. */
+static void publish_at_exit(void)
+{
+	publish_unlink(zm.mm);
+}
+
+void purge_worker_publishes(void)
+{
+	if (zm.mm->publisher)
+		atexit(publish_at_exit);
 }
 
 /* The child of a fork has no worker.  It starts its own when needed,
