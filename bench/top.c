@@ -5,8 +5,9 @@
  * With no PID, the processes of this user running a published zonealloc
  * system (the drop-in malloc's publishes by default).  With one, that
  * process's allocator live: full screen on a terminal, a line per interval
- * otherwise; --json one snapshot; --once --report NAME the report (buddyinfo,
- * zoneinfo, vmstat, pagetypeinfo, slabinfo) as za_report wrote it there.
+ * otherwise; --once the full screen's first view as text; --json one
+ * snapshot; --once --report NAME the report (buddyinfo, zoneinfo, vmstat,
+ * pagetypeinfo, slabinfo) as za_report wrote it there.
  */
 #include "commands.h"
 #include "top.h"
@@ -179,6 +180,18 @@ static bool wait_reports(struct top_sample *s, unsigned long long since, double 
 	return true;
 }
 
+/* Waits (up to `wait` seconds) for the next publish, so that the rates
+ * have two to go by. */
+static void wait_publish(struct top_sample *s, double wait)
+{
+	unsigned long long seen = za_peek_publishes(s->peek);
+	for (double waited = 0; waited < wait && za_peek_publishes(s->peek) == seen; waited += 0.05) {
+		sleep_s(0.05);
+		if (!next_sample(s))
+			return;
+	}
+}
+
 static int print_report(struct top_sample *s, const char *name, double wait)
 {
 	bool fresh = wait_reports(s, now_realtime_ns() - (unsigned long long)(wait * 1e9), wait);
@@ -239,9 +252,13 @@ static int show(struct top_sample *s, const struct top_opts *o)
 {
 	if (o->report)
 		return print_report(s, o->report, fmax(3 * o->interval, 3));
-	if (o->json) {
+	if (o->json || o->once) {
 		wait_reports(s, now_realtime_ns() - 3000000000ull, 3);
-		print_json(s, stdout);
+		wait_publish(s, 2);
+		if (o->json)
+			print_json(s, stdout);
+		else
+			top_draw(stdout, s, VIEW_OVERVIEW, SORT_MEMORY);
 		return 0;
 	}
 	if (isatty(STDOUT_FILENO) && !o->count && top_screen(s, o->interval, next_sample))
@@ -281,7 +298,7 @@ static int parse_top(int argc, char **argv, struct top_opts *o)
 		if (*end || o->pid <= 0 || ++optind < argc)
 			return top_usage("one PID was expected");
 	}
-	if ((o->report && !o->once) || (o->once && !o->report && !o->json))
+	if (o->report && !o->once)
 		return top_usage("--report goes with --once");
 	return 0;
 }

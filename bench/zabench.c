@@ -15,7 +15,8 @@
 
 extern const struct experiment exp_page_fault1, exp_repeat, exp_bulk, exp_rand, exp_frag,
 	exp_netperf, exp_sockperf, exp_hackbench, exp_mmap1, exp_fsmark, exp_slab_repeat,
-	exp_pgtable, exp_streamread, exp_parallelio, exp_malloc, exp_replay, exp_drain, exp_purger;
+	exp_pgtable, exp_streamread, exp_parallelio, exp_malloc, exp_replay, exp_drain, exp_purger,
+	exp_publish;
 
 const struct experiment *const experiments[] = {
 	&exp_page_fault1,
@@ -36,6 +37,7 @@ const struct experiment *const experiments[] = {
 	&exp_parallelio,
 	&exp_malloc,
 	&exp_replay,
+	&exp_publish,
 	NULL,
 };
 

@@ -42,8 +42,8 @@ struct za_publisher {
 	za_lock_t lock;                 /* one publish at a time: a busy one is skipped */
 	struct za_worker *worker;
 	int nr_stats;
-	long long *vals;
-	size_t vals_size;
+	long long *vals;                /* za_stat_all's, before they go in */
+	size_t alloc_size;              /* of this and vals */
 };
 
 static uint64_t realtime_ns(void)
@@ -309,19 +309,16 @@ int publish_init(struct za_mm *mm)
 {
 	if (!mm->cfg.publish)
 		return 0;
-	struct za_publisher *p = za_os_alloc(sizeof(*p));
 	int n = za_stat_count();
-	size_t vals_size = ((size_t)n * sizeof(long long) + 4095) & ~(size_t)4095;
-	long long *vals = p ? za_os_alloc(vals_size) : NULL;
-	if (!vals) {
-		if (p)
-			za_os_free(p, sizeof(*p));
+	size_t size = (sizeof(struct za_publisher) + (size_t)n * sizeof(long long) + 4095) & ~(size_t)4095;
+	struct za_publisher *p = za_os_alloc(size);     /* the values' buffer after it */
+	if (!p) {
 		za_set_last_error("za_mm_create: out of memory for publish=1");
 		errno = ENOMEM;
 		return -1;
 	}
-	*p = (struct za_publisher){ .fd = -1, .pid = getpid(), .nr_stats = n, .vals = vals,
-				    .vals_size = vals_size };
+	*p = (struct za_publisher){ .fd = -1, .pid = getpid(), .nr_stats = n,
+				    .vals = (long long *)(void *)(p + 1), .alloc_size = size };
 	mm->publisher = p;
 	if (make_segment(mm, p))
 		za_publish(mm);
@@ -358,6 +355,5 @@ void publish_exit(struct za_mm *mm)
 	worker_stop(&p->worker);
 	drop_segment(p, p->pid == getpid());
 	mm->publisher = NULL;
-	za_os_free(p->vals, p->vals_size);
-	za_os_free(p, sizeof(*p));
+	za_os_free(p, p->alloc_size);
 }
