@@ -80,7 +80,7 @@ static void pub_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct pub_state *st = b->state;
 	fill(st, v->mm, b->opts.size);
-	za_peek_t *p = za_peek_open(getpid(), 0);      /* watched from now on */
+	za_peek_t *p = za_peek_open(getpid(), za_publish_id(v->mm));  /* watched from now on */
 	if (!p || za_publish(v->mm)) {
 		fprintf(stderr, "zabench publish: %s (run with publish=1)\n", za_last_error());
 		exit(1);

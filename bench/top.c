@@ -68,7 +68,7 @@ static void read_rss(int pid, unsigned long long kb[4])
 
 static void take(struct top_sample *s, long long *into)
 {
-	for (int i = 0; i < za_peek_stat_count(s->peek); i++)
+	for (int i = 0; i < s->nr_stats; i++)
 		into[i] = za_peek_stat_value(s->peek, i);
 }
 
@@ -76,15 +76,18 @@ static void take(struct top_sample *s, long long *into)
  * came between (the rates stay those of the last two publishes). */
 static bool next_sample(struct top_sample *s)
 {
-	int stats = za_peek_stat_count(s->peek);
+	if (s->failed)
+		return false;
 	if (za_peek_read(s->peek)) {
 		fprintf(stderr, "zabench top: %s\n", za_last_error());
+		s->failed = true;
 		return false;
 	}
-	if (za_peek_stat_count(s->peek) != stats) {
+	if (za_peek_stat_count(s->peek) != s->nr_stats) {
 		fprintf(stderr, "zabench top: process %d exec'd a program of another zonealloc "
 			"release (%d counters, not %d)\n", za_peek_pid(s->peek),
-			za_peek_stat_count(s->peek), stats);
+			za_peek_stat_count(s->peek), s->nr_stats);
+		s->failed = true;
 		return false;
 	}
 	if (za_peek_time_ns(s->peek) != s->cur_ns) {
@@ -150,9 +153,11 @@ static void print_json(const struct top_sample *s, FILE *out)
 		s->rss_kb[0], s->rss_kb[1], s->rss_kb[2], s->rss_kb[3]);
 	json_string(out, za_peek_config(p));
 	fprintf(out, ",\n \"stats\": {");
-	for (int i = 0; i < za_peek_stat_count(p); i++)
-		fprintf(out, "%s\"%s\": %lld", i ? ", " : "", za_peek_stat_name(p, i),
-			za_peek_stat_value(p, i));
+	for (int i = 0; i < s->nr_stats; i++) {
+		fputs(i ? ", " : "", out);
+		json_string(out, za_peek_stat_name(p, i));
+		fprintf(out, ": %lld", za_peek_stat_value(p, i));
+	}
 	fprintf(out, "},\n \"reports\": {");
 	bool first = true;
 	for (size_t i = 0; i < sizeof(reports) / sizeof(reports[0]); i++) {
@@ -255,6 +260,8 @@ static int show(struct top_sample *s, const struct top_opts *o)
 	if (o->json || o->once) {
 		wait_reports(s, now_realtime_ns() - 3000000000ull, 3);
 		wait_publish(s, 2);
+		if (s->failed)
+			return 1;
 		if (o->json)
 			print_json(s, stdout);
 		else
@@ -314,7 +321,7 @@ int top_command(int argc, char **argv)
 		fprintf(stderr, "zabench top: %s\n", za_last_error());
 		return 1;
 	}
-	int n = za_peek_stat_count(s.peek);
+	int n = s.nr_stats = za_peek_stat_count(s.peek);
 	s.prev = calloc((size_t)n, sizeof(long long));
 	s.cur = calloc((size_t)n, sizeof(long long));
 	if (!s.prev || !s.cur) {

@@ -14,6 +14,8 @@
 /* Two reads of one system: the rates are between their publishes. */
 struct top_sample {
 	za_peek_t *peek;
+	int nr_stats;                   /* of prev and cur: the peek's when opened */
+	bool failed;                    /* a read failed: the process is gone, say */
 	long long *prev, *cur;          /* counters, za_peek_stat order */
 	unsigned long long prev_ns, cur_ns;
 	unsigned long long rss_kb[4];   /* VmRSS, RssAnon, RssFile, RssShmem */

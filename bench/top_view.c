@@ -14,23 +14,23 @@ const char top_view_keys[NR_VIEWS] = { 'o', 's', 'b', 'v', 'z', 'p' };
 const char *const top_view_names[NR_VIEWS] = { "overview", "slabs", "buddyinfo", "vmstat",
 					       "zoneinfo", "pagetypeinfo" };
 
-static int stat_index(const za_peek_t *p, const char *name)
+static int stat_index(const struct top_sample *s, const char *name)
 {
-	for (int i = 0; i < za_peek_stat_count(p); i++)
-		if (!strcmp(za_peek_stat_name(p, i), name))
+	for (int i = 0; i < s->nr_stats; i++)
+		if (!strcmp(za_peek_stat_name(s->peek, i), name))
 			return i;
 	return -1;
 }
 
 long long top_value(const struct top_sample *s, const char *name)
 {
-	int i = stat_index(s->peek, name);
+	int i = stat_index(s, name);
 	return i < 0 ? 0 : s->cur[i];
 }
 
 double top_rate(const struct top_sample *s, const char *name)
 {
-	int i = stat_index(s->peek, name);
+	int i = stat_index(s, name);
 	if (i < 0 || s->cur_ns <= s->prev_ns || za_peek_stat_kind(s->peek, i) != ZA_STAT_EVENT)
 		return 0;
 	return (double)(s->cur[i] - s->prev[i]) * 1e9 / (double)(s->cur_ns - s->prev_ns);
@@ -48,9 +48,9 @@ struct cache_row {
 	unsigned int size, pages_per_slab;
 };
 
-static long cache_bytes(const struct cache_row *c)
+static double cache_bytes(const struct cache_row *c)
 {
-	return c->slabs * (long)c->pages_per_slab * 4096;
+	return (double)c->slabs * (double)c->pages_per_slab * 4096;
 }
 
 static enum top_sort sort_key;
@@ -60,8 +60,8 @@ static int cache_cmp(const void *a, const void *b)
 	const struct cache_row *x = a, *y = b;
 	if (sort_key == SORT_NAME)
 		return strcmp(x->name, y->name);
-	long vx = sort_key == SORT_OBJECTS ? x->active : cache_bytes(x);
-	long vy = sort_key == SORT_OBJECTS ? y->active : cache_bytes(y);
+	double vx = sort_key == SORT_OBJECTS ? (double)x->active : cache_bytes(x);
+	double vy = sort_key == SORT_OBJECTS ? (double)y->active : cache_bytes(y);
 	return vx < vy ? 1 : vx > vy ? -1 : strcmp(x->name, y->name);
 }
 
@@ -101,7 +101,7 @@ static void draw_caches(FILE *out, const struct top_sample *s, enum top_sort sor
 		const struct cache_row *c = &rows[i];
 		fprintf(out, "%8ld %8ld %4.0f%% %7.2fK %8.1fK  %s\n", c->active, c->objects,
 			c->objects ? 100.0 * (double)c->active / (double)c->objects : 0,
-			c->size / 1024.0, (double)cache_bytes(c) / 1024, c->name);
+			c->size / 1024.0, cache_bytes(c) / 1024, c->name);
 	}
 }
 

@@ -766,6 +766,9 @@ int za_report(za_mm_t *mm, const char *what, FILE *out);
 /* Publishes now.  0, or -1 with errno: EINVAL publish=0, EBUSY a publish
  * under way, or why the segment could not be made (see za_last_error). */
 int za_publish(za_mm_t *mm);
+/* n of the system's segment (/dev/shm/zonealloc.<pid>.<n>), -1 (EINVAL) if
+ * it has none in this process. */
+int za_publish_id(za_mm_t *mm);
 
 struct za_peek_entry {
 	int pid;

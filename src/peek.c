@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ struct za_peek {
 	struct pub_header h;            /* of the last read */
 	const char **names;
 	uint8_t *kinds;
-	int64_t *values;
+	int64_t *values, *scratch;      /* of the last read; the next one's copy */
 	char *name_buf, *reports;
 	size_t reports_len;
 };
@@ -116,7 +117,8 @@ static int read_names(za_peek_t *p)
 	p->names = calloc(h->nr_stats, sizeof(*p->names));
 	p->kinds = malloc(h->nr_stats);
 	p->values = calloc(h->nr_stats, sizeof(*p->values));
-	if (!p->name_buf || !p->names || !p->kinds || !p->values)
+	p->scratch = calloc(h->nr_stats, sizeof(*p->scratch));
+	if (!p->name_buf || !p->names || !p->kinds || !p->values || !p->scratch)
 		return peek_error(ENOMEM, "out of memory reading process %d's segment", p->pid);
 	if (read_at(p, p->name_buf, h->names_len, h->names_off) ||
 	    read_at(p, p->kinds, h->nr_stats, h->kinds_off))
@@ -156,8 +158,9 @@ static int check_reports(const za_peek_t *p, const struct pub_header *h, uint64_
  * (the writer's lock, publish.h). */
 static bool process_alive(const za_peek_t *p)
 {
-	if (pub_process_start(p->pid) != p->start_time)
-		return false;
+	uint64_t start = pub_process_start(p->pid);
+	if (start && p->start_time && start != p->start_time)
+		return false;           /* its pid is another process's now */
 	if (flock(p->fd, LOCK_EX | LOCK_NB))
 		return true;
 	flock(p->fd, LOCK_UN);
@@ -172,31 +175,50 @@ static void touch(za_peek_t *p)
 	p->touched_ns = now_ns();
 }
 
-/* One try: 1 taken, 0 mid-update (try again), -1 an error. */
+static int read_seq(const za_peek_t *p, uint64_t *seq)
+{
+	return read_at(p, seq, sizeof(*seq), offsetof(struct pub_header, seq));
+}
+
+/* One try: 1 taken, 0 mid-update (try again), -1 an error.  The sequence
+ * number is read alone first and last: the copy's own loads may come in
+ * any order, but each pread is a system call of its own, which the next
+ * does not overtake. */
 static int read_once(za_peek_t *p)
 {
 	struct pub_header h;
-	uint64_t seq, end;
+	uint64_t seq, again, end;
+	if (read_seq(p, &seq))
+		return -1;
+	if (seq & 1)
+		return 0;
 	if (read_at(p, &h, sizeof(h), 0))
 		return -1;
 	if (!same_layout(&h, &p->h))
 		return peek_error(EPROTO, "segment of process %d: its layout changed", p->pid);
-	if (h.seq & 1)
-		return 0;
 	if (check_reports(p, &h, &end) ||
-	    read_at(p, p->values, (size_t)h.nr_stats * 8, h.values_off))
+	    read_at(p, p->scratch, (size_t)h.nr_stats * 8, h.values_off))
 		return -1;
 	char *reports = end ? malloc(end) : NULL;
-	if (end && (!reports || read_at(p, reports, end, h.reports_off))) {
+	if (end && !reports)
+		return peek_error(ENOMEM, "out of memory reading process %d", p->pid);
+	if (end && read_at(p, reports, end, h.reports_off)) {
 		free(reports);
-		return reports ? -1 : peek_error(ENOMEM, "out of memory reading process %d", p->pid);
+		return -1;
 	}
-	if (read_at(p, &seq, sizeof(seq), offsetof(struct pub_header, seq)) || seq != h.seq) {
+	if (read_seq(p, &again)) {
 		free(reports);
-		return seq == h.seq ? -1 : 0;
+		return -1;
+	}
+	if (again != seq || h.seq != seq) {
+		free(reports);
+		return 0;
 	}
 	for (uint32_t i = 0; i < h.nr_reports; i++)
 		reports[h.report[i].off + h.report[i].len] = '\0';
+	int64_t *t = p->values;
+	p->values = p->scratch;
+	p->scratch = t;
 	free(p->reports);
 	p->reports = reports;
 	p->reports_len = end;
@@ -213,6 +235,7 @@ static void release(za_peek_t *p)
 	free(p->name_buf);
 	free(p->kinds);
 	free(p->values);
+	free(p->scratch);
 	free(p->reports);
 }
 
@@ -223,7 +246,8 @@ static int writer_gone(za_peek_t *p)
 	char path[96];
 	struct stat now, ours;
 	snprintf(path, sizeof(path), "/dev/shm/" PUB_PREFIX "%d.%d", p->pid, p->system);
-	if (stat(path, &now) || fstat(p->fd, &ours) || now.st_ino == ours.st_ino)
+	if (pub_process_start(p->pid) != p->start_time || stat(path, &now) || fstat(p->fd, &ours) ||
+	    now.st_ino == ours.st_ino)
 		return peek_error(ESRCH, "process %d is gone", p->pid);
 	za_peek_t *q = za_peek_open(p->pid, p->system);
 	if (!q)
@@ -261,7 +285,13 @@ static int open_file(za_peek_t *p)
 	char path[96];
 	struct stat st;
 	snprintf(path, sizeof(path), "/dev/shm/" PUB_PREFIX "%d.%d", p->pid, p->system);
-	p->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Not blocking (the name may be anyone's FIFO), and without setting the
+	 * access time, which says "watched" only when touch() sets it; an
+	 * owner may open so, anyone else is told below whose it is. */
+	int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	p->fd = open(path, flags | O_NOATIME);
+	if (p->fd < 0 && errno == EPERM)
+		p->fd = open(path, flags);
 	if (p->fd < 0)
 		return peek_error(errno, "%s: %s (is process %d on zonealloc with publish=1?)", path,
 				  strerror(errno), p->pid);
@@ -390,26 +420,31 @@ static bool segment_name(const char *name, int *pid, int *n)
 	       *n >= 0;
 }
 
-/* A segment of ours whose process is gone (or was never the one it
- * names) is removed: false.  Else its header, as far as it reads, in *h. */
+/* A segment of ours whose writer is gone -- nobody holds its lock, and it
+ * is whole (its writer locks it before the magic goes in) or its process
+ * is gone -- is removed: false.  Else its header, as far as it reads, in
+ * *h.  The file must still be the one looked at when it is removed (an
+ * exec'd writer may have made a new one of the name meanwhile). */
 static bool live_segment(int dir, const char *name, int pid, struct pub_header *h)
 {
-	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOATIME);
+	struct stat st, now;
 	if (fd < 0)
 		return false;
 	memset(h, 0, sizeof(*h));
-	ssize_t got = pread(fd, h, sizeof(*h), 0);
-	bool unlocked = !flock(fd, LOCK_EX | LOCK_NB);
-	close(fd);
-	uint64_t start = pub_process_start(pid);
-	bool whole = got == (ssize_t)sizeof(*h) && !memcmp(h->magic, PUB_MAGIC, sizeof(h->magic));
-	/* its writer locks it before the magic goes in (publish.c) */
-	if (!start || (whole && (unlocked || h->start_time != start))) {
-		unlinkat(dir, name, 0);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
 		return false;
 	}
+	bool whole = pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
+		     !memcmp(h->magic, PUB_MAGIC, sizeof(h->magic));
+	bool unlocked = !flock(fd, LOCK_EX | LOCK_NB);
+	bool stale = unlocked && (whole || (kill(pid, 0) && errno == ESRCH));
+	if (stale && !fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) && now.st_ino == st.st_ino)
+		unlinkat(dir, name, 0);
+	close(fd);
 	h->comm[sizeof(h->comm) - 1] = '\0';
-	return true;
+	return !stale;
 }
 
 int za_peek_list(struct za_peek_entry *out, int max)

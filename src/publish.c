@@ -31,16 +31,33 @@ static const char *const published_reports[] = {
 _Static_assert(sizeof(published_reports) / sizeof(published_reports[0]) <= PUB_MAX_REPORTS,
 	       "the header has room for every report");
 
-struct za_publisher {
-	struct pub_header *seg;         /* NULL: unpublished, err says why */
+/* Where the parts lie (publish.h): kept here, never read back from the
+ * segment, which any process of the user may write. */
+struct pub_layout {
+	uint32_t names_off, names_len, kinds_off, values_off, reports_off, reports_cap;
 	size_t size;
+};
+
+#define REPORT_GROW (64u << 10)         /* the report area is backed this much at a time */
+
+struct za_publisher {
+	struct pub_header *seg;         /* NULL: unpublished (why says why) or not yet made */
+	struct pub_layout lay;
 	int fd;
-	pid_t pid;                      /* the process the segment is of */
+	ino_t ino;                      /* fd's file: a program may close the fd (closefrom) */
+	unsigned int system;            /* n of the name */
+	pid_t pid;                      /* the process seg is of; another: make one anew */
 	int err;
 	char why[128];
 	char path[64];
 	za_lock_t lock;                 /* one publish at a time: a busy one is skipped */
 	struct za_worker *worker;
+	/* The reports' stream: a cookie over the report area that never
+	 * writes a page it has not backed (posix_fallocate), so that a full
+	 * /dev/shm cuts a report instead of raising SIGBUS; made with the
+	 * system, so that rendering allocates nothing. */
+	FILE *sink;
+	uint32_t sink_pos, backed;
 	int nr_stats;
 	long long *vals;                /* za_stat_all's, before they go in */
 	size_t alloc_size;              /* of this and vals */
@@ -82,22 +99,6 @@ uint64_t pub_process_start(int pid)
 	return start;
 }
 
-/* The layout's offsets for n counters whose names take names_len bytes. */
-static size_t lay_out(struct pub_header *h, int n, size_t names_len)
-{
-	size_t off = sizeof(*h);
-	h->names_off = (uint32_t)off;
-	h->names_len = (uint32_t)names_len;
-	off += names_len;
-	h->kinds_off = (uint32_t)off;
-	off = (off + (size_t)n + 7) & ~(size_t)7;
-	h->values_off = (uint32_t)off;
-	off += (size_t)n * sizeof(int64_t);
-	h->reports_off = (uint32_t)off;
-	h->reports_cap = PUB_REPORTS_CAP;
-	return (off + PUB_REPORTS_CAP + 4095) & ~(size_t)4095;
-}
-
 static size_t names_length(int n)
 {
 	size_t len = 0;
@@ -106,14 +107,30 @@ static size_t names_length(int n)
 	return len;
 }
 
+static struct pub_layout lay_out(int n)
+{
+	struct pub_layout l = { .names_len = (uint32_t)names_length(n) };
+	size_t off = sizeof(struct pub_header);
+	l.names_off = (uint32_t)off;
+	off += l.names_len;
+	l.kinds_off = (uint32_t)off;
+	off = (off + (size_t)n + 7) & ~(size_t)7;
+	l.values_off = (uint32_t)off;
+	off += (size_t)n * sizeof(int64_t);
+	l.reports_off = (uint32_t)((off + 4095) & ~(size_t)4095);
+	l.reports_cap = PUB_REPORTS_CAP;
+	l.size = l.reports_off + (size_t)PUB_REPORTS_CAP;
+	return l;
+}
+
 /* The header and the parts written once: names, kinds, who we are. */
 static void fill_segment(struct za_mm *mm, struct za_publisher *p, unsigned int system,
 			 uint64_t start)
 {
 	struct pub_header *h = p->seg;
-	size_t size = lay_out(h, p->nr_stats, names_length(p->nr_stats));
-	char *names = (char *)h + h->names_off;
-	uint8_t *kinds = (uint8_t *)h + h->kinds_off;
+	const struct pub_layout *l = &p->lay;
+	char *names = (char *)h + l->names_off;
+	uint8_t *kinds = (uint8_t *)h + l->kinds_off;
 	for (int i = 0; i < p->nr_stats; i++) {
 		size_t len = strlen(za_stat_name(i)) + 1;
 		memcpy(names, za_stat_name(i), len);
@@ -122,27 +139,39 @@ static void fill_segment(struct za_mm *mm, struct za_publisher *p, unsigned int 
 	}
 	h->version = PUB_VERSION;
 	h->header_size = sizeof(*h);
-	h->segment_size = size;
+	h->segment_size = l->size;
 	h->pid = (int32_t)p->pid;
 	h->uid = (uint32_t)geteuid();
 	h->start_time = start;
 	h->system = system;
 	h->nr_stats = (uint32_t)p->nr_stats;
+	h->names_off = l->names_off;
+	h->names_len = l->names_len;
+	h->kinds_off = l->kinds_off;
+	h->values_off = l->values_off;
+	h->reports_off = l->reports_off;
+	h->reports_cap = l->reports_cap;
 	if (read_small("/proc/self/comm", h->comm, sizeof(h->comm)) > 0)
 		h->comm[strcspn(h->comm, "\n")] = '\0';
 	snprintf(h->config, sizeof(h->config), "%s", za_mm_config_string(mm));
-	memcpy(h->magic, PUB_MAGIC, sizeof(h->magic));  /* last: a reader may look now */
+	/* Last, released after the rest: a reader may look now. */
+	uint64_t magic;
+	memcpy(&magic, PUB_MAGIC, sizeof(magic));
+	atomic_store_explicit((_Atomic uint64_t *)(void *)h->magic, magic, memory_order_release);
 }
 
-/* A segment of our name that is no live system: one a process gone before
- * us left (our pid, another start time), or our own image's before an
- * exec, whose descriptor the exec closed and with it its lock. */
+/* A file of our name that is no live system: a segment (a regular file of
+ * ours) whose writer's lock nobody holds -- a process gone before us with
+ * our pid, or our own image's before an exec, whose descriptor the exec
+ * closed.  Never blocks (the name may be anyone's FIFO). */
 static bool leftover(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOATIME);
 	if (fd < 0)
 		return false;
-	bool unlocked = !flock(fd, LOCK_EX | LOCK_NB);
+	struct stat st;
+	bool unlocked = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+			!flock(fd, LOCK_EX | LOCK_NB);
 	close(fd);
 	return unlocked;
 }
@@ -154,9 +183,15 @@ static int create_file(struct za_publisher *p, unsigned int *system)
 		snprintf(p->path, sizeof(p->path), "/dev/shm/" PUB_PREFIX "%d.%u", (int)p->pid, n);
 		int fd = open(p->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd >= 0) {
-			flock(fd, LOCK_SH);     /* held while the segment is live */
-			*system = n;
-			return fd;
+			if (!flock(fd, LOCK_SH | LOCK_NB)) {    /* held while the segment is live */
+				*system = n;
+				return fd;
+			}
+			int err = errno;
+			unlink(p->path);
+			close(fd);
+			errno = err;
+			return -1;
 		}
 		if (errno != EEXIST)
 			return -1;
@@ -173,22 +208,27 @@ static void unpublished(struct za_publisher *p, const char *what)
 	snprintf(p->why, sizeof(p->why), "%s %s: %s", what, p->path, strerror(p->err));
 }
 
-/* The segment of this process (p->pid); false with p->why if none. */
+/* The segment of this process (p->pid); false with p->why if none.  All
+ * but the report area is backed at once: a store to a page of a full
+ * tmpfs would be a SIGBUS. */
 static bool make_segment(struct za_mm *mm, struct za_publisher *p)
 {
 	uint64_t start = pub_process_start(p->pid);
 	unsigned int system = 0;
-	struct pub_header probe = { 0 };
-	size_t size = lay_out(&probe, p->nr_stats, names_length(p->nr_stats));
 	int fd = create_file(p, &system);
 	if (fd < 0) {
 		unpublished(p, "cannot create");
 		return false;
 	}
 	void *seg = MAP_FAILED;
-	if (ftruncate(fd, (off_t)size) ||
-	    (seg = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		unpublished(p, "cannot size or map");
+	struct stat st;
+	int err = 0;
+	if (ftruncate(fd, (off_t)p->lay.size) ||
+	    (err = posix_fallocate(fd, 0, (off_t)p->lay.reports_off)) || fstat(fd, &st) ||
+	    (seg = mmap(NULL, p->lay.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		if (err)
+			errno = err;
+		unpublished(p, "cannot size, back or map");
 		unlink(p->path);
 		close(fd);
 		return false;
@@ -197,20 +237,31 @@ static bool make_segment(struct za_mm *mm, struct za_publisher *p)
 	const struct timespec times[2] = { { 0, 0 }, { 0, UTIME_OMIT } };
 	futimens(fd, times);
 	p->seg = seg;
-	p->size = size;
 	p->fd = fd;
+	p->ino = st.st_ino;
+	p->system = system;
+	p->backed = 0;
 	fill_segment(mm, p, system, start);
 	return true;
 }
 
+/* The descriptor is still the segment's (a program may have closed it,
+ * and another file taken its number). */
+static bool fd_is_ours(const struct za_publisher *p, struct stat *st)
+{
+	return !fstat(p->fd, st) && st->st_ino == p->ino;
+}
+
 static void drop_segment(struct za_publisher *p, bool remove)
 {
+	struct stat st;
 	if (!p->seg)
 		return;
 	if (remove)
 		unlink(p->path);
-	munmap(p->seg, p->size);
-	close(p->fd);
+	munmap(p->seg, p->lay.size);
+	if (fd_is_ours(p, &st))
+		close(p->fd);
 	p->seg = NULL;
 }
 
@@ -218,34 +269,57 @@ static void drop_segment(struct za_publisher *p, bool remove)
 static bool watched(const struct za_publisher *p, uint64_t now)
 {
 	struct stat st;
-	if (fstat(p->fd, &st))
+	if (!fd_is_ours(p, &st))
 		return false;
 	uint64_t atime = (uint64_t)st.st_atim.tv_sec * 1000000000u + (uint64_t)st.st_atim.tv_nsec;
 	return atime && now - atime < (uint64_t)PUB_WATCH_S * 1000000000u;
 }
 
-/* Each report into the segment's report area, one after the other; one
- * that does not fit is cut where the area ends. */
-static void render_reports(struct za_mm *mm, struct pub_header *h)
+/* The sink's write: what fits in the backed part of the area, backing
+ * more a step at a time; a short count (an error to stdio) once full. */
+static ssize_t sink_write(void *cookie, const char *buf, size_t len)
 {
-	char *area = (char *)h + h->reports_off;
-	uint32_t off = 0, n = 0;
-	for (size_t i = 0; i < ZA_ARRAY_SIZE(published_reports) && off + 1 < h->reports_cap; i++) {
-		FILE *f = fmemopen(area + off, h->reports_cap - off, "w");
-		if (!f)
+	struct za_publisher *p = cookie;
+	const struct pub_layout *l = &p->lay;
+	size_t room = l->reports_cap - 1 - p->sink_pos;         /* a NUL ends each report */
+	if (len > room)
+		len = room;
+	while (p->sink_pos + len > p->backed) {
+		uint32_t step = l->reports_cap - p->backed < REPORT_GROW ? l->reports_cap - p->backed
+									 : REPORT_GROW;
+		struct stat st;
+		if (!step || !fd_is_ours(p, &st) ||
+		    posix_fallocate(p->fd, (off_t)(l->reports_off + p->backed), (off_t)step)) {
+			len = p->backed > p->sink_pos ? p->backed - p->sink_pos : 0;
 			break;
-		za_report(mm, published_reports[i], f);
-		long len = ftell(f);
-		fclose(f);
-		if (len < 0)
-			break;
-		if ((uint64_t)len >= h->reports_cap - off)
-			len = (long)(h->reports_cap - off - 1);
+		}
+		p->backed += step;
+	}
+	memcpy((char *)p->seg + l->reports_off + p->sink_pos, buf, len);
+	p->sink_pos += (uint32_t)len;
+	return (ssize_t)len;
+}
+
+/* Each report into the area, one after the other, each ended by a NUL;
+ * one that does not fit is cut where the area (or the memory) ends. */
+static void render_reports(struct za_mm *mm, struct za_publisher *p)
+{
+	struct pub_header *h = p->seg;
+	char *area = (char *)h + p->lay.reports_off;
+	uint32_t n = 0;
+	p->sink_pos = 0;
+	clearerr(p->sink);
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(published_reports); i++) {
+		uint32_t off = p->sink_pos;
+		za_report(mm, published_reports[i], p->sink);
+		fflush(p->sink);
+		if (p->sink_pos >= p->backed)
+			break;          /* no room for its NUL */
 		struct pub_report *r = &h->report[n++];
 		snprintf(r->name, sizeof(r->name), "%s", published_reports[i]);
 		r->off = off;
-		r->len = (uint32_t)len;
-		off += (uint32_t)len + 1;
+		r->len = p->sink_pos - off;
+		area[p->sink_pos++] = '\0';
 	}
 	h->nr_reports = n;
 }
@@ -255,19 +329,19 @@ static void write_snapshot(struct za_mm *mm, struct za_publisher *p)
 {
 	struct pub_header *h = p->seg;
 	uint64_t now = realtime_ns(), seq = atomic_load_explicit(&h->seq, memory_order_relaxed);
-	bool reports = watched(p, now);
-	atomic_store_explicit(&h->seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	int64_t *values = (int64_t *)(void *)((char *)h + h->values_off);
+	bool reports = p->sink && watched(p, now);
+	/* odd first: an acquire RMW, so that no store below goes before it */
+	atomic_exchange_explicit(&h->seq, seq | 1, memory_order_acquire);
+	int64_t *values = (int64_t *)(void *)((char *)h + p->lay.values_off);
 	for (int i = 0; i < p->nr_stats; i++)
 		values[i] = p->vals[i];
 	if (reports) {
-		render_reports(mm, h);
+		render_reports(mm, p);
 		h->reports_time_ns = now;
 	}
 	h->time_ns = now;
 	h->publishes++;
-	atomic_store_explicit(&h->seq, seq + 2, memory_order_release);
+	atomic_store_explicit(&h->seq, (seq | 1) + 1, memory_order_release);
 }
 
 int za_publish(za_mm_t *mm)
@@ -283,7 +357,7 @@ int za_publish(za_mm_t *mm)
 		errno = EBUSY;
 		return -1;
 	}
-	if (p->seg && p->pid != getpid()) {     /* a forked child: the segment is its parent's */
+	if (p->pid != getpid()) {               /* a forked child: the segment is its parent's */
 		drop_segment(p, false);
 		p->pid = getpid();
 		make_segment(mm, p);
@@ -317,9 +391,12 @@ int publish_init(struct za_mm *mm)
 		errno = ENOMEM;
 		return -1;
 	}
-	*p = (struct za_publisher){ .fd = -1, .pid = getpid(), .nr_stats = n,
+	*p = (struct za_publisher){ .fd = -1, .pid = getpid(), .nr_stats = n, .lay = lay_out(n),
 				    .vals = (long long *)(void *)(p + 1), .alloc_size = size };
 	mm->publisher = p;
+	static const cookie_io_functions_t sink_io = { .write = sink_write };
+	if ((p->sink = fopencookie(p, "w", sink_io)))
+		setvbuf(p->sink, NULL, _IONBF, 0);      /* no buffer to allocate later */
 	if (make_segment(mm, p))
 		za_publish(mm);
 	if (mm->cfg.publish_interval_ms > 0 &&
@@ -341,10 +418,27 @@ void publish_unlink(struct za_mm *mm)
 		unlink(p->path);
 }
 
+/* Plain system calls only: the parent may have been multithreaded.  The
+ * child lets go of its parent's segment at once -- its descriptor would
+ * keep the parent's lock, and so the segment, alive after the parent is
+ * gone -- and makes its own at its first publish. */
 void publish_after_fork(struct za_mm *mm)
 {
-	if (mm->publisher)
-		mm->publisher->lock = (za_lock_t){ 0 };
+	struct za_publisher *p = mm->publisher;
+	if (!p)
+		return;
+	p->lock = (za_lock_t){ 0 };
+	drop_segment(p, false);
+}
+
+int za_publish_id(za_mm_t *mm)
+{
+	const struct za_publisher *p = mm->publisher;
+	if (!p || !p->seg || p->pid != getpid()) {
+		errno = EINVAL;
+		return -1;
+	}
+	return (int)p->system;
 }
 
 void publish_exit(struct za_mm *mm)
@@ -354,6 +448,8 @@ void publish_exit(struct za_mm *mm)
 		return;
 	worker_stop(&p->worker);
 	drop_segment(p, p->pid == getpid());
+	if (p->sink)
+		fclose(p->sink);
 	mm->publisher = NULL;
 	za_os_free(p, p->alloc_size);
 }

@@ -556,7 +556,7 @@ static struct za_page *allocate_slab(struct za_kmem_cache *s, za_gfp_t gfp, int 
 	struct kmem_cache_node *kn = slab_node(s, slab);
 	atomic_fetch_add(&mm->zone_by_id[slab->zone]->nr_slab_pages, 1L << order);
 	atomic_fetch_add(&kn->slabs_made[slab_count_index(s, order)], 1);
-	ZA_PROBE2(slab_new, s->name, s->order);
+	ZA_PROBE2(slab_new, s->name, order);
 	return slab;
 }
 

@@ -364,11 +364,59 @@ static void test_other_user(void)
 	za_mm_destroy(mm);
 }
 
+/* A FIFO (anyone may make one in /dev/shm) at the name a writer wants, or
+ * a reader opens, blocks neither: the writer takes the next name. */
+static void test_fifo_names(void)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/dev/shm/zonealloc.%d.0", (int)getpid());
+	CHECK(!mkfifo(path, 0600));
+	za_mm_t *mm = test_mm(QUIET_PUBLISHED);
+	CHECK_EQ(za_publish_id(mm), 1);
+	CHECK(!za_peek_open(getpid(), 0) && errno == EPROTO);
+	CHECK_STR_HAS(za_last_error(), "not a regular file");
+	za_peek_t *p = za_peek_open(getpid(), 1);
+	CHECK(p);
+	za_peek_close(p);
+	za_mm_destroy(mm);
+	CHECK(!unlink(path));
+}
+
+/* A forked child publishes a segment of its own at its first publish,
+ * and its parent's stays as it was, before and after the child is gone. */
+static void test_forked_child(void)
+{
+	za_mm_t *mm = test_mm(QUIET_PUBLISHED);
+	int id = za_publish_id(mm);
+	CHECK(id >= 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		CHECK_EQ(za_publish_id(mm), -1);        /* the parent's is not the child's */
+		CHECK(!za_publish(mm));
+		CHECK_EQ(za_publish_id(mm), 0);
+		CHECK(segment_exists(getpid(), 0));
+		za_mm_destroy(mm);
+		CHECK(!segment_exists(getpid(), 0));
+		_exit(0);
+	}
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status));
+	CHECK(segment_exists(getpid(), id));
+	za_peek_t *p = za_peek_open(getpid(), id);
+	CHECK(p && za_peek_pid(p) == getpid());
+	CHECK(!za_publish(mm) && !za_peek_read(p));
+	za_peek_close(p);
+	za_mm_destroy(mm);
+	CHECK(!segment_exists(getpid(), id));
+}
+
 /* publish=0 has no segment; za_publish says so. */
 static void test_unpublished(void)
 {
 	za_mm_t *mm = test_mm("memory=64M,kswapd=0,vmstat_interval_ms=0");
 	CHECK(za_publish(mm) && errno == EINVAL);
+	CHECK(za_publish_id(mm) == -1 && errno == EINVAL);
 	CHECK(!segment_exists(getpid(), 0));
 	za_mm_destroy(mm);
 	CHECK(!za_peek_open(getpid(), 0) && errno == ENOENT);
@@ -402,6 +450,8 @@ int main(int argc, char **argv)
 		{ "fuzzed", test_fuzzed },
 		{ "mid_update", test_mid_update },
 		{ "other_user", test_other_user },
+		{ "fifo_names", test_fifo_names },
+		{ "forked_child", test_forked_child },
 		{ "unpublished", test_unpublished },
 		{ "publisher_thread", test_publisher_thread },
 	};

@@ -25,6 +25,9 @@
 #define MAX_FRACTION (1 << 20)
 #define MIN_FRACTION 8                  /* the sysctl's smallest non-zero */
 #define NEWEST_RELEASE "7.0"
+/* A trace that does not say its kernel plays as the latest longterm
+ * release: what most machines that record one run. */
+#define LONGTERM_RELEASE "6.18"
 #define NEWEST 7000                     /* ... as trace_release() counts */
 
 static void add(struct mirror *m, const char *fmt, ...)
@@ -124,14 +127,19 @@ static void mirror_watermarks(const struct trace_header *h, struct mirror *m)
 /*
  * The release for kernel= from uname: "6.18.44-fc" -> "6.18", "2.6.32-5"
  * -> "2.6.32".  A release newer than the preset's table plays as the
- * newest it knows: its mechanisms are the latest ones zonealloc has.
+ * newest it knows: its mechanisms are the latest ones zonealloc has.  No
+ * uname (trace-cmd, perf, a tracefs script): the latest longterm release,
+ * not the newest -- on the shipped corpus's traces without one, all
+ * recorded on 6.18, 7.0's chunked drains (6.19) split free_high's drains
+ * of order-2 blocks into batches that each free a block more than asked.
  */
 static void mirror_release(const struct trace_header *h, struct mirror *m)
 {
 	int release = trace_release(h), major = release / 1000, minor = release % 1000, sub;
 	if (!release) {
-		add(m, ",kernel=%s", NEWEST_RELEASE);
-		note(m, "assumed: kernel %s's mechanisms (no uname in the trace)", NEWEST_RELEASE);
+		add(m, ",kernel=%s", LONGTERM_RELEASE);
+		note(m, "assumed: kernel %s's mechanisms, the latest longterm release (no uname in the "
+			"trace; --config kernel=X.Y gives another)", LONGTERM_RELEASE);
 	} else if (major == 2 && sscanf(h->uname, "2.%*d.%d", &sub) == 1) {
 		add(m, ",kernel=2.6.%d", sub);
 	} else if (release > NEWEST) {

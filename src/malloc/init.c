@@ -230,7 +230,6 @@ static bool init_front_end(void)
 	if (zm.debug)
 		malloc_debug_init();
 	malloc_stats_init();
-	purge_worker_publishes();
 	zm.cpu_cache = !strcmp(mm->cfg.malloc_cache, "cpu") && cpu_cache_init();
 	view_copy(&malloc_arena, &mm->view);
 	return true;

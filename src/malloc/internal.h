@@ -366,8 +366,6 @@ void malloc_stats_init(void);
 void purge_worker_kick(void);
 void purge_worker_thread_exit(void);
 void purge_worker_after_fork(bool parent_multithreaded);
-/* With publish=1: rounds publish, and the segment's name goes at exit. */
-void purge_worker_publishes(void);
 void purge_worker_pause(struct za_mm *mm, bool pause);     /* za_verify (mm_layers.c) */
 
 /* The class of the malloc slab object p (NR_CLASSES and more: not one),

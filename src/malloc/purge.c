@@ -28,8 +28,6 @@
 #include "slab.h"
 #include "publish.h"
 
-#include <stdlib.h>
-
 enum { PURGER_OFF, PURGER_RUNNING, PURGER_NEVER };
 
 static struct {
@@ -209,16 +207,12 @@ void purge_worker_pause(struct za_mm *mm, bool pause)
 }
 
 /* The system's segment (publish=1, the malloc's default) is refreshed by
- * the worker's rounds, and its name goes when the process exits. */
-static void publish_at_exit(void)
+ * the worker's rounds, and its name goes when the process exits: a
+ * destructor, not atexit, which the first malloc may be called from. */
+__attribute__((destructor)) static void publish_at_exit(void)
 {
-	publish_unlink(zm.mm);
-}
-
-void purge_worker_publishes(void)
-{
-	if (zm.mm->publisher)
-		atexit(publish_at_exit);
+	if (zm.mm)
+		publish_unlink(zm.mm);
 }
 
 /* The child of a fork has no worker.  It starts its own when needed,
