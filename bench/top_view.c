@@ -156,6 +156,10 @@ static void draw_rates(FILE *out, const struct top_sample *s)
 	rate_row(out, s, "reclaim", (const char *[]){ "kswapd_wakeup", "pgscan_kswapd", "pgscan_direct",
 						     "pgsteal_kswapd", "pgactivate" },
 		 (const char *[]){ "kswapd", "scan", "direct", "stolen", "activated" }, 5);
+	if (top_value(s, "malloc_alloc_misses") || top_value(s, "malloc_free_misses"))
+		rate_row(out, s, "malloc", (const char *[]){ "malloc_alloc_hits", "malloc_alloc_misses",
+							    "malloc_free_hits", "malloc_free_misses" },
+			 (const char *[]){ "hit", "miss", "free hit", "miss" }, 4);
 	rate_row(out, s, "slab", (const char *[]){ "slab_alloc_fastpath", "slab_alloc_slowpath",
 						  "slab_free_fastpath", "slab_free_slowpath",
 						  "list_lock_acquire" },

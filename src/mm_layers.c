@@ -12,7 +12,8 @@
 #include "slab.h"
 #include "vmscan.h"
 
-_Static_assert(NR_SLAB_EVENTS <= MAX_LAYER_EVENTS && NR_QL_EVENTS <= MAX_LAYER_EVENTS,
+_Static_assert(NR_SLAB_EVENTS <= MAX_LAYER_EVENTS && NR_QL_EVENTS <= MAX_LAYER_EVENTS &&
+	       NR_MALLOC_EVENTS <= MAX_LAYER_EVENTS,
 	       "vmstat.c folds a layer's events into MAX_LAYER_EVENTS");
 
 const struct mm_layer mm_layers[NR_MM_LAYERS] = {
@@ -52,6 +53,9 @@ const struct mm_layer mm_layers[NR_MM_LAYERS] = {
 	},
 	[LAYER_MALLOC] = {
 		.name = "malloc",
+		.nr_events = NR_MALLOC_EVENTS,
+		.event_name = malloc_event_name,
+		.fold_events = malloc_stat_fold,
 		.verify = malloc_verify,
 		.pause = purge_worker_pause,
 	},

@@ -184,6 +184,10 @@ void sheaves_flush_barns(void);
 void barns_decay(void);                /* the purge worker's round */
 uint64_t barns_activity(void);
 int malloc_verify(struct za_mm *mm);    /* za_verify's malloc layer: barns and sheaves */
+/* stats.c: the malloc layer's events (mm_layers.c). */
+#define NR_MALLOC_EVENTS 4
+const char *malloc_event_name(int e);
+void malloc_stat_fold(struct za_mm *mm, uint64_t *totals);
 void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
 			uint64_t *free_misses);
 bool sheaves_after_fork_child(void);

@@ -135,6 +135,25 @@ static void print_arena(za_mm_t *mm, FILE *out)
 		resident[1] / 256.0, resident[2] / 256.0, resident[3] / 256.0);
 }
 
+/* The malloc layer's events (vmstat.c folds them into every counter
+ * read): its caches' hits and misses, the default system's only.  Hits
+ * are counted only with ZA_STATS (count_hit), misses always. */
+static const char *const malloc_event_names[NR_MALLOC_EVENTS] = {
+	"malloc_alloc_hits", "malloc_alloc_misses", "malloc_free_hits", "malloc_free_misses",
+};
+
+const char *malloc_event_name(int e)
+{
+	return malloc_event_names[e];
+}
+
+void malloc_stat_fold(struct za_mm *mm, uint64_t *totals)
+{
+	memset(totals, 0, sizeof(uint64_t) * NR_MALLOC_EVENTS);
+	if (mm == zm.mm)
+		sheaves_fold_stats(&totals[0], &totals[1], &totals[2], &totals[3]);
+}
+
 static void print_cache_hits(za_mm_t *mm, FILE *out)
 {
 	uint64_t ah, am, fh, fm;
