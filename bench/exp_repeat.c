@@ -3,6 +3,7 @@
  * cached on the per-CPU lists this is the cost of a hit: no zone lock.
  */
 #include "bench.h"
+#include "floor.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ struct repeat_state {
 	atomic_llong pairs;
 	_Atomic double busy;            /* summed thread time */
 	int m_pair_ns;
+	struct floor_book floor;
 };
 
 static void repeat_declare(struct bench *b)
@@ -57,6 +59,13 @@ static void repeat_run(struct bench *b, struct variant *v, struct iteration *it)
 	run_threads(b->opts.threads, repeat_worker, st);
 	it->ops = atomic_load(&st->pairs);
 	it->value[st->m_pair_ns] = atomic_load(&st->busy) / (double)it->ops * 1e9;
+	floor_measure(b, v, &st->floor);
+}
+
+static void repeat_print_floor(const struct bench *b, FILE *out)
+{
+	const struct repeat_state *st = b->state;
+	floor_print(b, &st->floor, st->m_pair_ns, out);
 }
 
 static const char *const repeat_report[] = {
@@ -75,6 +84,7 @@ const struct experiment exp_repeat = {
 	.declare = repeat_declare,
 	.run = repeat_run,
 	.report_runs = repeat_report,
+	.print_extra = repeat_print_floor,
 	.notes = "alloc_slowpath is seed 003's fair zone policy (fair_zone=1, on in both "
 		 "variants unless it is the switch), not memory pressure: allocstall, "
 		 "kswapd_wakeup and pgscan stay at 0. Every allocation charges its zone's batch "

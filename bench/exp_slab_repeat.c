@@ -3,6 +3,7 @@
  * loop, per thread: the cost of the CPU-local fast paths.
  */
 #include "bench.h"
+#include "floor.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ struct sr_state {
 	atomic_llong pairs;
 	_Atomic double busy;
 	int m_pair_ns;
+	struct floor_book floor;
 };
 
 static void sr_declare(struct bench *b)
@@ -57,6 +59,13 @@ static void sr_run(struct bench *b, struct variant *v, struct iteration *it)
 	run_threads(b->opts.threads, sr_worker, st);
 	it->ops = atomic_load(&st->pairs);
 	it->value[st->m_pair_ns] = atomic_load(&st->busy) / (double)it->ops * 1e9;
+	floor_measure(b, v, &st->floor);
+}
+
+static void sr_print_floor(const struct bench *b, FILE *out)
+{
+	const struct sr_state *st = b->state;
+	floor_print(b, &st->floor, st->m_pair_ns, out);
 }
 
 static const char *const sr_report[] = {
@@ -74,4 +83,5 @@ const struct experiment exp_slab_repeat = {
 	.declare = sr_declare,
 	.run = sr_run,
 	.report_runs = sr_report,
+	.print_extra = sr_print_floor,
 };

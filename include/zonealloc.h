@@ -614,6 +614,12 @@ int za_current_cpu(const za_mm_t *mm);
  * percpu= or percpu_index= asked for what cannot run here, why not:
  * "lock, indexed by CPU: TSan cannot follow restartable sequences". */
 const char *za_percpu_mode(const za_mm_t *mm);
+/* The floor of the per-CPU fast paths on this machine: ns per restartable
+ * push and pop of one pointer on the calling CPU's stack, by the sections
+ * the system's fast paths run, with nothing else (timed over `pairs`).
+ * -1 with errno ENOTSUP when the system's per-CPU paths are not
+ * restartable sequences (percpu=lock). */
+double za_percpu_floor_ns(za_mm_t *mm, long pairs);
 
 /* ------------------------------------------------------------------------
  * Playing a recorded kernel: a thread as any CPU, the trace's clock, and

@@ -198,3 +198,68 @@ const char *za_percpu_mode(const za_mm_t *mm)
 {
 	return mm->percpu_mode;
 }
+
+/* ------------------------------------------------------------------------
+ * The floor: what a per-CPU hit costs at least on this machine
+ * ------------------------------------------------------------------------ */
+struct floor_slot {
+	struct rseq_stack stack;
+	_Atomic uint32_t stop;
+} __attribute__((aligned(ZA_CACHELINE)));
+
+_Static_assert(sizeof(struct floor_slot) == 1u << 6, "a slot a cache line: shift 6");
+
+/* One element, pushed and popped `pairs` times on the CPU's stack by the
+ * same sections the fronts and quicklists run, with no other work: no
+ * tally fields to fold, no check of the element, a plain link. */
+static __attribute__((noinline)) long floor_pairs(za_mm_t *mm, const struct rseq_percpu *pc,
+						  void *elem, long pairs)
+{
+	static const struct rseq_link plain = { .off = 0 };
+	long done = 0;
+	for (; done < pairs; done++) {
+		void *got;
+		if (rseq_push_retry(mm, pc, &plain, elem, elem, 1, 0, 0, 0) != RSEQ_OK ||
+		    rseq_pop_retry(mm, pc, &plain, (uint64_t)-1, 0, &got) != RSEQ_OK)
+			break;
+	}
+	return done;
+}
+
+double za_percpu_floor_ns(za_mm_t *mm, long pairs)
+{
+	if (!mm->percpu_rseq || !percpu_unbound(mm) || pairs <= 0) {
+		za_set_last_error("za_percpu_floor_ns: the system's per-CPU paths are not "
+				  "restartable sequences (%s)", mm->percpu_mode);
+		errno = ENOTSUP;
+		return -1;
+	}
+	size_t size = (size_t)mm->nr_cpus * sizeof(struct floor_slot);
+	struct floor_slot *slots = za_os_alloc(size);
+	void **elem = za_os_alloc(ZA_CACHELINE);
+	if (!slots || !elem) {
+		za_os_free(slots, size);
+		za_os_free(elem, ZA_CACHELINE);
+		errno = ENOMEM;
+		return -1;
+	}
+	struct rseq_percpu pc = {
+		.base = (char *)&slots[0].stack,
+		.stop = (long)offsetof(struct floor_slot, stop),
+		.shift = 6,
+		.nr = (unsigned int)mm->nr_cpus,
+		.index_tls = mm->rseq_cpu_offset,
+	};
+	floor_pairs(mm, &pc, elem, pairs / 16 + 1);         /* warm */
+	uint64_t t0 = za_now_ns();
+	long done = floor_pairs(mm, &pc, elem, pairs);
+	uint64_t ns = za_now_ns() - t0;
+	za_os_free(slots, size);
+	za_os_free(elem, ZA_CACHELINE);
+	if (done < pairs) {
+		za_set_last_error("za_percpu_floor_ns: a section failed after %ld pairs", done);
+		errno = EAGAIN;
+		return -1;
+	}
+	return (double)ns / (double)pairs;
+}

@@ -920,9 +920,29 @@ static void tear_down(void)
 	free(owner);
 }
 
+/* The floor (za_percpu_floor_ns): a time with restartable sequences,
+ * ENOTSUP without; the stacks it used leave the system's counters alone. */
+static void test_floor(void)
+{
+	long long pgalloc = stat_of("pgalloc");
+	double ns = za_percpu_floor_ns(mm, 1000);
+	if (sections) {
+		CHECK(ns > 0);
+	} else {
+		CHECK(ns < 0 && errno == ENOTSUP);
+		CHECK_STR_HAS(za_last_error(), "not restartable sequences");
+	}
+	CHECK(za_percpu_floor_ns(mm, 0) < 0);
+	CHECK_EQ(stat_of("pgalloc"), pgalloc);
+	za_mm_t *locked = test_mm("memory=64M,percpu=lock,kswapd=0,vmstat_interval_ms=0");
+	CHECK(za_percpu_floor_ns(locked, 1000) < 0 && errno == ENOTSUP);
+	CHECK_EQ(za_mm_destroy(locked), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
+		{ "floor", test_floor },
 		{ "workers", test_workers },
 		{ "new_workers_and_forks", test_new_workers_and_forks },
 		{ "books", test_books },
