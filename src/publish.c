@@ -281,7 +281,8 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t len)
 {
 	struct za_publisher *p = cookie;
 	const struct pub_layout *l = &p->lay;
-	size_t room = l->reports_cap - 1 - p->sink_pos;         /* a NUL ends each report */
+	/* a NUL ends each report: room for it stays */
+	size_t room = p->sink_pos + 1 < l->reports_cap ? l->reports_cap - 1 - p->sink_pos : 0;
 	if (len > room)
 		len = room;
 	while (p->sink_pos + len > p->backed) {
@@ -309,7 +310,8 @@ static void render_reports(struct za_mm *mm, struct za_publisher *p)
 	uint32_t n = 0;
 	p->sink_pos = 0;
 	clearerr(p->sink);
-	for (size_t i = 0; i < ZA_ARRAY_SIZE(published_reports); i++) {
+	for (size_t i = 0; i < ZA_ARRAY_SIZE(published_reports) && p->sink_pos + 1 < p->lay.reports_cap;
+	     i++) {
 		uint32_t off = p->sink_pos;
 		za_report(mm, published_reports[i], p->sink);
 		fflush(p->sink);
