@@ -156,10 +156,13 @@ static void draw_rates(FILE *out, const struct top_sample *s)
 	rate_row(out, s, "reclaim", (const char *[]){ "kswapd_wakeup", "pgscan_kswapd", "pgscan_direct",
 						     "pgsteal_kswapd", "pgactivate" },
 		 (const char *[]){ "kswapd", "scan", "direct", "stolen", "activated" }, 5);
-	if (top_value(s, "malloc_alloc_misses") || top_value(s, "malloc_free_misses"))
+	if (top_value(s, "malloc_alloc_hits"))
 		rate_row(out, s, "malloc", (const char *[]){ "malloc_alloc_hits", "malloc_alloc_misses",
 							    "malloc_free_hits", "malloc_free_misses" },
 			 (const char *[]){ "hit", "miss", "free hit", "miss" }, 4);
+	else if (top_value(s, "malloc_alloc_misses") || top_value(s, "malloc_free_misses"))
+		fprintf(out, "%-11s miss %-9.0f free miss %-9.0f (hits are counted with ZA_STATS=1)\n",
+			"malloc", top_rate(s, "malloc_alloc_misses"), top_rate(s, "malloc_free_misses"));
 	rate_row(out, s, "slab", (const char *[]){ "slab_alloc_fastpath", "slab_alloc_slowpath",
 						  "slab_free_fastpath", "slab_free_slowpath",
 						  "list_lock_acquire" },
