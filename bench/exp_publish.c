@@ -9,20 +9,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MAX_SYSTEMS 8
 #define OBJECTS_PER_CACHE 50
 
-/* A system's caches and their objects, made once (they live as long as
- * it does) and freed before it is destroyed. */
+/* A variant's caches and their objects, made at its first iteration (they
+ * live as long as its system does) and freed before it is destroyed. */
 struct filled {
-	za_mm_t *mm;
 	za_cache_t **caches;
 	void **objs;                    /* OBJECTS_PER_CACHE a cache */
 	long nr_caches;
 };
 
 struct pub_state {
-	struct filled filled[MAX_SYSTEMS];
+	struct filled filled[MAX_VARIANTS];
 	int m_publish_us, m_read_us;
 };
 
@@ -36,21 +34,18 @@ static void pub_declare(struct bench *b)
 	b->state = st;
 }
 
-static struct filled *filled_of(struct pub_state *st, za_mm_t *mm)
+static struct filled *filled_of(struct bench *b, const struct variant *v)
 {
-	for (int i = 0; i < MAX_SYSTEMS; i++)
-		if (st->filled[i].mm == mm || !st->filled[i].mm)
-			return &st->filled[i];
-	return NULL;
+	struct pub_state *st = b->state;
+	return &st->filled[v - b->variants];
 }
 
-static void fill(struct pub_state *st, za_mm_t *mm, long caches)
+static void fill(struct filled *f, za_mm_t *mm, long caches)
 {
-	struct filled *f = filled_of(st, mm);
-	if (!f || f->mm)
+	if (f->caches)
 		return;
-	*f = (struct filled){ .mm = mm, .caches = calloc((size_t)caches, sizeof(*f->caches)),
-			      .objs = calloc((size_t)caches * OBJECTS_PER_CACHE, sizeof(void *)) };
+	f->caches = calloc((size_t)caches, sizeof(*f->caches));
+	f->objs = calloc((size_t)caches * OBJECTS_PER_CACHE, sizeof(void *));
 	for (long c = 0; f->caches && f->objs && c < caches; c++, f->nr_caches++) {
 		char name[32];
 		snprintf(name, sizeof(name), "publish-%ld", c);
@@ -62,9 +57,7 @@ static void fill(struct pub_state *st, za_mm_t *mm, long caches)
 
 static void pub_cleanup(struct bench *b, struct variant *v)
 {
-	struct filled *f = filled_of(b->state, v->mm);
-	if (!f || f->mm != v->mm)
-		return;
+	struct filled *f = filled_of(b, v);
 	for (long c = 0; c < f->nr_caches; c++) {
 		for (int k = 0; f->caches[c] && k < OBJECTS_PER_CACHE; k++)
 			if (f->objs[c * OBJECTS_PER_CACHE + k])
@@ -79,7 +72,7 @@ static void pub_cleanup(struct bench *b, struct variant *v)
 static void pub_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct pub_state *st = b->state;
-	fill(st, v->mm, b->opts.size);
+	fill(filled_of(b, v), v->mm, b->opts.size);
 	za_peek_t *p = za_peek_open(getpid(), za_publish_id(v->mm));  /* watched from now on */
 	if (!p || za_publish(v->mm)) {
 		fprintf(stderr, "zabench publish: %s (run with publish=1)\n", za_last_error());

@@ -1,8 +1,6 @@
 /* The per-CPU floor (floor.h). */
 #include "floor.h"
 
-#include <stdlib.h>
-
 #define FLOOR_PAIRS (1L << 22)          /* ~20 ms at a few ns a pair */
 
 void floor_measure(const struct bench *b, const struct variant *v, struct floor_book *fb)
@@ -13,19 +11,11 @@ void floor_measure(const struct bench *b, const struct variant *v, struct floor_
 		fb->ns[i][fb->n[i]++] = ns;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double median(const double *v, int n)
 {
-	double s[MAX_ITERS];
-	for (int i = 0; i < n; i++)
-		s[i] = v[i];
-	qsort(s, (size_t)n, sizeof(*s), cmp_double);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	struct summary sum;
+	summarize(v, n, &sum);
+	return sum.median;
 }
 
 void floor_print(const struct bench *b, const struct floor_book *fb, int m, FILE *out)

@@ -171,11 +171,12 @@ static void print_json(const struct top_sample *s, FILE *out)
 	fprintf(out, "}}\n");
 }
 
-/* Waits (up to `wait` seconds) for a publish that rendered the reports
- * after `since`: opening the segment asked for them. */
-static bool wait_reports(struct top_sample *s, unsigned long long since, double wait)
+/* Reads again every 50 ms, for up to `wait` seconds, until done(s, arg);
+ * whether it came. */
+static bool poll_until(struct top_sample *s, double wait,
+		       bool (*done)(const struct top_sample *, unsigned long long), unsigned long long arg)
 {
-	for (double waited = 0; za_peek_reports_time_ns(s->peek) < since; waited += 0.05) {
+	for (double waited = 0; !done(s, arg); waited += 0.05) {
 		if (waited >= wait)
 			return false;
 		sleep_s(0.05);
@@ -185,21 +186,32 @@ static bool wait_reports(struct top_sample *s, unsigned long long since, double 
 	return true;
 }
 
-/* Waits (up to `wait` seconds) for the next publish, so that the rates
- * have two to go by. */
+static bool reports_since(const struct top_sample *s, unsigned long long ns)
+{
+	return za_peek_reports_time_ns(s->peek) >= ns;
+}
+
+static bool published_since(const struct top_sample *s, unsigned long long publishes)
+{
+	return za_peek_publishes(s->peek) != publishes;
+}
+
+/* A publish that rendered the reports in the last `wait` seconds (opening
+ * the segment asked for them), waiting that long for one. */
+static bool wait_reports(struct top_sample *s, double wait)
+{
+	return poll_until(s, wait, reports_since, now_realtime_ns() - (unsigned long long)(wait * 1e9));
+}
+
+/* The next publish, so that the rates have two to go by. */
 static void wait_publish(struct top_sample *s, double wait)
 {
-	unsigned long long seen = za_peek_publishes(s->peek);
-	for (double waited = 0; waited < wait && za_peek_publishes(s->peek) == seen; waited += 0.05) {
-		sleep_s(0.05);
-		if (!next_sample(s))
-			return;
-	}
+	poll_until(s, wait, published_since, za_peek_publishes(s->peek));
 }
 
 static int print_report(struct top_sample *s, const char *name, double wait)
 {
-	bool fresh = wait_reports(s, now_realtime_ns() - (unsigned long long)(wait * 1e9), wait);
+	bool fresh = wait_reports(s, wait);
 	const char *text = za_peek_report(s->peek, name);
 	if (!text) {
 		fprintf(stderr, "zabench top: process %d has %s report '%s'%s\n", za_peek_pid(s->peek),
@@ -228,15 +240,8 @@ static int print_lines(struct top_sample *s, const struct top_opts *o)
 			if (!next_sample(s))
 				return 1;
 		}
-		double hits = 0, allocs = 0;
-		static const char *const orders[] = { "order0", "order1", "order2", "order3", "thp" };
-		for (int i = 0; i < 5; i++) {
-			char name[64];
-			snprintf(name, sizeof(name), "pcp_alloc_hit_%s", orders[i]);
-			hits += top_rate(s, name);
-			snprintf(name, sizeof(name), "pcp_alloc_%s", orders[i]);
-			allocs += top_rate(s, name);
-		}
+		double hits = top_rate_orders(s, "pcp_alloc_hit_");
+		double allocs = top_rate_orders(s, "pcp_alloc_");
 		double locks = top_rate(s, "zone_lock_acquire");
 		time_t t = (time_t)(s->cur_ns / 1000000000ull);
 		char when[16];
@@ -258,7 +263,7 @@ static int show(struct top_sample *s, const struct top_opts *o)
 	if (o->report)
 		return print_report(s, o->report, fmax(3 * o->interval, 3));
 	if (o->json || o->once) {
-		wait_reports(s, now_realtime_ns() - 3000000000ull, 3);
+		wait_reports(s, 3);
 		wait_publish(s, 2);
 		if (s->failed)
 			return 1;

@@ -29,6 +29,9 @@ enum top_sort { SORT_MEMORY, SORT_OBJECTS, SORT_NAME };
 void top_draw(FILE *out, const struct top_sample *s, enum top_view v, enum top_sort sort);
 /* Per second between the two reads, of counter name; 0 if none. */
 double top_rate(const struct top_sample *s, const char *name);
+/* top_rate summed over the per-CPU orders: prefix "pcp_alloc_hit_" adds
+ * pcp_alloc_hit_order0 .. _order3 and _thp. */
+double top_rate_orders(const struct top_sample *s, const char *prefix);
 /* Its value now; 0 if none. */
 long long top_value(const struct top_sample *s, const char *name);
 /* The key that shows each view, and its title. */

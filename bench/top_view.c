@@ -126,7 +126,7 @@ static void rate_row(FILE *out, const struct top_sample *s, const char *label,
 	fputc('\n', out);
 }
 
-static double hits_per_s(const struct top_sample *s, const char *prefix)
+double top_rate_orders(const struct top_sample *s, const char *prefix)
 {
 	static const char *const orders[] = { "order0", "order1", "order2", "order3", "thp" };
 	double sum = 0;
@@ -143,7 +143,8 @@ static void draw_rates(FILE *out, const struct top_sample *s)
 	fprintf(out, "per second\n");
 	rate_row(out, s, "pages", (const char *[]){ "pgalloc", "pgfree", "alloc_fail" },
 		 (const char *[]){ "alloc", "free", "failed" }, 3);
-	double hits = hits_per_s(s, "pcp_alloc_hit_"), misses = hits_per_s(s, "pcp_alloc_miss_");
+	double hits = top_rate_orders(s, "pcp_alloc_hit_");
+	double misses = top_rate_orders(s, "pcp_alloc_miss_");
 	fprintf(out, "%-11s hit %-9.0f miss %-9.0f (%.1f%% hits)\n", "per-CPU", hits, misses,
 		hits + misses ? 100 * hits / (hits + misses) : 0);
 	rate_row(out, s, "refill", (const char *[]){ "pcp_refill", "pcp_refill_pages" },

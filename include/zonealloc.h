@@ -618,7 +618,8 @@ const char *za_percpu_mode(const za_mm_t *mm);
  * push and pop of one pointer on the calling CPU's stack, by the sections
  * the system's fast paths run, with nothing else (timed over `pairs`).
  * -1 with errno ENOTSUP when the system's per-CPU paths are not
- * restartable sequences (percpu=lock). */
+ * restartable sequences (percpu=lock), EINVAL for pairs <= 0, EAGAIN if
+ * the thread kept migrating between a push and its pop. */
 double za_percpu_floor_ns(za_mm_t *mm, long pairs);
 
 /* ------------------------------------------------------------------------

@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -285,14 +284,7 @@ static int open_file(za_peek_t *p)
 	char path[96];
 	struct stat st;
 	snprintf(path, sizeof(path), "/dev/shm/" PUB_PREFIX "%d.%d", p->pid, p->system);
-	/* Not blocking (the name may be anyone's FIFO), and without setting the
-	 * access time, which says "watched" only when touch() sets it; an
-	 * owner may open so, anyone else is told below whose it is. */
-	int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-	p->fd = open(path, flags | O_NOATIME);
-	if (p->fd < 0 && errno == EPERM)
-		p->fd = open(path, flags);
-	if (p->fd < 0)
+	if ((p->fd = pub_open(AT_FDCWD, path)) < 0)
 		return peek_error(errno, "%s: %s (is process %d on zonealloc with publish=1?)", path,
 				  strerror(errno), p->pid);
 	if (fstat(p->fd, &st) || !S_ISREG(st.st_mode))
@@ -420,33 +412,6 @@ static bool segment_name(const char *name, int *pid, int *n)
 	       *n >= 0;
 }
 
-/* A segment of ours whose writer is gone -- nobody holds its lock, and it
- * is whole (its writer locks it before the magic goes in) or its process
- * is gone -- is removed: false.  Else its header, as far as it reads, in
- * *h.  The file must still be the one looked at when it is removed (an
- * exec'd writer may have made a new one of the name meanwhile). */
-static bool live_segment(int dir, const char *name, int pid, struct pub_header *h)
-{
-	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOATIME);
-	struct stat st, now;
-	if (fd < 0)
-		return false;
-	memset(h, 0, sizeof(*h));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		close(fd);
-		return false;
-	}
-	bool whole = pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
-		     !memcmp(h->magic, PUB_MAGIC, sizeof(h->magic));
-	bool unlocked = !flock(fd, LOCK_EX | LOCK_NB);
-	bool stale = unlocked && (whole || (kill(pid, 0) && errno == ESRCH));
-	if (stale && !fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) && now.st_ino == st.st_ino)
-		unlinkat(dir, name, 0);
-	close(fd);
-	h->comm[sizeof(h->comm) - 1] = '\0';
-	return !stale;
-}
-
 int za_peek_list(struct za_peek_entry *out, int max)
 {
 	DIR *d = opendir("/dev/shm");
@@ -454,11 +419,9 @@ int za_peek_list(struct za_peek_entry *out, int max)
 		return peek_error(errno, "/dev/shm: %s", strerror(errno));
 	int count = 0, pid, n;
 	for (struct dirent *e; (e = readdir(d));) {
-		struct stat st;
 		struct pub_header h;
 		if (!segment_name(e->d_name, &pid, &n) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid() || !live_segment(dirfd(d), e->d_name, pid, &h))
+		    pub_check(dirfd(d), e->d_name, pid, &h) != PUB_LIVE)
 			continue;
 		if (count < max) {
 			out[count] = (struct za_peek_entry){ .pid = pid, .system = n };

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -124,8 +125,7 @@ static struct pub_layout lay_out(int n)
 }
 
 /* The header and the parts written once: names, kinds, who we are. */
-static void fill_segment(struct za_mm *mm, struct za_publisher *p, unsigned int system,
-			 uint64_t start)
+static void fill_segment(struct za_mm *mm, struct za_publisher *p, uint64_t start)
 {
 	struct pub_header *h = p->seg;
 	const struct pub_layout *l = &p->lay;
@@ -143,7 +143,7 @@ static void fill_segment(struct za_mm *mm, struct za_publisher *p, unsigned int 
 	h->pid = (int32_t)p->pid;
 	h->uid = (uint32_t)geteuid();
 	h->start_time = start;
-	h->system = system;
+	h->system = p->system;
 	h->nr_stats = (uint32_t)p->nr_stats;
 	h->names_off = l->names_off;
 	h->names_len = l->names_len;
@@ -160,20 +160,32 @@ static void fill_segment(struct za_mm *mm, struct za_publisher *p, unsigned int 
 	atomic_store_explicit((_Atomic uint64_t *)(void *)h->magic, magic, memory_order_release);
 }
 
-/* A file of our name that is no live system: a segment (a regular file of
- * ours) whose writer's lock nobody holds -- a process gone before us with
- * our pid, or our own image's before an exec, whose descriptor the exec
- * closed.  Never blocks (the name may be anyone's FIFO). */
-static bool leftover(const char *path)
+int pub_open(int dir, const char *name)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOATIME);
+	int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	int fd = openat(dir, name, flags | O_NOATIME);
+	return fd < 0 && errno == EPERM ? openat(dir, name, flags) : fd;
+}
+
+enum pub_file pub_check(int dir, const char *name, int pid, struct pub_header *h)
+{
+	struct stat st, now;
+	int fd = pub_open(dir, name);
+	memset(h, 0, sizeof(*h));
 	if (fd < 0)
-		return false;
-	struct stat st;
-	bool unlocked = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-			!flock(fd, LOCK_EX | LOCK_NB);
+		return PUB_FOREIGN;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return PUB_FOREIGN;
+	}
+	bool whole = pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
+		     !memcmp(h->magic, PUB_MAGIC, sizeof(h->magic));
+	bool leftover = !flock(fd, LOCK_EX | LOCK_NB) && (whole || (kill(pid, 0) && errno == ESRCH));
+	bool removed = leftover && !fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) &&
+		       now.st_ino == st.st_ino && !unlinkat(dir, name, 0);
 	close(fd);
-	return unlocked;
+	h->comm[sizeof(h->comm) - 1] = '\0';
+	return removed ? PUB_REMOVED : leftover ? PUB_FOREIGN : PUB_LIVE;
 }
 
 /* Makes /dev/shm/zonealloc.<pid>.<n> for the first free n; its fd, or -1. */
@@ -193,9 +205,10 @@ static int create_file(struct za_publisher *p, unsigned int *system)
 			errno = err;
 			return -1;
 		}
+		struct pub_header h;
 		if (errno != EEXIST)
 			return -1;
-		if (leftover(p->path) && !unlink(p->path))
+		if (pub_check(AT_FDCWD, p->path, p->pid, &h) == PUB_REMOVED)
 			n--;            /* that n again */
 	}
 	errno = EEXIST;
@@ -241,7 +254,7 @@ static bool make_segment(struct za_mm *mm, struct za_publisher *p)
 	p->ino = st.st_ino;
 	p->system = system;
 	p->backed = 0;
-	fill_segment(mm, p, system, start);
+	fill_segment(mm, p, start);
 	return true;
 }
 

@@ -81,6 +81,20 @@ void publish_unlink(struct za_mm *mm);
 /* In a forked child: a publish the parent had under way is no one's. */
 void publish_after_fork(struct za_mm *mm);
 
+/* Opens the segment file `name` of dir for reading: never blocking (the
+ * name may be anyone's FIFO), and, when it is ours, without setting its
+ * access time (only a reader's deliberate mark says "watched"). */
+int pub_open(int dir, const char *name);
+
+/* What the file `name` of dir, named for process pid, is: not a regular
+ * file of ours (or unreadable); a live segment; or a leftover -- nobody
+ * holds its writer's lock, and it is whole (its writer locks it before the
+ * magic goes in) or its process is gone -- which is removed, if the name
+ * is still that file (an exec'd writer may have made a new one).  *h gets
+ * its header, as far as it reads. */
+enum pub_file { PUB_FOREIGN, PUB_LIVE, PUB_REMOVED };
+enum pub_file pub_check(int dir, const char *name, int pid, struct pub_header *h);
+
 /* The start time of process pid (proc(5) field 22), 0 if it is gone. */
 uint64_t pub_process_start(int pid);
 

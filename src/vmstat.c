@@ -8,10 +8,7 @@
 #include "worker.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
-#include <unistd.h>
 
 struct event_info {
 	const char *name;
@@ -739,18 +736,13 @@ void za_vmstat_tick(za_mm_t *mm)
 		za_vmstat_tick_cpu(mm, cpu);
 }
 
-static void vmstat_tick_all(struct za_mm *mm)
-{
-	za_vmstat_tick(mm);
-}
-
 /* vmstat_interval_ms > 0: the worker (worker.h).  0, or -1 with errno. */
 int vmstat_worker_start(struct za_mm *mm)
 {
 	if (mm->cfg.vmstat_interval_ms <= 0)
 		return 0;
 	mm->vmstat_worker = worker_start(mm, "za-vmstat", (uint64_t)mm->cfg.vmstat_interval_ms * 1000000u,
-					 vmstat_tick_all);
+					 za_vmstat_tick);
 	if (!mm->vmstat_worker) {
 		za_set_last_error("za_mm_create: cannot start the vmstat worker (vmstat_interval_ms=0 "
 				  "runs without it)");

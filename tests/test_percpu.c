@@ -932,7 +932,7 @@ static void test_floor(void)
 		CHECK(ns < 0 && errno == ENOTSUP);
 		CHECK_STR_HAS(za_last_error(), "not restartable sequences");
 	}
-	CHECK(za_percpu_floor_ns(mm, 0) < 0);
+	CHECK(za_percpu_floor_ns(mm, 0) < 0 && errno == EINVAL);
 	CHECK_EQ(stat_of("pgalloc"), pgalloc);
 	za_mm_t *locked = test_mm("memory=64M,percpu=lock,kswapd=0,vmstat_interval_ms=0");
 	CHECK(za_percpu_floor_ns(locked, 1000) < 0 && errno == ENOTSUP);
