@@ -6,11 +6,13 @@
  * every benchmark once per allocator, in its own process under LD_PRELOAD
  * (none for glibc), interleaved A B C D E / E D C B A by the runner; a
  * benchmark's time is what the process reports for its workload, its
- * memory the process's peak RSS (VmHWM), which it reports too.  Allocators that are not installed are
+ * memory the process's peak RSS (VmHWM), which it reports too, and its
+ * mean RSS, sampled from outside every 5 ms (rss_sampler.c).  Allocators that are not installed are
  * left out (and named).
  */
 #include "bench.h"
 #include "cli.h"
+#include "rss_sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@
 
 static const char *const benchmarks[] = {
 	"pairs", "churn", "sizes", "loops", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
-	"bigbuf", "python", "perl", "ruby",
+	"bigbuf", "soak", "phases", "pool", "python", "perl", "ruby",
 };
 enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
 
@@ -73,7 +75,8 @@ struct malloc_state {
 	double scale;
 	bool run[NR_BENCH];             /* --benchmarks */
 	int nrun;
-	int m_time[NR_BENCH], m_rss[NR_BENCH], m_sys[NR_BENCH], m_geo_time, m_geo_rss;
+	int m_time[NR_BENCH], m_rss[NR_BENCH], m_mean_rss[NR_BENCH], m_sys[NR_BENCH];
+	int m_geo_time, m_geo_rss, m_geo_mean_rss;
 	char za_config[MAX_VARIANTS][256];      /* ZA_CONFIG of a zonealloc variant (--ab) */
 	char missing[512];
 };
@@ -114,11 +117,14 @@ static void malloc_declare(struct bench *b)
 		st->m_time[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_rss_mib", benchmarks[i]);
 		st->m_rss[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
+		snprintf(name, sizeof(name), "%s_mean_rss_mib", benchmarks[i]);
+		st->m_mean_rss[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_sys_s", benchmarks[i]);
 		st->m_sys[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
 	}
 	st->m_geo_time = bench_metric(b, "geomean_s", "s", LOWER_IS_BETTER);
 	st->m_geo_rss = bench_metric(b, "geomean_rss_mib", "MiB", LOWER_IS_BETTER);
+	st->m_geo_mean_rss = bench_metric(b, "geomean_mean_rss_mib", "MiB", LOWER_IS_BETTER);
 	b->state = st;
 }
 
@@ -200,16 +206,19 @@ static int malloc_variants(struct bench *b)
 	return 0;
 }
 
-/* Runs one benchmark under one allocator; returns its seconds, its peak
- * RSS in MiB in *rss_mib and its system time in *sys_s, or a negative
- * time if it failed. */
-static double run_one(const struct malloc_state *st, const struct variant *v,
-		      const char *za_config, const char *bench,
-		      int threads, double scale, double *rss_mib, double *sys_s)
+struct run_result {
+	double seconds, rss_mib, mean_rss_mib, sys_s;
+};
+
+/* Runs one benchmark under one allocator: its seconds (negative if it
+ * failed), peak and mean RSS, system time. */
+static struct run_result run_one(const struct malloc_state *st, const struct variant *v,
+				 const char *za_config, const char *bench, int threads, double scale)
 {
+	struct run_result r = { .seconds = -1 };
 	int out[2];
 	if (pipe(out))
-		return -1;
+		return r;
 	pid_t pid = fork();
 	if (pid == 0) {
 		char suite[600], t[16], s[32];
@@ -236,46 +245,56 @@ static double run_one(const struct malloc_state *st, const struct variant *v,
 		_exit(127);
 	}
 	close(out[1]);
-	char buf[64] = "";
+	/* The benchmark writes its line as it ends: the pipe holds it. */
+	int status;
+	struct rusage ru;
+	double mean_kib = 0, child_mean_kib = 0;
+	bool waited = pid > 0 && wait_sampling_rss(pid, &status, &ru, &mean_kib) == pid;
+	char buf[96] = "";
 	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
 	close(out[0]);
 	buf[n > 0 ? n : 0] = 0;
-	int status;
-	double seconds = 0;
 	long rss_kib = 0;
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) || sscanf(buf, "%lf %ld %lf", &seconds, &rss_kib, sys_s) != 3 ||
-	    rss_kib <= 0) {
+	/* exec (an interpreter) samples its own child: a fourth figure. */
+	int got = sscanf(buf, "%lf %ld %lf %lf", &r.seconds, &rss_kib, &r.sys_s, &child_mean_kib);
+	if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) || got < 3 || rss_kib <= 0) {
 		fprintf(stderr, "zabench malloc: %s failed under %s\n", bench, v->name);
-		return -1;
+		r.seconds = -1;
+		return r;
 	}
-	*rss_mib = (double)rss_kib / 1024.0;
-	return seconds;
+	r.rss_mib = (double)rss_kib / 1024.0;
+	/* A process done before the first reading: its peak stands in. */
+	double mean = got == 4 ? child_mean_kib : mean_kib;
+	r.mean_rss_mib = mean > 0 ? mean / 1024.0 : r.rss_mib;
+	return r;
 }
 
 static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct malloc_state *st = b->state;
-	double log_t = 0, log_r = 0;
+	double log_t = 0, log_r = 0, log_m = 0;
 	/* The warm-up only loads the programs and libraries: a short one. */
 	double scale = b->warmup ? st->scale / 10 : st->scale;
 	for (int i = 0; i < NR_BENCH; i++) {
 		if (!st->run[i])
 			continue;
-		double rss = 0, sys = 0;
-		double t = run_one(st, v, st->za_config[v - b->variants], benchmarks[i], b->opts.threads, scale, &rss, &sys);
-		if (t <= 0) {
+		struct run_result r = run_one(st, v, st->za_config[v - b->variants], benchmarks[i],
+					      b->opts.threads, scale);
+		if (r.seconds <= 0) {
 			fprintf(stderr, "zabench malloc: giving up\n");
 			exit(1);
 		}
-		it->value[st->m_time[i]] = t;
-		it->value[st->m_rss[i]] = rss;
-		it->value[st->m_sys[i]] = sys;
-		log_t += log(t);
-		log_r += log(rss);
+		it->value[st->m_time[i]] = r.seconds;
+		it->value[st->m_rss[i]] = r.rss_mib;
+		it->value[st->m_mean_rss[i]] = r.mean_rss_mib;
+		it->value[st->m_sys[i]] = r.sys_s;
+		log_t += log(r.seconds);
+		log_r += log(r.rss_mib);
+		log_m += log(r.mean_rss_mib);
 	}
 	it->value[st->m_geo_time] = exp(log_t / st->nrun);
 	it->value[st->m_geo_rss] = exp(log_r / st->nrun);
+	it->value[st->m_geo_mean_rss] = exp(log_m / st->nrun);
 	it->ops = st->nrun;
 }
 
@@ -341,6 +360,8 @@ static void malloc_print(const struct bench *b, FILE *out)
 	fputc('\n', out);
 	print_section(b, "peak RSS MiB", st->m_rss, st->m_geo_rss, out);
 	fputc('\n', out);
+	print_section(b, "mean RSS MiB", st->m_mean_rss, st->m_geo_mean_rss, out);
+	fputc('\n', out);
 	print_header_row(b, "system (s)", out);
 	for (int i = 0; i < NR_BENCH; i++)
 		if (st->run[i])
@@ -353,7 +374,7 @@ const struct experiment exp_malloc = {
 	.name = "malloc",
 	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
 		   "pairs, churn, sizes, loops, realloc, larson, prodcons, falseshare, threads, large, "
-		   "bigbuf, "
+		   "bigbuf, soak, phases, pool, "
 		   "and python, perl and ruby running allocation-heavy scripts",
 	.config = "",
 	.threads = 2,

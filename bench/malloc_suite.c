@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rss_sampler.h"
+
 static int threads;
 static double scale;
 
@@ -202,6 +204,7 @@ static pthread_barrier_t barrier;
 struct worker {
 	int id;
 	long n;
+	double seconds;                 /* and then on for this long */
 	uint64_t seed;
 	_Alignas(64) char pad[64];
 };
@@ -439,6 +442,151 @@ static void pairs(void)
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * The memory benchmarks: long enough for an allocator's background give-
+ * back to act (several of zonealloc's purge rounds, jemalloc's decay
+ * steps), read by their mean RSS, what a memory cgroup holds a process to.
+ * ------------------------------------------------------------------------ */
+/* A block filled with its tag still holds it: a byte per page, the ends. */
+static void verify(const unsigned char *p, size_t n, unsigned char tag)
+{
+	for (size_t off = 0; off < n; off += 4096)
+		if (p[off] != tag) {
+			fprintf(stderr, "malloc-suite: block %p (%zu bytes) was overwritten\n",
+				(const void *)p, n);
+			exit(1);
+		}
+	check(p, n, tag);
+}
+
+/* A request's size: 70% 16..528 bytes, the rest 16 B .. 2 MiB spread evenly
+ * over the powers of two (a server's headers, bodies and buffers). */
+static size_t mixed_size(uint64_t *s)
+{
+	if (rnd(s) % 10 < 7)
+		return 16 + rnd(s) % 513;
+	size_t base = (size_t)16 << (rnd(s) % 17);
+	return base + rnd(s) % base;
+}
+
+/* A working set of blocks up to `live` bytes, replaced at random for `ops`
+ * operations, each block filled and verified before it is freed. */
+struct working_set {
+	unsigned char **slot;
+	size_t *len;
+	unsigned int slots;
+	size_t live, bytes;
+	uint64_t seed;
+};
+
+static void churn_set(struct working_set *w, long ops)
+{
+	for (long i = 0; i < ops; i++) {
+		unsigned int k = (unsigned int)(rnd(&w->seed) % w->slots);
+		if (w->slot[k]) {
+			verify(w->slot[k], w->len[k], (unsigned char)k);
+			free(w->slot[k]);
+			w->slot[k] = NULL;
+			w->bytes -= w->len[k];
+		}
+		size_t n = mixed_size(&w->seed);
+		if (w->bytes + n > w->live)
+			continue;
+		w->slot[k] = xmalloc(n);
+		w->len[k] = n;
+		w->bytes += n;
+		memset(w->slot[k], (unsigned char)k, n);
+	}
+}
+
+/* Drops blocks at random until the set holds at most `live` bytes. */
+static void shrink_set(struct working_set *w, size_t live)
+{
+	w->live = live;
+	for (unsigned int k = 0; w->bytes > live; k = (k + 7919) % w->slots)
+		if (w->slot[k]) {
+			verify(w->slot[k], w->len[k], (unsigned char)k);
+			free(w->slot[k]);
+			w->slot[k] = NULL;
+			w->bytes -= w->len[k];
+		}
+}
+
+static struct working_set set_new(unsigned int slots, size_t live, uint64_t seed)
+{
+	return (struct working_set){ .slot = calloc(slots, sizeof(unsigned char *)),
+				     .len = calloc(slots, sizeof(size_t)), .slots = slots,
+				     .live = live, .seed = seed };
+}
+
+static void set_free(struct working_set *w)
+{
+	shrink_set(w, 0);
+	free(w->slot);
+	free(w->len);
+}
+
+/* soak: a live set of 30 MiB (over the threads) churned for a few seconds,
+ * as a long-running service's heap is: what its RSS settles at. */
+static void *soak_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct working_set set = set_new(1 << 15, (30u << 20) / (unsigned int)threads, w->seed);
+	churn_set(&set, w->n);
+	set_free(&set);
+	return NULL;
+}
+
+static void soak(void)
+{
+	struct worker w[64];
+	for (int i = 0; i < threads; i++)
+		w[i] = (struct worker){ .id = i, .n = work(12000000) / threads, .seed = (uint64_t)i + 21 };
+	run_threads(threads, soak_worker, w, sizeof(w[0]));
+}
+
+/* phases: a server whose load comes and goes: a 64 MiB working set for a
+ * busy phase, then 4 MiB for a quiet phase three times as long, twice. */
+static void phases(void)
+{
+	struct working_set set = set_new(1 << 16, 64u << 20, 31);
+	for (int round = 0; round < 2; round++) {
+		set.live = 64u << 20;
+		churn_set(&set, work(1500000));
+		shrink_set(&set, 4u << 20);
+		for (double t0 = now(); now() - t0 < 1.5 * scale;)
+			churn_set(&set, 20000);
+	}
+	set_free(&set);
+}
+
+/* pool: a thread pool that grows to 64 threads, each with a working set of
+ * 1 MiB, and shrinks to 4, which go on working for 1.5 s; twice.  What the
+ * threads that ended leave behind. */
+static void *pool_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct working_set set = set_new(1024, 1u << 20, w->seed);
+	churn_set(&set, w->n);
+	for (double t0 = now(); now() - t0 < w->seconds;)
+		churn_set(&set, 2000);
+	set_free(&set);
+	return NULL;
+}
+
+static void pool(void)
+{
+	struct worker w[64];
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 64; i++)
+			w[i] = (struct worker){ .id = i, .n = work(20000), .seed = (uint64_t)(round * 64 + i) };
+		run_threads(64, pool_worker, w, sizeof(w[0]));
+		for (int i = 0; i < 4; i++)
+			w[i] = (struct worker){ .id = i, .seconds = 1.5 * scale, .seed = w[i].seed };
+		run_threads(4, pool_worker, w, sizeof(w[0]));
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -454,6 +602,9 @@ static const struct {
 	{ "threads", many_threads },
 	{ "large", large },
 	{ "bigbuf", bigbuf },
+	{ "soak", soak },
+	{ "phases", phases },
+	{ "pool", pool },
 };
 
 /* The peak RSS of this process, in KiB: VmHWM belongs to the address space
@@ -474,7 +625,8 @@ static long peak_rss_kib(void)
 
 /*
  * exec: runs a program (an interpreter and its script) as a child and
- * reports its wall time, peak RSS and system time in the same form.  The
+ * reports its wall time, peak RSS and system time in the same form, and
+ * its mean RSS, which only its parent can sample.  The
  * child is forked from this small process, not from zabench, so that its
  * peak RSS is the program's own.
  */
@@ -488,13 +640,14 @@ static int run_program(char **argv)
 	}
 	int status;
 	struct rusage ru;
-	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status)) {
+	double mean_kib;
+	if (pid < 0 || wait_sampling_rss(pid, &status, &ru, &mean_kib) != pid ||
+	    !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "malloc-suite: %s failed\n", argv[0]);
 		return 1;
 	}
-	printf("%.6f %ld %.6f\n", now() - t0, ru.ru_maxrss,
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
+	printf("%.6f %ld %.6f %.0f\n", now() - t0, ru.ru_maxrss,
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6, mean_kib);
 	return 0;
 }
 

@@ -106,6 +106,10 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        only from memory not used before first returns
  *                        what the CPU's lists hold of other orders beyond
  *                        high_min (not in the kernel; the malloc's system)
+ *   pcp_decay_shift=3    with pcp_high_auto=1, the vmstat tick lowers a
+ *                        CPU's high by high >> this (1..8; the kernel: an
+ *                        eighth); the malloc's system, whose lists cost
+ *                        RSS, by half
  *   pcp_batch_scale_max=5
  *                        the kernel's CONFIG_PCP_BATCH_SCALE_MAX (0..6):
  *                        refills and freeing streaks grow to batch << this
@@ -172,6 +176,8 @@ typedef struct za_page za_page_t;   /* the descriptor of one 4 KiB page */
  *                        stacks (restartable sections; needs percpu=rseq)
  *   purge_delay_ms=1000  the malloc front end returns memory free this long
  *                        to the OS (0: never); za_purge() does it on demand
+ *   purge_excess=1       and, while the program is busy, the free memory
+ *                        beyond what its demand swung through lately
  *   publish=0            counters and reports in /dev/shm for other processes
  *                        (za_peek_open, zabench top); the malloc's: 1
  *   publish_interval_ms=1000 period of the publisher thread (0: no thread;
@@ -324,6 +330,22 @@ za_page_t *za_pfn_to_page(const za_mm_t *mm, unsigned long pfn);
  * to include them.  Returns the pages given back (counter pgpurge).
  */
 long za_purge(za_mm_t *mm, unsigned int min_epochs);
+
+/*
+ * As za_purge, and then, while the free blocks hold more than keep pages of
+ * resident (dirty) memory, gives back more of them, the longest free first
+ * (ZA_PURGE_KEEP_ALL: none).  A policy that keeps what the program's recent
+ * swing in demand may take again (za_used_pages_peak) and gives back the
+ * rest bounds a busy program's free resident memory, which ages alone
+ * cannot: a block merged with a page freed just now is as young as it.
+ */
+#define ZA_PURGE_KEEP_ALL (~0UL)
+long za_purge_keep(za_mm_t *mm, unsigned int min_epochs, unsigned long keep);
+
+/* Pages out of the buddy lists (allocated, on per-CPU lists, in slabs):
+ * the most there were at once since the last call, which starts a new
+ * period; *now (if not NULL) is how many there are now. */
+unsigned long za_used_pages_peak(za_mm_t *mm, unsigned long *now);
 
 /* Returns the per-CPU pages of cpu (or of every CPU if cpu < 0) to the buddy lists. */
 void za_drain_pages(za_mm_t *mm, int cpu);

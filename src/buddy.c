@@ -41,8 +41,11 @@ static void add_nr_free(struct za_free_area *area, long n)
 
 void add_free_pages(struct za_zone *z, long n)
 {
-	store_relaxed(&z->nr_free_pages, load_relaxed(&z->nr_free_pages) + n);
-	VM_BUG_ON(z->mm, load_relaxed(&z->nr_free_pages) < 0);
+	long nr = load_relaxed(&z->nr_free_pages) + n;
+	VM_BUG_ON(z->mm, nr < 0);
+	store_relaxed(&z->nr_free_pages, nr);
+	if (nr + z->nr_isolated < z->free_low)
+		z->free_low = nr + z->nr_isolated;
 }
 
 /*
@@ -651,11 +654,13 @@ void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
 
 /*
  * Takes up to max dirty free blocks that became free in epoch max_epoch or
- * before off the lists, so that their memory can be released without the
- * lock; returns how many are in out[].  They count as neither free nor
- * allocated until buddy_free_purged().
+ * before, the largest first, off the lists, so that their memory can be
+ * released without the lock, stopping once they hold budget pages; returns
+ * how many are in out[].  They count as neither free nor allocated until
+ * buddy_free_purged().
  */
-int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max)
+int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, long budget,
+			struct za_page **out, int max)
 {
 	int n = 0;
 	zone_lock_assert_held(z);
@@ -669,12 +674,34 @@ int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_pa
 					continue;
 				del_from_free_list(z, page, o);
 				set_page_order(page, o);
+				z->nr_isolated += 1L << o;
 				add_free_pages(z, -(1L << o));
 				out[n++] = page;
+				if ((budget -= 1L << o) <= 0)
+					return n;
 			}
 		}
 	}
 	return n;
+}
+
+/* Adds up the zone's dirty free pages by the epochs they have been free:
+ * by_age[a] for a in 0..nr_ages-2, the rest in by_age[nr_ages - 1]. */
+void buddy_dirty_by_age(struct za_zone *z, unsigned long now, long *by_age, int nr_ages)
+{
+	zone_lock_assert_held(z);
+	for (unsigned int o = 0; o <= z->mm->max_order; o++)
+		for (int mt = 0; mt < MT_TYPES; mt++) {
+			struct za_list *head = &z->free_area[o].free_list[mt];
+			for (struct za_list *l = head->next; l != head; l = l->next) {
+				struct za_page *page = container_of(l, struct za_page, lru);
+				if (!(page_flags(page) & PG_mem_dirty))
+					continue;
+				unsigned long age = now - page_private(page);
+				by_age[age < (unsigned long)nr_ages ? age : (unsigned long)nr_ages - 1] +=
+					1L << o;
+			}
+		}
 }
 
 /* A block whose memory went back to the OS: free, and clean (it reads as
@@ -683,6 +710,7 @@ int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_pa
 void buddy_free_purged(struct za_zone *z, struct za_page *page, bool released)
 {
 	unsigned int order = page_order(page);
+	z->nr_isolated -= 1L << order;
 	add_free_pages(z, 1L << order);
 	if (released)
 		ev_add(&z->stat, EV_PGPURGE, 1UL << order);
@@ -697,4 +725,5 @@ void buddy_add_initial_block(struct za_zone *z, unsigned long pfn)
 	add_to_free_list(z, pfn_to_page(mm, pfn), mm->max_order, pageblock_mt(mm, pfn), true,
 			 false, 0);
 	add_free_pages(z, 1L << mm->max_order);
+	z->free_low += 1L << mm->max_order;     /* more managed, none used */
 }

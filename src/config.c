@@ -69,6 +69,7 @@ static const struct key keys[] = {
 	{ "pcp_high_min",          K_SIZE,   FIELD(pcp_high_min), 0, 0, false, NULL },
 	{ "pcp_high_max",          K_SIZE,   FIELD(pcp_high_max), 0, 0, false, NULL },
 	{ "pcp_refill_drain",      K_BOOL,   FIELD(pcp_refill_drain), 0, 1, false, NULL },
+	{ "pcp_decay_shift",       K_INT,    FIELD(pcp_decay_shift), 1, 8, false, NULL },
 	{ "pcp_batch_scale_max",   K_INT,    FIELD(pcp_batch_scale_max), 0, 6, false, NULL },
 	{ "pcp_free_high",         K_INT,    FIELD(pcp_free_high), 0, 3, false, NULL },
 	{ "pcp_drain_chunks",      K_INT,    FIELD(pcp_drain_chunks), 0, 2, false, NULL },
@@ -100,6 +101,7 @@ static const struct key keys[] = {
 	{ "deferred_init",         K_BOOL,   FIELD(deferred_init), 0, 1, false, NULL },
 	{ "section_size",          K_SIZE,   FIELD(section_size), 1, 0, true, NULL },
 	{ "purge_delay_ms",        K_INT,    FIELD(purge_delay_ms), 0, 3600000, false, NULL },
+	{ "purge_excess",          K_BOOL,   FIELD(purge_excess), 0, 1, false, NULL },
 	{ "publish",               K_BOOL,   FIELD(publish), 0, 1, false, NULL },
 	{ "publish_interval_ms",   K_INT,    FIELD(publish_interval_ms), 0, 3600000, false, NULL },
 	{ "debug",                 K_BOOL,   FIELD(debug), 0, 1, false, NULL },
@@ -119,6 +121,7 @@ void za_config_defaults(struct za_config *cfg)
 		.pcp_high_order = 1,
 		.bulkfree_outside_lock = 1,
 		.pcp_batch_scale_max = 5,
+		.pcp_decay_shift = 3,
 		.llc_per_cpu = (uint64_t)ZA_AUTO,
 		.vmstat_interval_ms = ZA_AUTO,
 		.watermark_scale_factor = 10,
@@ -140,6 +143,7 @@ void za_config_defaults(struct za_config *cfg)
 		.quicklists = 1,
 		.nr_quick = 2,
 		.purge_delay_ms = 1000,
+		.purge_excess = 1,
 		.section_size = (uint64_t)ZA_AUTO,
 	};
 }

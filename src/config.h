@@ -42,6 +42,7 @@ struct za_config {
 	uint64_t pcp_high_max;          /* bytes a CPU; caps high_max (0: no cap) */
 	int64_t pcp_refill_drain;       /* a refill first returns other orders' excess */
 	int64_t pcp_batch_scale_max;    /* the kernel's CONFIG_PCP_BATCH_SCALE_MAX */
+	int64_t pcp_decay_shift;        /* the vmstat tick lowers high by high >> this */
 	int64_t pcp_free_high;          /* 1: 5.18's free_high, 2: 6.7's */
 	int64_t pcp_drain_chunks;       /* 1: 6.10's drains of a CPU's lists in parts, 2: 6.19's */
 	int64_t pcp_own_pageblocks;     /* the April 2026 RFC: lists own whole pageblocks */
@@ -77,6 +78,7 @@ struct za_config {
 	int64_t deferred_init;          /* zones reach the buddy lists as needed */
 	uint64_t section_size;          /* ZA_AUTO: mm_init.c's auto_section_size() */
 	int64_t purge_delay_ms;         /* malloc: free memory goes back to the OS after this */
+	int64_t purge_excess;           /* malloc: and, while busy, what exceeds recent demand */
 	int64_t publish;                /* counters and reports in /dev/shm for zabench top */
 	int64_t publish_interval_ms;    /* the publisher thread's period; 0: no thread */
 	int64_t debug;

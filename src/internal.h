@@ -63,7 +63,9 @@ struct za_page *buddy_claim_pageblock(struct za_zone *z, unsigned int order, int
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
 				 int mt, struct za_list *out, int cpu, bool nofragment,
 				 unsigned long *blocks);
-int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, struct za_page **out, int max);
+void buddy_dirty_by_age(struct za_zone *z, unsigned long now, long *by_age, int nr_ages);
+int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, long budget,
+			struct za_page **out, int max);
 void buddy_free_purged(struct za_zone *z, struct za_page *page, bool released);
 bool buddy_grow(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);
 void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsigned int new_order);

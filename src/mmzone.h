@@ -81,6 +81,18 @@ static inline void list_del(struct za_list *n)
 	n->prev->next = n->next;
 }
 
+/* The entries of `list` go to the head of h, in order; list is left stale. */
+static inline void list_splice(struct za_list *list, struct za_list *h)
+{
+	if (list_empty(list))
+		return;
+	struct za_list *first = list->next, *last = list->prev, *at = h->next;
+	first->prev = h;
+	h->next = first;
+	last->next = at;
+	at->prev = last;
+}
+
 #define container_of(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
 
 /* ------------------------------------------------------------------------
@@ -271,6 +283,13 @@ struct za_zone {
 
 	/* Written under the lock. */
 	_Atomic long nr_free_pages __attribute__((aligned(ZA_CACHELINE)));   /* pages in the buddy lists */
+	/* The demand the purge policy follows (za_used_pages_peak): the
+	 * fewest pages the lists held since it last looked, counting blocks
+	 * off them for purging (nr_isolated) as free, and less what the zone
+	 * grew by since, so that managed - free_low is the most pages that
+	 * were in use at once. */
+	long free_low;
+	long nr_isolated;
 	/* deferred_init: the zone's blocks from here on were never given to
 	 * the buddy lists (mm_init.c grows the zone on demand). */
 	_Atomic unsigned long first_deferred_pfn;
@@ -383,7 +402,7 @@ struct za_mm {
 	bool pcp_front;                 /* percpu=rseq, and no free-side books to keep */
 	uint8_t pcp_lists[NR_PCP_LISTS], nr_pcp_lists;  /* the lists in use, in pindex order */
 	bool pcp_high_auto, bulkfree_list_first, fallback_steal_smallest, alloc_nofragment;
-	uint8_t pcp_free_high, pcp_batch_scale_max;
+	uint8_t pcp_free_high, pcp_batch_scale_max, pcp_decay_shift;
 	uint8_t pcp_drain_chunks;
 	bool pcp_own_pageblocks;
 	struct za_node *nodes;

@@ -18,11 +18,13 @@
 #include "probes.h"
 
 #include <errno.h>
+#include <limits.h>
 
 #define PURGE_BATCH 256
 
-/* Purges one zone's dirty free blocks of epoch max_epoch or older. */
-static long purge_zone(struct za_zone *z, unsigned long max_epoch)
+/* Purges up to budget pages (or a block more) of one zone's dirty free
+ * blocks of epoch max_epoch or older, the largest first. */
+static long purge_zone(struct za_zone *z, unsigned long max_epoch, long budget)
 {
 	struct za_mm *mm = z->mm;
 	struct za_page *batch[PURGE_BATCH];
@@ -30,11 +32,12 @@ static long purge_zone(struct za_zone *z, unsigned long max_epoch)
 	int n;
 	do {
 		uint64_t t0 = zone_lock(z);
-		n = buddy_isolate_dirty(z, max_epoch, batch, PURGE_BATCH);
+		n = buddy_isolate_dirty(z, max_epoch, budget, batch, PURGE_BATCH);
 		zone_unlock(z, t0, NO_CAUSE);
 		bool released[PURGE_BATCH];
 		for (int i = 0; i < n; i++) {
 			unsigned int order = page_order(batch[i]);
+			budget -= 1L << order;
 			released[i] = za_os_release(page_to_virt(mm, batch[i]), PAGE_SIZE << order);
 			pages += released[i] ? 1L << order : 0;
 		}
@@ -42,11 +45,40 @@ static long purge_zone(struct za_zone *z, unsigned long max_epoch)
 		for (int i = 0; i < n; i++)
 			buddy_free_purged(z, batch[i], released[i]);
 		zone_unlock(z, t0, NO_CAUSE);
-	} while (n == PURGE_BATCH);
+	} while (n == PURGE_BATCH && budget > 0);
 	return pages;
 }
 
-long za_purge(za_mm_t *mm, unsigned int min_epochs)
+#define NR_AGES 16
+
+/*
+ * Dirty free memory beyond keep pages goes back, the longest free first:
+ * the youngest age (in epochs) whose blocks, with all older ones, hold the
+ * excess is the cut.  A block is as young as its youngest part (buddy.c),
+ * so a busy program's large free blocks are all young, and only a budget,
+ * not an age, can give them back.
+ */
+static long purge_beyond(struct za_mm *mm, unsigned long now, unsigned long keep)
+{
+	long by_age[NR_AGES] = { 0 }, dirty = 0, pages = 0;
+	int nr_zones = mm->nr_nodes * mm->nr_zones, cut = NR_AGES;
+	for (int id = 0; id < nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		uint64_t t0 = zone_lock(z);
+		buddy_dirty_by_age(z, now, by_age, NR_AGES);
+		zone_unlock(z, t0, NO_CAUSE);
+	}
+	for (int a = 0; a < NR_AGES; a++)
+		dirty += by_age[a];
+	long excess = dirty - (long)(keep < (unsigned long)LONG_MAX ? keep : LONG_MAX);
+	for (long older = 0; older < excess && cut > 0;)
+		older += by_age[--cut];
+	for (int id = 0; id < nr_zones && pages < excess; id++)
+		pages += purge_zone(mm->zone_by_id[id], now - (unsigned long)cut, excess - pages);
+	return pages;
+}
+
+long za_purge_keep(za_mm_t *mm, unsigned int min_epochs, unsigned long keep)
 {
 	za_lock(&mm->purge_lock);
 	/* Blocks freed from now on are of the new epoch; those of the epoch
@@ -55,9 +87,34 @@ long za_purge(za_mm_t *mm, unsigned int min_epochs)
 	long pages = 0;
 	if (now >= min_epochs)
 		for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++)
-			pages += purge_zone(mm->zone_by_id[id], now - min_epochs);
+			pages += purge_zone(mm->zone_by_id[id], now - min_epochs, LONG_MAX);
+	if (keep != ZA_PURGE_KEEP_ALL)
+		pages += purge_beyond(mm, now, keep);
 	za_unlock(&mm->purge_lock);
 	if (pages)
 		ZA_PROBE1(purge, pages);
 	return pages;
+}
+
+long za_purge(za_mm_t *mm, unsigned int min_epochs)
+{
+	return za_purge_keep(mm, min_epochs, ZA_PURGE_KEEP_ALL);
+}
+
+unsigned long za_used_pages_peak(za_mm_t *mm, unsigned long *now)
+{
+	unsigned long peak = 0, used = 0;
+	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
+		struct za_zone *z = mm->zone_by_id[id];
+		uint64_t t0 = zone_lock(z);
+		long managed = (long)(z->nr_pages - zone_deferred_pages(z)),
+		     free = load_relaxed(&z->nr_free_pages) + z->nr_isolated;
+		peak += (unsigned long)(managed - z->free_low);
+		used += (unsigned long)(managed - free);
+		z->free_low = free;
+		zone_unlock(z, t0, NO_CAUSE);
+	}
+	if (now)
+		*now = used;
+	return peak;
 }

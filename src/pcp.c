@@ -64,6 +64,7 @@ void pcp_setup_lists(struct za_mm *mm)
 	mm->pcp_high_auto = mm->cfg.pcp_high_auto;
 	mm->pcp_free_high = (uint8_t)mm->cfg.pcp_free_high;
 	mm->pcp_batch_scale_max = (uint8_t)mm->cfg.pcp_batch_scale_max;
+	mm->pcp_decay_shift = (uint8_t)mm->cfg.pcp_decay_shift;
 	mm->pcp_drain_chunks = (uint8_t)mm->cfg.pcp_drain_chunks;
 	mm->pcp_own_pageblocks = mm->cfg.pcp_own_pageblocks;
 	mm->pcp_track_free = mm->pcp_high_auto || mm->pcp_free_high;
@@ -1102,7 +1103,8 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 
 /*
  * The vmstat tick's work on one CPU's set (pcp_high_auto; the kernel's
- * decay_pcp_high): high, if above high_min, drops by an eighth -- less
+ * decay_pcp_high): high, if above high_min, drops by an eighth
+ * (pcp_decay_shift) -- less
  * while count is more than batch << pcp_batch_scale_max above the result,
  * never below high_min -- and whatever count has above high goes back in
  * one per-CPU lock hold, or (pcp_drain_chunks=2, 6.19) a batch per hold.
@@ -1115,7 +1117,7 @@ void pcp_decay(struct za_zone *z, int cpu)
 	int batch = pcp->batch, high = pcp_high(pcp);
 	if (high > pcp->high_min) {
 		high = max_int(max_int(pcp_count(pcp) - (batch << mm->pcp_batch_scale_max),
-				       high - (high >> 3)), pcp->high_min);
+				       high - (high >> mm->pcp_decay_shift)), pcp->high_min);
 		/* A count more than batch << S above high_max (a free that gave
 		 * up its drain, pcp_drain_chunks=2, left it there) puts the
 		 * kernel's high above high_max until its next refill; here high

@@ -383,6 +383,7 @@ void slab_stat_retire(struct za_kmem_cache *s);        /* under caches_lock */
 unsigned long sheaf_objects(const struct za_kmem_cache *s);
 const char *slab_event_name(int i);
 long slab_shrink_reclaim(struct za_mm *mm);
+long slab_sort_partials(struct za_mm *mm);
 unsigned long slab_count(void *mm);
 unsigned long slab_scan(void *mm, unsigned long nr);
 

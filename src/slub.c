@@ -1554,35 +1554,71 @@ static void flush_sheaves(struct za_kmem_cache *s, bool wait)
 	barn_shrink(s);
 }
 
-/* Empties every CPU's slabs onto the node lists and frees every empty
- * slab, whatever min_partial says (the sheaves flushed first, by the
- * callers).  Returns the slabs freed. */
+/*
+ * A node's partial slabs sorted as the kernel's kmem_cache_shrink sorts
+ * them: those with 1..SHRINK_PROMOTE_MAX free objects to the head, fewest
+ * free first, so that allocations fill the fullest and the emptiest are
+ * left to the frees, empty out and go back; the empty ones freed -- all,
+ * or (keep_min) only beyond min_partial.  Returns the slabs freed.
+ */
+#define SHRINK_PROMOTE_MAX 32
+
+static long sort_partial(struct za_kmem_cache *s, struct kmem_cache_node *n, bool keep_min)
+{
+	struct za_list promote[SHRINK_PROMOTE_MAX], empty;
+	long freed = 0;
+	list_init(&empty);
+	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
+		list_init(&promote[i]);
+	lock_node(n);
+	for (struct za_list *l = n->partial.next, *next; l != &n->partial; l = next) {
+		next = l->next;
+		struct za_page *slab = container_of(l, struct za_page, lru);
+		unsigned int inuse = st_inuse(slab_state(slab)), free = slab_objects(slab) - inuse;
+		if (!inuse && (!keep_min || load_relaxed(&n->nr_partial) > s->min_partial)) {
+			remove_partial(n, slab);
+			list_add(&slab->lru, &empty);
+		} else if (inuse && free <= SHRINK_PROMOTE_MAX) {
+			list_del(&slab->lru);
+			list_add_tail(&slab->lru, &promote[free - 1]);
+		}
+	}
+	for (int i = SHRINK_PROMOTE_MAX; i-- > 0;)
+		list_splice(&promote[i], &n->partial);
+	unlock_node(n);
+	while (!list_empty(&empty)) {
+		struct za_page *slab = container_of(empty.next, struct za_page, lru);
+		list_del(&slab->lru);
+		discard_slab(s, slab);
+		freed++;
+	}
+	return freed;
+}
+
+/* Empties every CPU's slabs onto the node lists, sorts them and frees
+ * every empty slab, whatever min_partial says (the sheaves flushed first,
+ * by the callers).  Returns the slabs freed. */
 static long shrink_cache(struct za_kmem_cache *s, bool wait)
 {
 	long freed = 0;
 	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++)
 		flush_cpu_slab(s, cpu, wait);
-	for (int node = 0; node < s->mm->nr_nodes; node++) {
-		struct kmem_cache_node *n = &s->node[node];
-		struct za_list empty;
-		list_init(&empty);
-		lock_node(n);
-		for (struct za_list *l = n->partial.next, *next; l != &n->partial; l = next) {
-			next = l->next;
-			struct za_page *slab = container_of(l, struct za_page, lru);
-			if (!st_inuse(slab_state(slab))) {
-				remove_partial(n, slab);
-				list_add(&slab->lru, &empty);
-			}
-		}
-		unlock_node(n);
-		while (!list_empty(&empty)) {
-			struct za_page *slab = container_of(empty.next, struct za_page, lru);
-			list_del(&slab->lru);
-			discard_slab(s, slab);
-			freed++;
-		}
-	}
+	for (int node = 0; node < s->mm->nr_nodes; node++)
+		freed += sort_partial(s, &s->node[node], false);
+	return freed;
+}
+
+/* Every cache's partial slabs sorted, the fullest first, and its empty
+ * ones beyond min_partial freed: the malloc's busy rounds, against the
+ * fragmentation a phase of many objects leaves.  Returns the slabs freed. */
+long slab_sort_partials(struct za_mm *mm)
+{
+	long freed = 0;
+	za_lock(&mm->caches_lock);
+	for (struct za_kmem_cache *s = mm->caches; s; s = s->next)
+		for (int node = 0; node < mm->nr_nodes; node++)
+			freed += sort_partial(s, &s->node[node], true);
+	za_unlock(&mm->caches_lock);
 	return freed;
 }
 

@@ -494,6 +494,76 @@ static void test_purge(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+enum { UNMERGED_POOL = 32 };
+
+/* Of UNMERGED_POOL written order-4 blocks in pool, n whose buddies are
+ * among the rest move to blocks[]: each is a block of its own when freed
+ * while the pool's are allocated. */
+static void alloc_unmergeable(za_mm_t *mm, char **pool, char **blocks, int n)
+{
+	int found = 0;
+	for (int i = 0; i < UNMERGED_POOL; i++) {
+		CHECK((pool[i] = za_alloc_pages(mm, 0, 4)));
+		memset(pool[i], 0x5a, 16 << 12);
+	}
+	for (int i = 0; i < UNMERGED_POOL && found < n; i++) {
+		uintptr_t buddy = (uintptr_t)pool[i] ^ ((uintptr_t)16 << 12);
+		for (int j = 0; j < UNMERGED_POOL && pool[i]; j++)
+			if ((uintptr_t)pool[j] == buddy) {
+				blocks[found++] = pool[i];
+				pool[i] = NULL;
+			}
+	}
+	CHECK_EQ(found, n);
+}
+
+/* za_purge_keep: beyond keep dirty pages, the longest free go back first,
+ * however young; within keep, none. */
+static void test_purge_keep(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0");
+	char *pool[UNMERGED_POOL], *b[4];
+	alloc_unmergeable(mm, pool, b, 4);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(za_free_pages(mm, b[i], 4), 0);
+	CHECK_EQ(za_purge_keep(mm, 100, ZA_PURGE_KEEP_ALL), 0);    /* too young by age */
+	for (int i = 2; i < 4; i++)
+		CHECK_EQ(za_free_pages(mm, b[i], 4), 0);
+	CHECK_EQ(za_purge_keep(mm, 100, 64), 0);                   /* 64 dirty pages kept */
+	CHECK_EQ(za_purge_keep(mm, 100, 32), 32);
+	CHECK(!resident(b[0], 16 << 12) && !resident(b[1], 16 << 12));     /* the older two */
+	CHECK(resident(b[2], 16 << 12) && resident(b[3], 16 << 12));
+	CHECK_EQ(za_purge_keep(mm, 100, 0), 32);                   /* freed just now, too */
+	CHECK(!resident(b[2], 16 << 12) && !resident(b[3], 16 << 12));
+	CHECK_EQ(za_stat(mm, "pgpurge"), 64);
+	CHECK_EQ(za_purge_keep(mm, 0, 0), 0);                      /* all clean */
+	CHECK(za_verify(mm) == 0);
+	for (int i = 0; i < UNMERGED_POOL; i++)
+		CHECK(!pool[i] || za_free_pages(mm, pool[i], 4) == 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/* za_used_pages_peak: the most pages out of the lists at once since the
+ * last call, and how many are out now. */
+static void test_used_pages_peak(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0");
+	unsigned long base, now;
+	za_used_pages_peak(mm, &base);
+	char *a = za_alloc_pages(mm, 0, 6), *c = za_alloc_pages(mm, 0, 5);
+	CHECK(a && c);
+	CHECK_EQ(za_free_pages(mm, a, 6), 0);
+	CHECK_EQ(za_used_pages_peak(mm, &now), base + 96);
+	CHECK_EQ(now, base + 32);
+	CHECK_EQ(za_used_pages_peak(mm, &now), base + 32);        /* a new period */
+	za_purge(mm, 0);                                           /* isolated blocks count as free */
+	CHECK_EQ(za_used_pages_peak(mm, NULL), base + 32);
+	CHECK_EQ(za_free_pages(mm, c, 5), 0);
+	CHECK_EQ(za_used_pages_peak(mm, &now), base + 32);
+	CHECK_EQ(now, base);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /* za_resize_pages: shrink frees the upper halves, grow takes free buddies
  * above the block and fails (changing nothing) when one is in use or the
  * block is an upper half. */
@@ -969,6 +1039,8 @@ int main(int argc, char **argv)
 		{ "high_order_watermark", test_high_order_watermark },
 		{ "deferred_init", test_deferred_init },
 		{ "purge", test_purge },
+		{ "purge_keep", test_purge_keep },
+		{ "used_pages_peak", test_used_pages_peak },
 		{ "resize_in_place", test_resize_in_place },
 		{ "exact_runs", test_exact_runs },
 		{ "run_best_fit", test_run_best_fit },

@@ -550,6 +550,31 @@ static void test_trim_and_purge(void)
 }
 
 /*
+ * A busy process gives back too: after a peak of 32 MiB of blocks, a thread
+ * that keeps allocating and freeing 3 MiB (beyond what it keeps of its
+ * own) makes every round busy, and the rounds give back what the peak left
+ * but for the recent swing and a quarter of what is in use.
+ */
+static void test_busy_gives_back(void)
+{
+	if (!strstr(za_mm_config_string(mm), "purge_excess=1"))
+		return;                         /* the caller's ZA_CONFIG changed it */
+	enum { N = 512 };
+	static void *blocks[N];
+	peak(blocks, N);
+	long long purged = za_stat(mm, "pgpurge");
+	for (int tries = 0; tries < 6000 && resident_of(blocks, N) > N * 16 / 4; tries++) {
+		char *p = za_malloc(3 << 20);
+		CHECK(p);
+		memset(p, 1, 3 << 20);
+		za_free(p);
+		usleep(1000);
+	}
+	CHECK(resident_of(blocks, N) <= N * 16 / 4);
+	CHECK(za_stat(mm, "pgpurge") - purged >= N * 16 * 3 / 4);
+}
+
+/*
  * Mappings (beyond the arena's largest run) are kept when freed and
  * reused: a freed mapping of B + 20 MiB serves a request of B + 18 MiB
  * with its own pages (what was written there is still there: no new
@@ -836,6 +861,7 @@ int main(int argc, char **argv)
 		{ "page_lists_tuned", test_page_lists_tuned },
 		{ "barn_follows_swing", test_barn_follows_swing },
 		{ "trim_and_purge", test_trim_and_purge },
+		{ "busy_gives_back", test_busy_gives_back },
 		{ "large_reuse_and_decay", test_large_reuse_and_decay },
 		{ "giant_runs", test_giant_runs },
 	};

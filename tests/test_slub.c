@@ -227,6 +227,69 @@ static void test_constructor(void)
 
 /* Shrink frees every empty slab; destroy refuses while objects live; after
  * everything is freed and shrunk, every page is back in the buddy lists. */
+/*
+ * za_cache_shrink sorts the partial slabs as the kernel's does: the fewest
+ * free objects first, so the next allocations fill the fullest slab; the
+ * empty one is freed.
+ */
+static void test_shrink_sorts_partial(void)
+{
+	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=1,kswapd=0");
+	za_cache_t *c = za_cache_create(mm, "sorted", 200, 0, 0, NULL);
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	enum { SLABS = 4, MAX_OBJS = 4096 };
+	CHECK(info.objects > 8 && SLABS * info.objects <= MAX_OBJS);
+	/* Whole slabs of objects: allocate until SLABS slabs are full. */
+	static void *objs[MAX_OBJS];
+	unsigned long slab[SLABS];
+	unsigned int n = 0, count[SLABS] = { 0 };
+	void **mine[SLABS];
+	for (int s = 0; s < SLABS; s++)
+		mine[s] = calloc(info.objects, sizeof(void *));
+	while (n < MAX_OBJS) {
+		CHECK((objs[n] = za_cache_alloc(c, 0)));
+		unsigned long at = slab_of(mm, objs[n++], info.order);
+		int s = 0;
+		for (; s < SLABS && count[s] && slab[s] != at; s++)
+			;
+		if (s == SLABS)
+			continue;               /* a slab beyond the first ones */
+		slab[s] = at;
+		mine[s][count[s]++] = objs[n - 1];
+		if (count[SLABS - 1] == info.objects)
+			break;
+	}
+	for (int s = 0; s < SLABS; s++)
+		CHECK_EQ(count[s], info.objects);
+	/* Free: 5 of slab 0, 2 of slab 1, all of slab 2, 7 of slab 3. */
+	const unsigned int frees[SLABS] = { 5, 2, info.objects, 7 };
+	for (int s = 0; s < SLABS; s++)
+		for (unsigned int i = 0; i < frees[s]; i++)
+			CHECK_EQ(za_cache_free(c, mine[s][i]), 0);
+	CHECK(za_cache_shrink(c) >= 1);                 /* slab 2, empty */
+	for (int i = 0; i < 2; i++) {                   /* slab 1's two free objects */
+		void *p = za_cache_alloc(c, 0);
+		CHECK_EQ(slab_of(mm, p, info.order), slab[1]);
+		mine[1][i] = p;
+	}
+	for (int s = 0; s < SLABS; s++) {
+		for (unsigned int i = s == 1 ? 0 : frees[s]; i < info.objects && s != 2; i++)
+			CHECK_EQ(za_cache_free(c, mine[s][i]), 0);
+		free(mine[s]);
+	}
+	for (unsigned int i = 0; i < n; i++) {          /* the rest: beyond the four slabs */
+		unsigned long at = slab_of(mm, objs[i], info.order);
+		bool counted = false;
+		for (int s = 0; s < SLABS; s++)
+			counted |= at == slab[s];
+		if (!counted)
+			CHECK_EQ(za_cache_free(c, objs[i]), 0);
+	}
+	CHECK_EQ(za_cache_destroy(c), 0);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 static void test_shrink_destroy_accounting(void)
 {
 	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2,kswapd=0");
@@ -877,6 +940,7 @@ int main(int argc, char **argv)
 		{ "alignment_and_placement", test_alignment_and_placement },
 		{ "constructor", test_constructor },
 		{ "shrink_destroy_accounting", test_shrink_destroy_accounting },
+		{ "shrink_sorts_partial", test_shrink_sorts_partial },
 		{ "kmalloc", test_kmalloc },
 		{ "kmalloc_rejects_other_pages", test_kmalloc_rejects_other_pages },
 		{ "events_survive_destroy", test_events_survive_destroy },

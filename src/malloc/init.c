@@ -124,7 +124,9 @@ static uint64_t usable_memory(void)
  * high rises while the program refills the list or frees in bursts, so
  * that a program working through many blocks of one size reuses them from
  * the list, hot, instead of through the buddy lists; the purge worker's
- * rounds are the vmstat ticks that lower it again.  The kernel's range
+ * rounds are the vmstat ticks that lower it again, by half (the kernel's
+ * eighth a second would keep a burst's pages for seconds, RSS here,
+ * where to the kernel they are only free memory).  The kernel's range
  * (the low watermark's share to an eighth of the zone) is a machine's:
  * here it is capped to 2..16 MiB a CPU, and a refill that only untouched
  * memory could serve first returns what the lists hold of other orders
@@ -145,7 +147,7 @@ static za_mm_t *create_system(void)
 	uint64_t mem = usable_memory();
 	bool limited = zm.address_limited;
 	const char *lists = limited ? "" : "pcp_high_auto=1,pcp_high_min=2M,pcp_high_max=16M,"
-					   "pcp_refill_drain=1,vmstat_interval_ms=0,";
+					   "pcp_decay_shift=1,pcp_refill_drain=1,vmstat_interval_ms=0,";
 	const char *section = limited ? "32M" : "256M";
 	const char *publish = limited ? "" : "publish=1,";
 	for (; mem >= (uint64_t)PAGE_SIZE << MALLOC_MAX_ORDER; mem /= 2) {     /* one block */

@@ -42,7 +42,6 @@ struct free_range {
 };
 
 #define CACHE_RANGES 32
-#define DEMAND_WINDOW_ROUNDS 20
 
 /*
  * Everything below is under the lock.  Between two holders the cache has a
@@ -60,8 +59,7 @@ static struct {
 	unsigned int nr_cached;
 	size_t cached_bytes;
 	uint64_t seq;
-	size_t peak[2];                 /* live bytes' peak: this window, the last */
-	unsigned int rounds;            /* of this window */
+	struct demand_window demand;    /* of live bytes */
 	uint64_t maps, reuses, frees;   /* mmap calls; requests served from the cache; frees */
 } vm;
 
@@ -118,8 +116,7 @@ static void insert(void *p, size_t size, size_t requested, size_t dirty, size_t 
 		(struct mapping){ (uintptr_t)p, size, requested, dirty, order_base_2(align) };
 	vm.count++;
 	vm.bytes += size;
-	if (vm.bytes > vm.peak[0])
-		vm.peak[0] = vm.bytes;
+	demand_note(&vm.demand, vm.bytes);
 }
 
 /* Records a mapping and counts it (in *counter: vm.maps or vm.reuses). */
@@ -187,13 +184,6 @@ size_t mapping_dirty(const void *p)
 /* ------------------------------------------------------------------------
  * The mapping cache (under the lock; the system calls after it)
  * ------------------------------------------------------------------------ */
-/* What the cache may hold: the recent peak of live bytes beyond today's. */
-static size_t cache_allowance(void)
-{
-	size_t peak = vm.peak[0] > vm.peak[1] ? vm.peak[0] : vm.peak[1];
-	return peak > vm.bytes ? peak - vm.bytes : 0;
-}
-
 static void cache_take(unsigned int i)
 {
 	vm.cached_bytes -= vm.cached[i].size;
@@ -325,12 +315,8 @@ static bool cache_give_back_all(void)
 void mapping_cache_decay(bool everything)
 {
 	za_lock(&vm.lock);
-	if (++vm.rounds >= DEMAND_WINDOW_ROUNDS) {
-		vm.peak[1] = vm.peak[0];
-		vm.peak[0] = vm.bytes;
-		vm.rounds = 0;
-	}
-	unlock_giving_back(everything ? 0 : cache_allowance());
+	demand_round(&vm.demand, vm.bytes);
+	unlock_giving_back(everything ? 0 : demand_allowance(&vm.demand, vm.bytes));
 }
 
 /*
@@ -411,7 +397,7 @@ static bool free_mapping(void *p, bool keep)
 	za_lock(&vm.lock);
 	vm.frees++;
 	cache_put(a.addr, a.size);
-	unlock_giving_back(cache_allowance());
+	unlock_giving_back(demand_allowance(&vm.demand, vm.bytes));
 	purge_worker_kick();
 	return true;
 }

@@ -14,8 +14,11 @@
  * the caches above the buddy lists -- barns, slabs, per-CPU page lists --
  * are emptied into them first, so that what they hold is purged too a
  * delay later, and the mapping cache is given back.  Busy rounds give back
- * half of what each barn held unused all round (barns_decay) and what the
- * mapping cache holds beyond recent demand (mappings.c).
+ * half of what each barn held unused all round (barns_decay), what the
+ * mapping cache holds beyond recent demand (mappings.c), and (purge_excess)
+ * the free resident memory beyond the arena's recent swing in demand
+ * (arena_allowance), after sorting the slab caches' partial slabs so that
+ * the emptiest empty out.
  * A thread that made no call for two rounds gives its sheaves and blocks
  * back at its next call (thread_caches_note_idle).  After three quiet
  * rounds (idle, nothing purged) nothing dirty is left, and the worker
@@ -36,6 +39,7 @@ static struct {
 	atomic_bool exit_seen;          /* a thread exited since the worker last looked */
 	za_lock_t round;                /* held by the worker for a round's work */
 	sigset_t program_mask;          /* of the thread that started the worker */
+	unsigned long arena_swing;      /* pages kept for the demand's swing */
 } purger;
 
 /* Pages allocated and freed, mappings made, reused and freed, sheaves
@@ -82,6 +86,28 @@ static bool sleep_round(uint64_t period_ns)
 	}
 }
 
+/*
+ * What a busy round keeps of the free resident memory: the most the
+ * arena's demand rose above today's during the round, or half of what the
+ * last round kept for that, whichever is more, and a quarter of what is
+ * in use (with less, the fragments between bigbuf's buffers, which its
+ * next buffers reuse, went back and were faulted in again: +55% system
+ * time; with a quarter, the same faults as without purging).  The rest
+ * goes back, whatever its age (a busy program's free blocks keep merging
+ * with pages freed just now: they never grow old).
+ * So a program reuses what it swings through, round after round, and
+ * memory a phase of more demand left behind goes back within a few rounds.
+ */
+#define ARENA_SLACK_SHIFT 2
+
+static unsigned long arena_allowance(za_mm_t *mm)
+{
+	unsigned long in_use, peak = za_used_pages_peak(mm, &in_use);
+	unsigned long swing = peak > in_use ? peak - in_use : 0;
+	purger.arena_swing = swing > purger.arena_swing / 2 ? swing : purger.arena_swing / 2;
+	return purger.arena_swing + (in_use >> ARENA_SLACK_SHIFT);
+}
+
 /* One round: the caches above the buddy lists emptied into them if the
  * process was idle (else the barns decayed), the per-CPU lists' highs
  * lowered, old free blocks purged, the mapping cache trimmed to demand,
@@ -97,9 +123,12 @@ static long purge_round(za_mm_t *mm, bool idle)
 		za_drain_all_pages(mm);
 	} else {
 		barns_decay();
+		if (mm->cfg.purge_excess)
+			slab_sort_partials(mm);
 	}
 	za_vmstat_tick(mm);
-	long purged = za_purge(mm, 3);
+	unsigned long keep = arena_allowance(mm);
+	long purged = za_purge_keep(mm, 3, idle || !mm->cfg.purge_excess ? ZA_PURGE_KEEP_ALL : keep);
 	mapping_cache_decay(idle);
 	thread_caches_note_idle();
 	za_unlock(&purger.round);
