@@ -343,8 +343,8 @@ long za_purge(za_mm_t *mm, unsigned int min_epochs);
 long za_purge_keep(za_mm_t *mm, unsigned int min_epochs, unsigned long keep);
 
 /* Pages out of the buddy lists (allocated, on per-CPU lists, in slabs):
- * the most there were at once since the last call, which starts a new
- * period; *now (if not NULL) is how many there are now. */
+ * the most there were at once since the last call (per zone, summed),
+ * which starts a new period; *now (if not NULL) is how many there are now. */
 unsigned long za_used_pages_peak(za_mm_t *mm, unsigned long *now);
 
 /* Returns the per-CPU pages of cpu (or of every CPU if cpu < 0) to the buddy lists. */

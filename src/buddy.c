@@ -654,8 +654,9 @@ void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
 
 /*
  * Takes up to max dirty free blocks that became free in epoch max_epoch or
- * before, the largest first, off the lists, so that their memory can be
- * released without the lock, stopping once they hold budget pages; returns
+ * before, the largest first but none larger than what is left of budget
+ * pages, off the lists, so that their memory can be released without the
+ * lock, stopping once they hold budget pages; returns
  * how many are in out[].  They count as neither free nor allocated until
  * buddy_free_purged().
  */
@@ -670,7 +671,8 @@ int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, long budget,
 			for (struct za_list *l = head->next, *next; l != head && n < max; l = next) {
 				next = l->next;
 				struct za_page *page = container_of(l, struct za_page, lru);
-				if (!(page_flags(page) & PG_mem_dirty) || page_private(page) > max_epoch)
+				if (!(page_flags(page) & PG_mem_dirty) || page_private(page) > max_epoch ||
+				    (1L << o) > budget)
 					continue;
 				del_from_free_list(z, page, o);
 				set_page_order(page, o);

@@ -285,9 +285,9 @@ struct za_zone {
 	_Atomic long nr_free_pages __attribute__((aligned(ZA_CACHELINE)));   /* pages in the buddy lists */
 	/* The demand the purge policy follows (za_used_pages_peak): the
 	 * fewest pages the lists held since it last looked, counting blocks
-	 * off them for purging (nr_isolated) as free, and less what the zone
-	 * grew by since, so that managed - free_low is the most pages that
-	 * were in use at once. */
+	 * off them for purging (nr_isolated) as free, and raised by what the
+	 * zone grew by since, so that managed - free_low is the most pages
+	 * that were in use at once. */
 	long free_low;
 	long nr_isolated;
 	/* deferred_init: the zone's blocks from here on were never given to

@@ -52,9 +52,9 @@ static long purge_zone(struct za_zone *z, unsigned long max_epoch, long budget)
 #define NR_AGES 16
 
 /*
- * Dirty free memory beyond keep pages goes back, the longest free first:
- * the youngest age (in epochs) whose blocks, with all older ones, hold the
- * excess is the cut.  A block is as young as its youngest part (buddy.c),
+ * Dirty free memory beyond keep pages goes back, the longest free first,
+ * age by age (in epochs) down to the youngest whose blocks, with all older
+ * ones, hold the excess, and no block larger than what is left of it.  A block is as young as its youngest part (buddy.c),
  * so a busy program's large free blocks are all young, and only a budget,
  * not an age, can give them back.
  */
@@ -73,8 +73,10 @@ static long purge_beyond(struct za_mm *mm, unsigned long now, unsigned long keep
 	long excess = dirty - (long)(keep < (unsigned long)LONG_MAX ? keep : LONG_MAX);
 	for (long older = 0; older < excess && cut > 0;)
 		older += by_age[--cut];
-	for (int id = 0; id < nr_zones && pages < excess; id++)
-		pages += purge_zone(mm->zone_by_id[id], now - (unsigned long)cut, excess - pages);
+	/* An age with pages is at most now: no epoch below 0. */
+	for (int age = NR_AGES - 1; age >= cut && pages < excess; age--)
+		for (int id = 0; id < nr_zones && pages < excess && by_age[age]; id++)
+			pages += purge_zone(mm->zone_by_id[id], now - (unsigned long)age, excess - pages);
 	return pages;
 }
 

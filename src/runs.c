@@ -397,6 +397,7 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 	zone_lock_assert_held(z);
 	VM_BUG_ON(z->mm, n <= 1UL << (order - 1) || n >= 1UL << order);
 	struct za_page *page = take_next_run(z, n, mt, false);
+	long free_low = z->free_low;
 	if (page)
 		return page;
 	if ((page = hot_block(z, order, mt, &o))) {
@@ -410,6 +411,10 @@ struct za_page *buddy_rmqueue_run(struct za_zone *z, unsigned int order, unsigne
 	}
 	/* take_block left the block's state in its flags and private word */
 	carve_run(z, page, order, n, page_flags(page) & PG_mem_dirty, page_private(page));
+	/* The block went whole and its tail came back: the demand's low saw
+	 * the run only (za_used_pages_peak). */
+	long now_free = load_relaxed(&z->nr_free_pages) + z->nr_isolated;
+	z->free_low = free_low < now_free ? free_low : now_free;
 	z->exact_next = page_to_pfn(z->mm, page) + n;
 	z->exact_limit = page_to_pfn(z->mm, page) + (1UL << order);
 	return page;

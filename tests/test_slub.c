@@ -225,8 +225,6 @@ static void test_constructor(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
-/* Shrink frees every empty slab; destroy refuses while objects live; after
- * everything is freed and shrunk, every page is back in the buddy lists. */
 /*
  * za_cache_shrink sorts the partial slabs as the kernel's does: the fewest
  * free objects first, so the next allocations fill the fullest slab; the
@@ -290,6 +288,8 @@ static void test_shrink_sorts_partial(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* Shrink frees every empty slab; destroy refuses while objects live; after
+ * everything is freed and shrunk, every page is back in the buddy lists. */
 static void test_shrink_destroy_accounting(void)
 {
 	za_mm_t *mm = test_mm("memory=64M,zones=Normal,cpus=2,kswapd=0");

@@ -8,7 +8,7 @@
  * wakes every purge_delay_ms/2.  Each round it purges the free blocks
  * that have been free for at least purge_delay_ms (za_purge with three
  * epochs: two whole rounds), after the kernel's vmstat tick has lowered
- * each CPU's tuned page-list high (by up to an eighth) and sent what lies
+ * each CPU's tuned page-list high (by up to half: pcp_decay_shift) and sent what lies
  * above it to the buddy lists.  When a round saw no page allocated or
  * freed, no mapping and no sheaf exchanged at a barn, the process is idle:
  * the caches above the buddy lists -- barns, slabs, per-CPU page lists --
