@@ -7,8 +7,8 @@
  * (none for glibc), interleaved A B C D E / E D C B A by the runner; a
  * benchmark's time is what the process reports for its workload, its
  * memory the process's peak RSS (VmHWM), which it reports too, and its
- * mean RSS, sampled from outside every 5 ms (rss_sampler.c).  Allocators that are not installed are
- * left out (and named).
+ * mean RSS, sampled from outside every 5 ms (rss_sampler.c).  Allocators
+ * that are not installed are left out (and named).
  */
 #include "bench.h"
 #include "cli.h"

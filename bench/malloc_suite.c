@@ -479,16 +479,22 @@ struct working_set {
 	uint64_t seed;
 };
 
+/* Slot k's block, if any, checked and freed. */
+static void drop_slot(struct working_set *w, unsigned int k)
+{
+	if (!w->slot[k])
+		return;
+	verify(w->slot[k], w->len[k], (unsigned char)k);
+	free(w->slot[k]);
+	w->slot[k] = NULL;
+	w->bytes -= w->len[k];
+}
+
 static void churn_set(struct working_set *w, long ops)
 {
 	for (long i = 0; i < ops; i++) {
 		unsigned int k = (unsigned int)(rnd(&w->seed) % w->slots);
-		if (w->slot[k]) {
-			verify(w->slot[k], w->len[k], (unsigned char)k);
-			free(w->slot[k]);
-			w->slot[k] = NULL;
-			w->bytes -= w->len[k];
-		}
+		drop_slot(w, k);
 		size_t n = mixed_size(&w->seed);
 		if (w->bytes + n > w->live)
 			continue;
@@ -504,12 +510,14 @@ static void shrink_set(struct working_set *w, size_t live)
 {
 	w->live = live;
 	for (unsigned int k = 0; w->bytes > live; k = (k + 7919) % w->slots)
-		if (w->slot[k]) {
-			verify(w->slot[k], w->len[k], (unsigned char)k);
-			free(w->slot[k]);
-			w->slot[k] = NULL;
-			w->bytes -= w->len[k];
-		}
+		drop_slot(w, k);
+}
+
+/* churn_set for `seconds` of wall time. */
+static void churn_for(struct working_set *w, double seconds)
+{
+	for (double t0 = now(); now() - t0 < seconds;)
+		churn_set(w, 2000);
 }
 
 static struct working_set set_new(unsigned int slots, size_t live, uint64_t seed)
@@ -554,8 +562,7 @@ static void phases(void)
 		set.live = 64u << 20;
 		churn_set(&set, work(1500000));
 		shrink_set(&set, 4u << 20);
-		for (double t0 = now(); now() - t0 < 1.5 * scale;)
-			churn_set(&set, 20000);
+		churn_for(&set, 1.5 * scale);
 	}
 	set_free(&set);
 }
@@ -568,8 +575,7 @@ static void *pool_worker(void *arg)
 	struct worker *w = arg;
 	struct working_set set = set_new(1024, 1u << 20, w->seed);
 	churn_set(&set, w->n);
-	for (double t0 = now(); now() - t0 < w->seconds;)
-		churn_set(&set, 2000);
+	churn_for(&set, w->seconds);
 	set_free(&set);
 	return NULL;
 }

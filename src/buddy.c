@@ -656,8 +656,8 @@ void buddy_shrink(struct za_zone *z, unsigned long pfn, unsigned int order, unsi
  * Takes up to max dirty free blocks that became free in epoch max_epoch or
  * before, the largest first but none larger than what is left of budget
  * pages, off the lists, so that their memory can be released without the
- * lock, stopping once they hold budget pages; returns
- * how many are in out[].  They count as neither free nor allocated until
+ * lock, stopping once they hold budget pages; returns how many are in
+ * out[].  They count as neither free nor allocated until
  * buddy_free_purged().
  */
 int buddy_isolate_dirty(struct za_zone *z, unsigned long max_epoch, long budget,

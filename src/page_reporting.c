@@ -22,8 +22,8 @@
 
 #define PURGE_BATCH 256
 
-/* Purges up to budget pages (or a block more) of one zone's dirty free
- * blocks of epoch max_epoch or older, the largest first. */
+/* Purges up to budget pages of one zone's dirty free blocks of epoch
+ * max_epoch or older, the largest that fit first. */
 static long purge_zone(struct za_zone *z, unsigned long max_epoch, long budget)
 {
 	struct za_mm *mm = z->mm;
@@ -52,11 +52,10 @@ static long purge_zone(struct za_zone *z, unsigned long max_epoch, long budget)
 #define NR_AGES 16
 
 /*
- * Dirty free memory beyond keep pages goes back, the longest free first,
- * age by age (in epochs) down to the youngest whose blocks, with all older
- * ones, hold the excess, and no block larger than what is left of it.  A block is as young as its youngest part (buddy.c),
- * so a busy program's large free blocks are all young, and only a budget,
- * not an age, can give them back.
+ * Dirty free memory beyond keep pages goes back, the longest free first:
+ * age by age (in epochs), down to the youngest age whose blocks, with all
+ * older ones, hold the excess, and no block larger than what is left of
+ * it.
  */
 static long purge_beyond(struct za_mm *mm, unsigned long now, unsigned long keep)
 {

@@ -1104,8 +1104,8 @@ void pcp_drain_cpu(struct za_zone *z, int cpu)
 /*
  * The vmstat tick's work on one CPU's set (pcp_high_auto; the kernel's
  * decay_pcp_high): high, if above high_min, drops by an eighth
- * (pcp_decay_shift) -- less
- * while count is more than batch << pcp_batch_scale_max above the result,
+ * (pcp_decay_shift) -- less while count is more than batch <<
+ * pcp_batch_scale_max above the result,
  * never below high_min -- and whatever count has above high goes back in
  * one per-CPU lock hold, or (pcp_drain_chunks=2, 6.19) a batch per hold.
  */

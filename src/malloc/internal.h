@@ -193,44 +193,6 @@ void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *
 bool sheaves_after_fork_child(void);
 
 /* ------------------------------------------------------------------------
- * Demand windows: what the memory kept for reuse is sized by, tcmalloc's
- * skip-subrelease.  Memory beyond what the program uses now is kept only
- * up to its peak over this window and the last (each DEMAND_WINDOW_ROUNDS
- * rounds of the purge worker, 10 s by default): a program that keeps
- * swinging reuses what it swings through, one whose demand fell for a
- * whole window gives the difference back.
- * ------------------------------------------------------------------------ */
-#define DEMAND_WINDOW_ROUNDS 20
-
-struct demand_window {
-	size_t peak[2];                 /* this window's, the last's */
-	unsigned int rounds;            /* of this window */
-};
-
-static inline void demand_note(struct demand_window *w, size_t in_use)
-{
-	if (in_use > w->peak[0])
-		w->peak[0] = in_use;
-}
-
-/* A round of the purge worker: the window moves on every so many. */
-static inline void demand_round(struct demand_window *w, size_t in_use)
-{
-	if (++w->rounds >= DEMAND_WINDOW_ROUNDS) {
-		w->peak[1] = w->peak[0];
-		w->peak[0] = in_use;
-		w->rounds = 0;
-	}
-}
-
-/* What may be kept beyond what is in use now. */
-static inline size_t demand_allowance(const struct demand_window *w, size_t in_use)
-{
-	size_t peak = w->peak[0] > w->peak[1] ? w->peak[0] : w->peak[1];
-	return peak > in_use ? peak - in_use : 0;
-}
-
-/* ------------------------------------------------------------------------
  * Direct mappings (mappings.c)
  * ------------------------------------------------------------------------ */
 void *mapping_alloc(size_t size, size_t align, size_t requested);

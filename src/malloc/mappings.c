@@ -42,6 +42,7 @@ struct free_range {
 };
 
 #define CACHE_RANGES 32
+#define DEMAND_WINDOW_ROUNDS 20
 
 /*
  * Everything below is under the lock.  Between two holders the cache has a
@@ -59,7 +60,8 @@ static struct {
 	unsigned int nr_cached;
 	size_t cached_bytes;
 	uint64_t seq;
-	struct demand_window demand;    /* of live bytes */
+	size_t peak[2];                 /* live bytes' peak: this window, the last */
+	unsigned int rounds;            /* of this window */
 	uint64_t maps, reuses, frees;   /* mmap calls; requests served from the cache; frees */
 } vm;
 
@@ -116,7 +118,8 @@ static void insert(void *p, size_t size, size_t requested, size_t dirty, size_t 
 		(struct mapping){ (uintptr_t)p, size, requested, dirty, order_base_2(align) };
 	vm.count++;
 	vm.bytes += size;
-	demand_note(&vm.demand, vm.bytes);
+	if (vm.bytes > vm.peak[0])
+		vm.peak[0] = vm.bytes;
 }
 
 /* Records a mapping and counts it (in *counter: vm.maps or vm.reuses). */
@@ -184,6 +187,13 @@ size_t mapping_dirty(const void *p)
 /* ------------------------------------------------------------------------
  * The mapping cache (under the lock; the system calls after it)
  * ------------------------------------------------------------------------ */
+/* What the cache may hold: the recent peak of live bytes beyond today's. */
+static size_t cache_allowance(void)
+{
+	size_t peak = vm.peak[0] > vm.peak[1] ? vm.peak[0] : vm.peak[1];
+	return peak > vm.bytes ? peak - vm.bytes : 0;
+}
+
 static void cache_take(unsigned int i)
 {
 	vm.cached_bytes -= vm.cached[i].size;
@@ -315,8 +325,12 @@ static bool cache_give_back_all(void)
 void mapping_cache_decay(bool everything)
 {
 	za_lock(&vm.lock);
-	demand_round(&vm.demand, vm.bytes);
-	unlock_giving_back(everything ? 0 : demand_allowance(&vm.demand, vm.bytes));
+	if (++vm.rounds >= DEMAND_WINDOW_ROUNDS) {
+		vm.peak[1] = vm.peak[0];
+		vm.peak[0] = vm.bytes;
+		vm.rounds = 0;
+	}
+	unlock_giving_back(everything ? 0 : cache_allowance());
 }
 
 /*
@@ -397,7 +411,7 @@ static bool free_mapping(void *p, bool keep)
 	za_lock(&vm.lock);
 	vm.frees++;
 	cache_put(a.addr, a.size);
-	unlock_giving_back(demand_allowance(&vm.demand, vm.bytes));
+	unlock_giving_back(cache_allowance());
 	purge_worker_kick();
 	return true;
 }

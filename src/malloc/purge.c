@@ -8,8 +8,8 @@
  * wakes every purge_delay_ms/2.  Each round it purges the free blocks
  * that have been free for at least purge_delay_ms (za_purge with three
  * epochs: two whole rounds), after the kernel's vmstat tick has lowered
- * each CPU's tuned page-list high (by up to half: pcp_decay_shift) and sent what lies
- * above it to the buddy lists.  When a round saw no page allocated or
+ * each CPU's tuned page-list high (by up to half: pcp_decay_shift) and
+ * sent what lies above it to the buddy lists.  When a round saw no page allocated or
  * freed, no mapping and no sheaf exchanged at a barn, the process is idle:
  * the caches above the buddy lists -- barns, slabs, per-CPU page lists --
  * are emptied into them first, so that what they hold is purged too a
@@ -127,8 +127,10 @@ static long purge_round(za_mm_t *mm, bool idle)
 			slab_sort_partials(mm);
 	}
 	za_vmstat_tick(mm);
-	unsigned long keep = arena_allowance(mm);
-	long purged = za_purge_keep(mm, 3, idle || !mm->cfg.purge_excess ? ZA_PURGE_KEEP_ALL : keep);
+	unsigned long keep = arena_allowance(mm);       /* every round: it starts the next period */
+	if (idle || !mm->cfg.purge_excess)
+		keep = ZA_PURGE_KEEP_ALL;
+	long purged = za_purge_keep(mm, 3, keep);
 	mapping_cache_decay(idle);
 	thread_caches_note_idle();
 	za_unlock(&purger.round);
