@@ -409,8 +409,11 @@ void pcs_flush_cpu(struct za_kmem_cache *s, int cpu, bool wait);
 void barn_shrink(struct za_kmem_cache *s);
 int pcs_verify(struct za_kmem_cache *s);
 
-/* slab_common.c: the layer's exit, fork locks and report. */
-void cache_disable_sheaves(struct za_kmem_cache *s);   /* before the cache is used */
+/* slab_common.c: a cache made in two steps, the layer's exit, fork locks, report. */
+struct za_kmem_cache *cache_prepare(za_mm_t *mm, const char *name, size_t size, size_t align,
+				    unsigned int flags, void (*ctor)(void *));
+void cache_disable_sheaves(struct za_kmem_cache *s);   /* before cache_publish */
+void cache_publish(struct za_kmem_cache *s);
 void slub_destroy_all(struct za_mm *mm);
 void slab_lock_all(struct za_mm *mm, bool lock);
 void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode);

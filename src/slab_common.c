@@ -221,8 +221,8 @@ static unsigned int cpu_partial_slabs(const struct za_kmem_cache *s)
 	return (nr * 2 + s->objects - 1) / s->objects;
 }
 
-/* The malloc's classes: its own sheaves are in front.  Before the cache
- * is used. */
+/* The malloc's classes: its own sheaves are in front.  Between
+ * cache_prepare and cache_publish. */
 void cache_disable_sheaves(struct za_kmem_cache *s)
 {
 	s->sheaf_capacity = 0;
@@ -314,8 +314,10 @@ static za_cache_t *create_error(const char *name, const char *why)
 			     ZA_SLAB_SHEAVES | \
 			     (SLAB_DEBUG_FLAGS << ZA_SLAB_DEBUG_SHIFT))
 
-za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t align,
-			    unsigned int flags, void (*ctor)(void *))
+/* A cache made but not yet in mm->caches: no other thread can see it, so
+ * its creator may still change how it is set up (cache_publish). */
+struct za_kmem_cache *cache_prepare(za_mm_t *mm, const char *name, size_t size, size_t align,
+				    unsigned int flags, void (*ctor)(void *))
 {
 	if (!name || !*name || strlen(name) >= sizeof(((struct za_kmem_cache *)0)->name))
 		return create_error(name, "the name must have 1..31 characters");
@@ -370,11 +372,25 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 		return NULL;
 	}
 	cache_link_init(s);
+	return s;
+}
 
-	za_lock(&mm->caches_lock);
-	s->next = mm->caches;
-	mm->caches = s;
-	za_unlock(&mm->caches_lock);
+/* From here the statistics, slabinfo and shrinkers read the cache's setup
+ * without its creator's lock: it must not change after this. */
+void cache_publish(struct za_kmem_cache *s)
+{
+	za_lock(&s->mm->caches_lock);
+	s->next = s->mm->caches;
+	s->mm->caches = s;
+	za_unlock(&s->mm->caches_lock);
+}
+
+za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t align,
+			    unsigned int flags, void (*ctor)(void *))
+{
+	struct za_kmem_cache *s = cache_prepare(mm, name, size, align, flags, ctor);
+	if (s)
+		cache_publish(s);
 	return s;
 }
 

@@ -280,7 +280,7 @@ za_cache_t *malloc_class_cache(unsigned int c)
 		snprintf(name, sizeof(name), "malloc-%u", mc->size);
 		unsigned int flags = zm.debug ? ZA_SLAB_CONSISTENCY_CHECKS | ZA_SLAB_RED_ZONE |
 						ZA_SLAB_POISON | ZA_SLAB_STORE_USER : ZA_SLAB_FREEPTR_EARLY;
-		cache = za_cache_create(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
+		cache = cache_prepare(zm.mm, name, mc->size, MALLOC_ALIGN, flags, NULL);
 		VM_BUG_ON(zm.mm, cache && cache->object_size != mc->size);
 		if (cache) {
 			_Static_assert(NR_CLASSES < 255, "a class is a slab page's tag (slab.h)");
@@ -311,6 +311,7 @@ za_cache_t *malloc_class_cache(unsigned int c)
 			mc->order = cache->order;
 			mc->slab_mask = (PAGE_SIZE << cache->order) - 1;
 			mc->objects = zm.debug || cache->red_left_pad ? 0 : cache->objects;
+			cache_publish(cache);
 		}
 		atomic_store_explicit(&mc->cache, cache, memory_order_release);
 	}
