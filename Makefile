@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: all test bench install clean check-tools
 
 # The trace reader's libraries (zstd, lzma, libtracecmd) are optional to
-# CMake but not to `make bench`, whose scorecard reads .zst traces: they
+# CMake but not to `make bench`, whose scorecard reads .xz traces: they
 # (and cmake and the compiler) are installed before CMake looks for them,
 # once per build directory (a stamp says it was done).  CMake looks again
 # on every `make` (a quarter of a second), so that a library installed

@@ -296,13 +296,13 @@ static void replay_release(struct bench *b)
  * its per-CPU high, replayed with high pinned as the second recording had
  * it, beside that recording's kernel. */
 static const char *const replay_report[] = {
-	"@traces/build.trace.zst --ab percpu_pagelist_high_fraction=0:1048576 --predict @traces/build-hfmax.trace.zst",
-	"@traces/build.trace.zst --ab pcp_high_order=0:2",
-	"@traces/build.trace.zst --ab bulkfree_outside_lock",
-	"@traces/udp16k.trace.zst --ab pcp_high_order=0:2",
-	"@traces/git-slab.trace.zst --events page,slab --config nr_cpus=224 --ab slub_max_order=3:4,slub_big_system=0:1",
-	"@traces/git-slab.trace.zst --events page,slab --ab slub_sheaves=0:2",
-	"@traces/build.trace.zst --sweep percpu_pagelist_high_fraction=0,8,64,1024,1048576",
+	"@traces/build.trace.xz --ab percpu_pagelist_high_fraction=0:1048576 --predict @traces/build-hfmax.trace.xz",
+	"@traces/build.trace.xz --ab pcp_high_order=0:2",
+	"@traces/build.trace.xz --ab bulkfree_outside_lock",
+	"@traces/udp16k.trace.xz --ab pcp_high_order=0:2",
+	"@traces/git-slab.trace.xz --events page,slab --config nr_cpus=224 --ab slub_max_order=3:4,slub_big_system=0:1",
+	"@traces/git-slab.trace.xz --events page,slab --ab slub_sheaves=0:2",
+	"@traces/build.trace.xz --sweep percpu_pagelist_high_fraction=0,8,64,1024,1048576",
 	NULL,
 };
 

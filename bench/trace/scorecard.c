@@ -23,8 +23,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#define MAX_ENTRIES 64
+#define MAX_ENTRIES 128
 #define NAME_LEN 64
 
 static const enum fid_row scored_rows[] = {
@@ -141,7 +142,7 @@ static int read_corpus(const char *path, struct corpus *c)
 			continue;
 		if (c->n == MAX_ENTRIES) {
 			fclose(f);
-			return corpus_error(path, nr, "more than 64 entries");
+			return corpus_error(path, nr, "more than 128 entries");
 		}
 		int rc = parse_corpus_line(c, line, &c->e[c->n]);
 		if (rc < 0) {
@@ -157,11 +158,25 @@ static int read_corpus(const char *path, struct corpus *c)
 	return 0;
 }
 
-/* The trace NAME of the corpus, and the files recorded beside it. */
+/* path: NAME.trace plus end, in the corpus's directory; whether it is there. */
+static bool trace_named(const struct corpus *c, const char *name, const char *end, char *path,
+			size_t len)
+{
+	snprintf(path, len, "%.900s/%.60s.trace%s", c->dir, name, end);
+	return !access(path, R_OK);
+}
+
+/* The trace NAME of the corpus (NAME.trace.xz as shipped, or compressed
+ * otherwise, or not at all), and the files recorded beside it. */
 static void trace_files(const struct corpus *c, const char *name, char *path, size_t len,
 			struct replay_opts *ro, char *zi, char *sc, size_t side)
 {
-	snprintf(path, len, "%.900s/%.60s.trace.zst", c->dir, name);
+	static const char *const ends[] = { ".xz", ".zst", ".gz", "" };
+	size_t n = sizeof(ends) / sizeof(ends[0]), i = 0;
+	while (i < n && !trace_named(c, name, ends[i], path, len))
+		i++;
+	if (i == n)     /* none: the replay names the shipped one */
+		trace_named(c, name, ends[0], path, len);
 	ro->zoneinfo = replay_side_file(path, ".zoneinfo", zi, side);
 	ro->sysctl = replay_side_file(path, ".sysctl", sc, side);
 }

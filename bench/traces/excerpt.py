@@ -8,14 +8,17 @@ EVENTS events, whichever comes first -- but never inside a drain or a
 refill: the kernel traces those a block per event, and a cut among them
 would count part of one the model does whole.  The text goes to stdout, e.g.
 
-  excerpt.py --from 3 --allocs 60000 build.full.zst | zstd -19 -q -o build.trace.zst
+  excerpt.py --from 3 --allocs 60000 build.full.zst | xz -9e > build.trace.xz
 
 Footer lines about the whole recording (events_written, lost_events,
 seconds) are renamed recording_*, and the excerpt's own are added.  An
 event's page= field is dropped unless it is null (a failed allocation):
 it is the kernel's hashed pointer (or perf's copy of pfn=), which says
 nothing pfn= does not, and as random hex it was a third of each
-compressed trace."""
+compressed trace.  --page-only keeps the page allocator's events alone
+(mm_*: what the scorecard replays; slab events are most of a slab-heavy
+recording's size).  An excerpt cut again (a shorter run, or --page-only)
+still says which run of the recording it is."""
 import argparse
 import re
 import subprocess
@@ -30,6 +33,7 @@ DRAIN = ("mm_page_pcpu_drain",)
 REFILL = ("mm_page_alloc_zone_locked", "mm_page_alloc_extfrag")
 LOCK = ("mm_zone_lock_contended", "mm_zone_locked", "mm_zone_lock_unlock")
 PAGE = re.compile(r"\bpage=(?!\(null\)|\(nil\)|0+ |0x0+ )\S+ ")
+EXCERPT = re.compile(r"^# excerpt \d+ of the recording's (\d+) event lines, from event line (\d+)")
 
 
 def lines(path):
@@ -49,10 +53,10 @@ def cpu_of(line, m):
     return c.group(1) if c else None
 
 
-def excerpt(path, start_after, max_allocs, max_events, out):
+def excerpt(path, start_after, max_allocs, max_events, page_only, out):
     header, body, footer = [], [], []
     first_ts = None
-    allocs = seen = skipped = 0
+    allocs = seen = skipped = run = 0
     span = [None, None]
     bursts = {}         # CPU -> "drain" or "refill": the bursts going on
     tail = None         # past the limit: the CPUs whose burst the cut waits for
@@ -66,7 +70,7 @@ def excerpt(path, start_after, max_allocs, max_events, out):
         seen += 1
         if m and first_ts is None:
             first_ts = float(m.group(1))
-        if tail is None and (allocs >= max_allocs or len(body) >= max_events):
+        if tail is None and (allocs >= max_allocs or run >= max_events):
             tail = set(bursts)
         event, cpu = (m.group(2), cpu_of(line, m)) if m else (None, None)
         kind = "drain" if event in DRAIN else "refill" if event in REFILL else None
@@ -86,10 +90,20 @@ def excerpt(path, start_after, max_allocs, max_events, out):
             span[0] = span[0] if span[0] is not None else float(m.group(1))
             span[1] = float(m.group(1))
         allocs += bool(m and m.group(2) == "mm_page_alloc")
-        body.append(PAGE.sub("", line, count=1))
+        run += 1
+        if not (page_only and m and not event.startswith("mm_")):
+            body.append(PAGE.sub("", line, count=1))
+    # cut again: the run is of the recording, whose own footer lines are
+    # already recording_*, and the excerpt's events_written is replaced
+    earlier = [EXCERPT.match(line) for line in header if EXCERPT.match(line)]
+    if earlier:
+        header = [line for line in header if not EXCERPT.match(line)]
+        footer = [line for line in footer if not line.startswith("# events_written ")]
+        seen, skipped = int(earlier[0].group(1)), skipped + int(earlier[0].group(2)) - 1
     out.writelines(header)
     out.write(f"# excerpt {len(body)} of the recording's {seen} event lines, from event line "
-              f"{skipped + 1}: {span[0]}..{span[1]} s, {allocs} mm_page_alloc\n")
+              f"{skipped + 1}: {span[0]}..{span[1]} s, {allocs} mm_page_alloc"
+              f"{', page events only' if page_only else ''}\n")
     out.writelines(body)
     for line in footer:
         out.write(re.sub(r"^# (events_written|lost_events|seconds) ", r"# recording_\1 ", line))
@@ -102,8 +116,9 @@ def main():
     ap.add_argument("--from", dest="start", type=float, default=0, metavar="SECONDS")
     ap.add_argument("--allocs", type=int, default=10**12)
     ap.add_argument("--events", type=int, default=10**12)
+    ap.add_argument("--page-only", action="store_true")
     a = ap.parse_args()
-    excerpt(a.trace, a.start, a.allocs, a.events, sys.stdout)
+    excerpt(a.trace, a.start, a.allocs, a.events, a.page_only, sys.stdout)
 
 
 main()

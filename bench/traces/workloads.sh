@@ -194,6 +194,32 @@ du)             # a file-tree walk from cold caches by du: dentries and inodes
 	du -s /usr >/dev/null ;;
 xargs)          # a parallel fork-heavy job: 4000 short programs, two at a time
 	seq 4000 | xargs -P 2 -n 1 true ;;
+node)           # a JavaScript job: V8 building, sorting and dropping objects and strings
+	node -e '
+	let live = [];
+	for (let round = 0; round < 20; round++) {
+	  const m = new Map();
+	  for (let i = 0; i < 60000; i++) m.set(String(Math.random()), new Array(1 + (i % 40)).fill(i));
+	  live.push(m); if (live.length > 4) live.splice(round % live.length, 1);
+	  [...m.keys()].sort().join(" ").slice(0, 1 << 20);
+	}' ;;
+http)           # a file server on loopback: 256 MiB fetched three times by curl
+	rm -rf "$dir/www"; mkdir -p "$dir/www"
+	head -c 268435456 /dev/urandom > "$dir/www/blob"
+	python3 -m http.server 8499 --bind 127.0.0.1 --directory "$dir/www" >/dev/null 2>&1 &
+	srv=$!
+	sleep 0.5
+	for i in 1 2 3; do curl -s -o /dev/null http://127.0.0.1:8499/blob; done
+	kill $srv; wait $srv 2>/dev/null || true
+	rm -rf "$dir/www" ;;
+sha256)         # a checksum of /usr/lib's larger files from cold caches: readahead
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	find /usr/lib -xdev -type f -size +64k -print0 | head -z -n 800 | xargs -0 sha256sum >/dev/null ;;
+bzip2)          # a block-sorting compressor: 24 MiB of /usr/share through bzip2 -9
+	tar -cf - -C /usr share 2>/dev/null | head -c 25165824 | bzip2 -9 > /dev/null ;;
+awk)            # a text aggregation: 3 million lines summed into a million keys by awk
+	seq 3000000 | mawk '{ s[$1 % 1000000] += $1 } END { for (k in s) n++; print n }' >/dev/null ;;
 *)
 	echo "workloads.sh: no workload '$name'" >&2
 	exit 2 ;;
