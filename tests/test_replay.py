@@ -387,6 +387,23 @@ def test_side_files_found(tmp):
     assert "memory=1048576K" in out, out
 
 
+def test_trace_file_header(tmp):
+    """A dump of tracefs's "trace" file: its header's #P:N gives the CPUs,
+    and a buffer that holds fewer events than were written (the ring
+    overwrote some) is named as lost events."""
+    t = Trace()
+    t.alloc(2, 0x1000)
+    t.free(2, 0x1000)
+    head = ("# tracer: nop\n#\n# entries-in-buffer/entries-written: {}/{}   #P:3\n#\n"
+            "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n#              | |  \n")
+    whole = t.write(os.path.join(tmp, "whole.txt"), header=head.format(2, 2))
+    out = replay([whole] + ONCE).stdout
+    assert "nr_cpus=3" in out and "lost-events" not in out, out
+    cut = t.write(os.path.join(tmp, "overwritten.txt"), header=head.format(2, 9))
+    out = replay([cut] + ONCE).stdout
+    assert "1 lost-events marker (first: line 3)" in out, out
+
+
 def test_deterministic():
     path = os.path.join(TRACES, "udp16k.trace.xz")
     docs = [json.loads(replay([path, "--json", "--iterations", "2"]).stdout) for _ in range(2)]
@@ -574,7 +591,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
-         test_side_files_found,
+         test_side_files_found, test_trace_file_header,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

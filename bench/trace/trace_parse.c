@@ -729,9 +729,45 @@ static enum sysctl_line parse_sysctl(const char *p, const char *end, struct trac
 	return SYSCTL_OTHER;
 }
 
+/* The digits at p, up to end or the first other character: false if none. */
+static bool parse_dec_prefix(const char **p, const char *end, uint64_t *v)
+{
+	const char *e = *p;
+	while (e < end && digit(*e) <= 9)
+		e++;
+	bool ok = parse_dec(*p, e, v);
+	*p = e;
+	return ok;
+}
+
+/*
+ * The tracefs "trace" file's header, "entries-in-buffer/entries-written:
+ * 93865/93865   #P:2": the CPUs (for a trace without nr_cpus), and, when
+ * the buffer holds fewer events than were written, a marker of the ones
+ * the ring buffer overwrote.
+ */
+static int parse_entries(const char *p, const char *end, struct trace_header *h,
+			 enum trace_skip *why)
+{
+	uint64_t held, written, cpus;
+	p = skip_blanks(p, end);
+	if (!parse_dec_prefix(&p, end, &held) || p == end || *p++ != '/' ||
+	    !parse_dec_prefix(&p, end, &written))
+		return 0;
+	const char *at = memmem(p, end - p, "#P:", 3);
+	if (at && (at += 3, parse_dec_prefix(&at, end, &cpus)) && cpus && cpus <= (1u << 20) &&
+	    !h->nr_cpus)
+		h->nr_cpus = (int)cpus;
+	if (held < written) {
+		*why = SKIP_LOST_EVENTS;
+		return -1;
+	}
+	return 0;
+}
+
 /* A line starting with '#': the header's, ftrace's "##### CPU n buffer
- * started ####" (what came before on that CPU was lost), /proc/zoneinfo
- * behind "# ", or a comment. */
+ * started ####" (what came before on that CPU was lost) and "trace"
+ * file's header, /proc/zoneinfo behind "# ", or a comment. */
 static int parse_hash(const char *p, const char *end, struct trace_header *h,
 		      enum trace_skip *why)
 {
@@ -740,6 +776,8 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 		*why = SKIP_LOST_EVENTS;
 		return -1;
 	}
+	if (STARTS(p, end, "# entries-in-buffer/entries-written:"))
+		return parse_entries(p + STRLEN("# entries-in-buffer/entries-written:"), end, h, why);
 	if (STARTS(p, end, "# zoneinfo ")) {
 		parse_zoneinfo(p + STRLEN("# zoneinfo "), end, h);
 	} else if (STARTS(p, end, "# Node ") || (h->zi_zone && STARTS(p, end, "#  "))) {
