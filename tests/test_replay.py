@@ -404,6 +404,23 @@ def test_trace_file_header(tmp):
     assert "1 lost-events marker (first: line 3)" in out, out
 
 
+def test_perf_script_fields(tmp):
+    """perf script -F without time: refused at the first such line, naming
+    what is needed; without cpu (or perf record without -a): replayed as
+    CPU 0, and said."""
+    ev = "kmem:mm_page_alloc: pfn=0x1000 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"
+    untimed = os.path.join(tmp, "untimed.txt")
+    with open(untimed, "w") as f:
+        f.write(f"[001]   {ev}\n" * 3)
+    err = replay([untimed] + ONCE, expect=2).stderr
+    assert "untimed.txt:1: a page event with no timestamp" in err and "time,cpu" in err, err
+    nocpu = os.path.join(tmp, "nocpu.txt")
+    with open(nocpu, "w") as f:
+        f.write(f"    100.000001:   {ev}\n    100.000002:   {ev.replace('0x1000', '0x1001')}\n")
+    out = replay([nocpu] + ONCE).stdout
+    assert "assumed: CPU 0 for the events that name no CPU" in out, out
+
+
 def test_deterministic():
     path = os.path.join(TRACES, "udp16k.trace.xz")
     docs = [json.loads(replay([path, "--json", "--iterations", "2"]).stdout) for _ in range(2)]
@@ -591,7 +608,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
-         test_side_files_found, test_trace_file_header,
+         test_side_files_found, test_trace_file_header, test_perf_script_fields,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

@@ -252,6 +252,9 @@ void mirror_machine(const struct trace_header *h, struct mirror *m)
 		add(m, ",cpus=%d,nr_cpus=%d", cpus, cpus);
 	else
 		note(m, "assumed: this machine's CPUs (the trace says nothing of its own)");
+	if (h->cpu_unnamed)
+		note(m, "assumed: CPU 0 for the events that name no CPU (perf record without -a, "
+			"or perf script -F without cpu): the per-CPU rows are one CPU's");
 	int nodes = header_nodes(h);
 	mirror_high_fraction(h, cpus / (nodes > 1 ? nodes : 1), m);
 	if (!h->nr_zones) {

@@ -154,6 +154,8 @@ struct trace_header {
 	 * pageset's CPU. */
 	int zi_zone, zi_part, zi_cpu;
 	bool events_begun;              /* bare zoneinfo lines only come before */
+	bool cpu_unnamed;               /* an event named no CPU (perf record without
+					 * -a, or perf script -F without cpu): CPU 0 */
 };
 
 /* Why lines were not used; counted, and printed by trace_print_skipped. */
@@ -164,6 +166,7 @@ enum trace_skip {
 	SKIP_BAD_CPU,           /* a CPU at or beyond the header's nr_cpus */
 	SKIP_LOST_EVENTS,       /* "LOST EVENTS" / "CPU n buffer started" markers */
 	SKIP_TIME_BACKWARDS,    /* older than the reorder window allows */
+	SKIP_UNTIMED,           /* a page event with no timestamp */
 	NR_TRACE_SKIP
 };
 

@@ -508,8 +508,9 @@ static bool parse_ts(const char *line, const char *colon, uint64_t *ns, const ch
 /*
  * The CPU before the timestamp at ts: trace-cmd -l's "<cpu><flags>" word
  * just before it, else the last "[<cpu>]" before it, else none (perf
- * script without -a): 0.  -1 if the brackets hold no number.
+ * script without -a): CPU_UNNAMED.  -1 if the brackets hold no number.
  */
+#define CPU_UNNAMED (-2)
 static int parse_cpu(const char *line, const char *ts)
 {
 	const char *e = ts, *b, *rb, *lb;
@@ -528,7 +529,7 @@ static int parse_cpu(const char *line, const char *ts)
 	}
 	rb = memrchr(line, ']', e - line);
 	if (!rb)
-		return 0;
+		return CPU_UNNAMED;
 	for (lb = rb; lb > line && lb[-1] != '['; lb--)
 		;
 	if (lb == line || !parse_dec(lb, rb, &cpu) || cpu >= (1u << 20))
@@ -537,7 +538,8 @@ static int parse_cpu(const char *line, const char *ts)
 }
 
 /* A line with no timestamp: a marker of lost events, a trace-cmd report
- * line that is no event, or nothing known. */
+ * line that is no event, a page event printed without its time, or
+ * nothing known. */
 static int parse_other(const char *p, const char *end, struct trace_header *h,
 		       enum trace_skip *why)
 {
@@ -545,6 +547,10 @@ static int parse_other(const char *p, const char *end, struct trace_header *h,
 	if ((memmem(p, end - p, "LOST", 4) && memmem(p, end - p, "EVENTS", 6)) ||
 	    memmem(p, end - p, "EVENTS DROPPED", 14) || STARTS(p, end, "PERF_RECORD_LOST")) {
 		*why = SKIP_LOST_EVENTS;
+		return -1;
+	}
+	if (memmem(p, end - p, "mm_page_", 8) && memmem(p, end - p, "pfn=", 4)) {
+		*why = SKIP_UNTIMED;
 		return -1;
 	}
 	if (STARTS(p, end, "cpus=")) {
@@ -988,6 +994,10 @@ int trace_parse_line(const char *line, size_t len, struct trace_header *h,
 	event_defaults(ev);
 	ev->ts_ns = ns;
 	ev->cpu = parse_cpu(line, ts);
+	if (ev->cpu == CPU_UNNAMED) {
+		h->cpu_unnamed = true;
+		ev->cpu = 0;
+	}
 	/* The event: after perf's period if it printed one, maybe "kmem:". */
 	p = skip_blanks(colon + 1, end);
 	if (p < end && digit(*p) <= 9) {

@@ -62,6 +62,7 @@ static const struct {
 	[SKIP_BAD_CPU] = { "CPU beyond nr_cpus", "CPU beyond nr_cpus" },
 	[SKIP_LOST_EVENTS] = { "lost-events marker", "lost-events markers" },
 	[SKIP_TIME_BACKWARDS] = { "out of order beyond the window", "out of order beyond the window" },
+	[SKIP_UNTIMED] = { "page event with no timestamp", "page events with no timestamp" },
 };
 
 const char *trace_skip_name(enum trace_skip why)
@@ -249,6 +250,10 @@ static bool probe(struct trace_reader *r, char *err, size_t errlen)
 	if (!r->kmem_seen && !header_seen(r)) {
 		if (!r->nonempty)
 			snprintf(err, errlen, "%s: empty: not a trace", r->path);
+		else if (r->skipped[SKIP_UNTIMED])
+			snprintf(err, errlen, "%s:%" PRIu64 ": a page event with no timestamp: the "
+				 "replay needs each event's time and CPU (perf script -F: time,cpu)",
+				 r->path, r->first[SKIP_UNTIMED]);
 		else
 			snprintf(err, errlen, "%s: not a kmem trace: no kmem event and no header line "
 				 "in its first %" PRIu64 " lines", r->path, r->lines);
