@@ -404,16 +404,28 @@ def test_trace_file_header(tmp):
     assert "1 lost-events marker (first: line 3)" in out, out
 
 
-def test_perf_script_fields(tmp):
+def test_report_variants(tmp):
     """perf script -F without time: refused at the first such line, naming
-    what is needed; without cpu (or perf record without -a): replayed as
-    CPU 0, and said."""
+    what is needed; a header with no event after it: refused; trace-cmd
+    report --ts-diff's "(+N)": read; without cpu (perf record without -a):
+    replayed as CPU 0, and said."""
     ev = "kmem:mm_page_alloc: pfn=0x1000 order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE"
     untimed = os.path.join(tmp, "untimed.txt")
     with open(untimed, "w") as f:
         f.write(f"[001]   {ev}\n" * 3)
     err = replay([untimed] + ONCE, expect=2).stderr
     assert "untimed.txt:1: a page event with no timestamp" in err and "time,cpu" in err, err
+    headonly = os.path.join(tmp, "headonly.txt")
+    with open(headonly, "w") as f:
+        f.write("# nr_cpus 2\n# uname 6.18.0\n")
+    err = replay([headonly] + ONCE, expect=2).stderr
+    assert "headonly.txt: no kmem event in its 2 lines" in err, err
+    tsdiff = os.path.join(tmp, "tsdiff.txt")          # trace-cmd report --ts-diff
+    with open(tsdiff, "w") as f:
+        f.write("cpus=2\n" + "".join(f"  bash-1 [001] 100.00000{i}: (+{i}) mm_page_alloc: pfn=0x{0x1000 + i:x} "
+                                     "order=0 migratetype=1 gfp_flags=GFP_HIGHUSER_MOVABLE\n" for i in range(4)))
+    doc = json.loads(replay([tsdiff, "--json"] + ONCE).stdout)
+    assert doc["variants"][0]["replay"]["events"] == 4, doc["variants"][0]["replay"]
     nocpu = os.path.join(tmp, "nocpu.txt")
     with open(nocpu, "w") as f:
         f.write(f"    100.000001:   {ev}\n    100.000002:   {ev.replace('0x1000', '0x1001')}\n")
@@ -608,7 +620,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
-         test_side_files_found, test_trace_file_header, test_perf_script_fields,
+         test_side_files_found, test_trace_file_header, test_report_variants,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

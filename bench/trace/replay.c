@@ -32,6 +32,7 @@
 #include "prime.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,6 +649,11 @@ static int prime_trace(const char *path, const struct replay_opts *o, struct tra
 	if (!(tr = replay_open(path, o, h, err, errlen)))
 		return -1;
 	int rc = prime_scan(tr, h, nr_cpus, u, p, err, errlen);
+	if (!rc && !trace_events(tr)) {         /* a header, or lines none of which was one */
+		snprintf(err, errlen, "%s: no kmem event in its %" PRIu64 " lines", path,
+			 trace_lines(tr));
+		rc = -1;
+	}
 	trace_close(tr);
 	return rc;
 }

@@ -998,12 +998,16 @@ int trace_parse_line(const char *line, size_t len, struct trace_header *h,
 		h->cpu_unnamed = true;
 		ev->cpu = 0;
 	}
-	/* The event: after perf's period if it printed one, maybe "kmem:". */
+	/* The event: after perf's period or trace-cmd --ts-diff's "(+N)" if
+	 * either printed one, maybe "kmem:". */
 	p = skip_blanks(colon + 1, end);
 	if (p < end && digit(*p) <= 9) {
 		while (p < end && digit(*p) <= 9)
 			p++;
 		p = skip_blanks(p, end);
+	} else if (end - p > 2 && p[0] == '(' && p[1] == '+') {
+		const char *close = memchr(p, ')', end - p);
+		p = close ? skip_blanks(close + 1, end) : p;
 	}
 	const char *name_end = memchr(p, ' ', end - p);
 	if (!name_end)
