@@ -106,9 +106,11 @@ static int resolve_layout(struct za_config *cfg)
 		sum += zs->bytes;
 	}
 	if (last->bytes ? sum != node_bytes : sum + block > node_bytes)
-		return layout_error("zones", "zone sizes add up to %lluM but each node has %lluM",
+		return layout_error("zones", "zone sizes add up to %lluM but each node has %lluM%s",
 				    (unsigned long long)(sum >> 20),
-				    (unsigned long long)(node_bytes >> 20));
+				    (unsigned long long)(node_bytes >> 20),
+				    last->bytes ? "" : ", which leaves the last zone less than one "
+				    "max-order block");
 	cfg->memory = node_bytes * (uint64_t)cfg->nodes;
 	return 0;
 }

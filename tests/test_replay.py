@@ -433,6 +433,60 @@ def test_report_variants(tmp):
     assert "assumed: CPU 0 for the events that name no CPU" in out, out
 
 
+def mutate(rng, lines):
+    """A few of the mistakes files in the wild carry: a number swapped for
+    an extreme one, a byte flipped, lines repeated, lost or cut short, a
+    line thousands of times too long."""
+    nasty = ["0", "-1", "99", "4294967296", "18446744073709551615", "0xffffffffffffffff",
+             "999999999999999999999", "", "nan", "\x00", "\xff"]
+    lines = list(lines)
+    for _ in range(rng.randint(1, 12)):
+        i, kind = rng.randrange(len(lines)), rng.randrange(6)
+        line = lines[i]
+        if kind == 0 and any(c.isdigit() for c in line):
+            j = rng.choice([k for k, c in enumerate(line) if c.isdigit()])
+            e = j
+            while e < len(line) and line[e] in "0123456789abcdefx":
+                e += 1
+            lines[i] = line[:j] + rng.choice(nasty) + line[e:]
+        elif kind == 1 and line:
+            j = rng.randrange(len(line))
+            lines[i] = line[:j] + chr(rng.randrange(1, 256)) + line[j + 1:]
+        elif kind == 2:
+            j = rng.randrange(len(lines))
+            lines[i:i] = lines[j:j + rng.randint(1, 50)]
+        elif kind == 3:
+            del lines[i:i + rng.randint(1, 30)]
+        elif kind == 4:
+            lines[i] = line[:rng.randrange(len(line) + 1)]
+        else:
+            lines[i] = line * rng.randint(2, 3000)
+        lines = lines or [""]
+    return lines
+
+
+def test_mutated_traces(tmp):
+    """Shipped traces of each recorder, mutated at random (a fixed seed):
+    each replays or is refused with a message, never a crash (under the
+    sanitizers, never a report)."""
+    import lzma
+    import random
+    seeds = []
+    for name in ("build", "interp", "fork-tc", "grep", "git-slab"):
+        with lzma.open(os.path.join(TRACES, f"{name}.trace.xz"), "rt", errors="replace") as f:
+            seeds.append([next(f).rstrip("\n") for _ in range(1500)])
+    rng = random.Random(36)
+    path = os.path.join(tmp, "mutated.txt")
+    for case in range(400):
+        with open(path, "w", errors="surrogateescape") as f:
+            f.write("\n".join(mutate(rng, rng.choice(seeds))) + "\n")
+        args = [ZABENCH, "replay", path] + ONCE + (["--events", "page,slab"] if case % 4 == 0 else [])
+        p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=120)
+        assert p.returncode in (0, 2) and "Sanitizer" not in p.stderr and \
+            "runtime error" not in p.stderr, (case, p.returncode, p.stderr[-2000:])
+        assert p.returncode == 0 or p.stderr.startswith("zabench replay: "), (case, p.stderr[-500:])
+
+
 def test_deterministic():
     path = os.path.join(TRACES, "udp16k.trace.xz")
     docs = [json.loads(replay([path, "--json", "--iterations", "2"]).stdout) for _ in range(2)]
@@ -621,6 +675,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
          test_side_files_found, test_trace_file_header, test_report_variants,
+         test_mutated_traces,
          test_bad_input]
 wanted = sys.argv[3:]
 unknown = set(wanted) - {c.__name__[len("test_"):] for c in CASES}

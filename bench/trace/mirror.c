@@ -90,6 +90,29 @@ static void mirror_zones(const struct trace_header *h, struct mirror *m)
 	}
 }
 
+/*
+ * Whether node 0's zones, each but the last at its managed size and the
+ * last the rest of a node's share of the memory, make a machine: each
+ * zone at least a max-order block (the config's default order, 10), as
+ * za_mm_create wants them.  A zoneinfo cut or garbled may not.
+ */
+#define MIRROR_BLOCK_PAGES (1ull << 10)
+static bool zones_fit(const struct trace_header *h, int nodes, uint64_t managed)
+{
+	uint64_t fixed = 0, node_pages = managed / (uint64_t)(nodes > 0 ? nodes : 1);
+	int last = -1;
+	for (int z = 0; z < h->nr_zones; z++)
+		if (h->zones[z].node == 0)
+			last = z;
+	for (int z = 0; z < last; z++) {
+		uint64_t pages = h->zones[z].node ? 0 : h->zones[z].managed;
+		if (!h->zones[z].node && pages < MIRROR_BLOCK_PAGES)
+			return false;
+		fixed += pages / MIRROR_BLOCK_PAGES * MIRROR_BLOCK_PAGES;
+	}
+	return last >= 0 && fixed + MIRROR_BLOCK_PAGES <= node_pages;
+}
+
 /* The sysctl's value if the trace has it, else what derive() makes of
  * the zones; noted either way. */
 static uint64_t sysctl_or(const struct trace_header *h, enum trace_sysctl key, uint64_t derived,
@@ -265,6 +288,12 @@ void mirror_machine(const struct trace_header *h, struct mirror *m)
 	uint64_t managed = 0;
 	for (int z = 0; z < h->nr_zones; z++)
 		managed += h->zones[z].managed;
+	if (!zones_fit(h, nodes, managed)) {
+		note(m, "assumed: the memory and zones of --config or the defaults (the zoneinfo's "
+			"zones do not make a machine: one smaller than 4 MiB, or more than the "
+			"memory)");
+		return;
+	}
 	add(m, ",memory=%lluK,nodes=%d", (unsigned long long)managed * 4, nodes);
 	mirror_zones(h, m);
 	mirror_watermarks(h, m);
