@@ -22,9 +22,16 @@
 
 static const char *const benchmarks[] = {
 	"pairs", "churn", "sizes", "loops", "realloc", "larson", "prodcons", "falseshare", "threads", "large",
-	"bigbuf", "soak", "phases", "pool", "python", "perl", "ruby",
+	"bigbuf", "soak", "phases", "pool", "settle", "python", "perl", "ruby",
 };
 enum { NR_BENCH = sizeof(benchmarks) / sizeof(benchmarks[0]) };
+
+/* settle's seconds are how long memory took to come back, not work done:
+ * a table of their own, and out of the time's geometric mean. */
+static bool timed(int i)
+{
+	return strcmp(benchmarks[i], "settle");
+}
 
 /*
  * The interpreters, Debian's, each running an allocation-heavy script
@@ -76,6 +83,7 @@ struct malloc_state {
 	bool run[NR_BENCH];             /* --benchmarks */
 	int nrun;
 	int m_time[NR_BENCH], m_rss[NR_BENCH], m_mean_rss[NR_BENCH], m_sys[NR_BENCH];
+	int m_before[NR_BENCH], m_after[NR_BENCH];      /* the untimed benchmark's */
 	int m_geo_time, m_geo_rss, m_geo_mean_rss;
 	char za_config[MAX_VARIANTS][256];      /* ZA_CONFIG of a zonealloc variant (--ab) */
 	char missing[512];
@@ -121,6 +129,12 @@ static void malloc_declare(struct bench *b)
 		st->m_mean_rss[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_sys_s", benchmarks[i]);
 		st->m_sys[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
+		if (timed(i))
+			continue;
+		snprintf(name, sizeof(name), "%s_before_rss_mib", benchmarks[i]);
+		st->m_before[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
+		snprintf(name, sizeof(name), "%s_after_rss_mib", benchmarks[i]);
+		st->m_after[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
 	}
 	st->m_geo_time = bench_metric(b, "geomean_s", "s", LOWER_IS_BETTER);
 	st->m_geo_rss = bench_metric(b, "geomean_rss_mib", "MiB", LOWER_IS_BETTER);
@@ -208,6 +222,7 @@ static int malloc_variants(struct bench *b)
 
 struct run_result {
 	double seconds, rss_mib, mean_rss_mib, sys_s;
+	double before_mib, after_mib;   /* settle's RSS before the burst and after it */
 };
 
 /* Runs one benchmark under one allocator: its seconds (negative if it
@@ -248,15 +263,16 @@ static struct run_result run_one(const struct malloc_state *st, const struct var
 	/* The benchmark writes its line as it ends: the pipe holds it. */
 	int status;
 	struct rusage ru;
-	double mean_kib = 0, child_mean_kib = 0;
+	double mean_kib = 0, fourth = 0, fifth = 0;
 	bool waited = pid > 0 && wait_sampling_rss(pid, &status, &ru, &mean_kib) == pid;
 	char buf[96] = "";
 	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
 	close(out[0]);
 	buf[n > 0 ? n : 0] = 0;
 	long rss_kib = 0;
-	/* exec (an interpreter) samples its own child: a fourth figure. */
-	int got = sscanf(buf, "%lf %ld %lf %lf", &r.seconds, &rss_kib, &r.sys_s, &child_mean_kib);
+	/* exec (an interpreter) samples its own child: a fourth figure, its
+	 * mean RSS; settle adds two, its RSS before the burst and after. */
+	int got = sscanf(buf, "%lf %ld %lf %lf %lf", &r.seconds, &rss_kib, &r.sys_s, &fourth, &fifth);
 	if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) || got < 3 || rss_kib <= 0) {
 		fprintf(stderr, "zabench malloc: %s failed under %s\n", bench, v->name);
 		r.seconds = -1;
@@ -264,8 +280,12 @@ static struct run_result run_one(const struct malloc_state *st, const struct var
 	}
 	r.rss_mib = (double)rss_kib / 1024.0;
 	/* A process done before the first reading: its peak stands in. */
-	double mean = got == 4 ? child_mean_kib : mean_kib;
+	double mean = got == 4 && program_of(bench) >= 0 ? fourth : mean_kib;
 	r.mean_rss_mib = mean > 0 ? mean / 1024.0 : r.rss_mib;
+	if (got == 5) {
+		r.before_mib = fourth / 1024.0;
+		r.after_mib = fifth / 1024.0;
+	}
 	return r;
 }
 
@@ -273,6 +293,7 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 {
 	struct malloc_state *st = b->state;
 	double log_t = 0, log_r = 0, log_m = 0;
+	int ntimed = 0;
 	/* The warm-up only loads the programs and libraries: a short one. */
 	double scale = b->warmup ? st->scale / 10 : st->scale;
 	for (int i = 0; i < NR_BENCH; i++) {
@@ -288,11 +309,16 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 		it->value[st->m_rss[i]] = r.rss_mib;
 		it->value[st->m_mean_rss[i]] = r.mean_rss_mib;
 		it->value[st->m_sys[i]] = r.sys_s;
-		log_t += log(r.seconds);
+		if (!timed(i)) {
+			it->value[st->m_before[i]] = r.before_mib;
+			it->value[st->m_after[i]] = r.after_mib;
+		}
+		log_t += timed(i) ? log(r.seconds) : 0;
+		ntimed += timed(i);
 		log_r += log(r.rss_mib);
 		log_m += log(r.mean_rss_mib);
 	}
-	it->value[st->m_geo_time] = exp(log_t / st->nrun);
+	it->value[st->m_geo_time] = ntimed ? exp(log_t / ntimed) : 0;
 	it->value[st->m_geo_rss] = exp(log_r / st->nrun);
 	it->value[st->m_geo_mean_rss] = exp(log_m / st->nrun);
 	it->ops = st->nrun;
@@ -330,14 +356,16 @@ static void print_header_row(const struct bench *b, const char *what, FILE *out)
 	fputc('\n', out);
 }
 
-/* One table: a row per benchmark run, then the geometric means. */
+/* One table: a row per benchmark run (of the timed ones only, for the
+ * times), then the geometric means. */
 static void print_section(const struct bench *b, const char *what, const int *metric, int geomean,
 			  FILE *out)
 {
 	const struct malloc_state *st = b->state;
+	bool times = metric == st->m_time;
 	print_header_row(b, what, out);
 	for (int i = 0; i < NR_BENCH; i++)
-		if (st->run[i])
+		if (st->run[i] && (!times || timed(i)))
 			print_row(b, benchmarks[i], metric[i], out);
 	print_row(b, "geomean", geomean, out);
 }
@@ -366,6 +394,16 @@ static void malloc_print(const struct bench *b, FILE *out)
 	for (int i = 0; i < NR_BENCH; i++)
 		if (st->run[i])
 			print_row(b, benchmarks[i], st->m_sys[i], out);
+	for (int i = 0; i < NR_BENCH; i++)
+		if (st->run[i] && !timed(i)) {
+			fputc('\n', out);
+			print_header_row(b, "settle", out);
+			print_row(b, "before MiB", st->m_before[i], out);
+			print_row(b, "after MiB", st->m_after[i], out);
+			print_row(b, "s to before", st->m_time[i], out);
+			fprintf(out, "(a 64 MiB burst freed, then no call: the RSS before it, 3 s after "
+				"it or when back within 10%% of before, and the seconds that took)\n");
+		}
 }
 
 static const char *const malloc_report[] = { "", NULL };
@@ -374,7 +412,7 @@ const struct experiment exp_malloc = {
 	.name = "malloc",
 	.summary = "zonealloc's malloc vs glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD) on "
 		   "pairs, churn, sizes, loops, realloc, larson, prodcons, falseshare, threads, large, "
-		   "bigbuf, soak, phases, pool, "
+		   "bigbuf, soak, phases, pool, settle, "
 		   "and python, perl and ruby running allocation-heavy scripts",
 	.config = "",
 	.threads = 2,
