@@ -537,6 +537,20 @@ static int parse_cpu(const char *line, const char *ts)
 	return (int)cpu;
 }
 
+/* A page event printed with nothing like a time before it ("<digits>:"),
+ * as perf script -F without time prints them; not one whose time is
+ * garbled, which is malformed. */
+static bool page_event_untimed(const char *p, const char *end)
+{
+	const char *ev = memmem(p, end - p, "mm_page_", 8);
+	if (!ev || !memmem(ev, end - ev, "pfn=", 4))
+		return false;
+	for (const char *c = p + 1; c < ev; c++)
+		if (*c == ':' && digit(c[-1]) <= 9)
+			return false;
+	return true;
+}
+
 /* A line with no timestamp: a marker of lost events, a trace-cmd report
  * line that is no event, a page event printed without its time, or
  * nothing known. */
@@ -549,7 +563,7 @@ static int parse_other(const char *p, const char *end, struct trace_header *h,
 		*why = SKIP_LOST_EVENTS;
 		return -1;
 	}
-	if (memmem(p, end - p, "mm_page_", 8) && memmem(p, end - p, "pfn=", 4)) {
+	if (page_event_untimed(p, end)) {
 		*why = SKIP_UNTIMED;
 		return -1;
 	}
