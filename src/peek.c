@@ -314,7 +314,10 @@ za_peek_t *za_peek_open(int pid, int n)
 	} else if (!open_file(p) && !read_at(p, &p->h, sizeof(p->h), 0) &&
 		   !check_layout(p, &p->h)) {
 		p->start_time = p->h.start_time;
-		if (!process_alive(p))
+		if (!process_alive(p) && pub_process_start(pid) == p->start_time)
+			peek_error(ESRCH, "process %d exec'd another program: its segment is the "
+				   "old one's, and the new one has not published", pid);
+		else if (!process_alive(p))
 			peek_error(ESRCH, "process %d is gone: its segment is a leftover", pid);
 		else if (!read_names(p)) {
 			touch(p);

@@ -25,6 +25,11 @@ import time
 
 ZABENCH, LIB = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PYTHON = sys.argv[3] if len(sys.argv) > 3 else sys.executable
+# The interpreter itself, not a wrapper that execs it (pyenv's shims are
+# shell scripts): a program that execs leaves its first segment behind,
+# and the job's segment must be the job's.
+PYTHON = subprocess.run([PYTHON, "-c", "import sys; print(sys.executable)"], capture_output=True,
+                        text=True, check=True).stdout.strip() or PYTHON
 SDT = len(sys.argv) > 4 and sys.argv[4] not in ("0", "", "FALSE", "OFF")
 PROBES = ("refill", "drain", "slab_new", "slab_discard", "large_alloc", "purge", "reclaim",
           "kswapd_wake", "alloc_fail")
@@ -51,6 +56,13 @@ def start_job(**env_vars):
     env = {k: v for k, v in os.environ.items() if k not in ("ZA_CONFIG", "ZA_STATS")}
     env.update(LD_PRELOAD=LIB, **env_vars)
     return subprocess.Popen([PYTHON, "-c", JOB], stdin=subprocess.PIPE, env=env)
+
+
+def said(p):
+    """What a run of zabench top printed, for a check's message if it fails."""
+    if p.returncode == 0 and "Traceback" not in p.stderr:
+        return ""
+    return " (rc %d; stdout %r; stderr %r)" % (p.returncode, p.stdout[-400:], p.stderr[-400:])
 
 
 def segment(pid):
@@ -121,11 +133,11 @@ def main():
         listing = top()
         check(listing.returncode == 0 and any(line.split()[:1] == [str(pid)]
                                               for line in listing.stdout.splitlines()),
-              "the list names the process")
+              "the list names the process" + said(listing))
         lines = top(pid, "--count", 3, "--interval", 0.3)
         rows = lines.stdout.splitlines()
         check(lines.returncode == 0 and len(rows) == 4 and rows[0].split()[:3] ==
-              ["time", "pgalloc/s", "pgfree/s"], "a line per interval, with a header")
+              ["time", "pgalloc/s", "pgfree/s"], "a line per interval, with a header" + said(lines))
         snap = top(pid, "--json")
         data = json.loads(snap.stdout) if snap.returncode == 0 else {}
         stats = data.get("stats", {})
