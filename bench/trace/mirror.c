@@ -71,13 +71,20 @@ static const struct trace_zone *largest_zone(const struct trace_header *h)
 
 /* "zones=DMA:15360K+DMA32:3091672K+Normal" from node 0's populated zones
  * (every node of a model has the same zones; the last takes the rest). */
-static void mirror_zones(const struct trace_header *h, struct mirror *m)
+/* Node 0's last zone, the one the config sizes as the rest (-1: none). */
+static int last_zone(const struct trace_header *h)
 {
 	int last = -1;
-	bool first = true;
 	for (int z = 0; z < h->nr_zones; z++)
 		if (h->zones[z].node == 0)
 			last = z;
+	return last;
+}
+
+static void mirror_zones(const struct trace_header *h, struct mirror *m)
+{
+	int last = last_zone(h);
+	bool first = true;
 	add(m, ",zones=");
 	for (int z = 0; z <= last; z++) {
 		const struct trace_zone *tz = &h->zones[z];
@@ -99,18 +106,16 @@ static void mirror_zones(const struct trace_header *h, struct mirror *m)
 #define MIRROR_BLOCK_PAGES (1ull << 10)
 static bool zones_fit(const struct trace_header *h, int nodes, uint64_t managed)
 {
-	uint64_t fixed = 0, node_pages = managed / (uint64_t)(nodes > 0 ? nodes : 1);
-	int last = -1;
-	for (int z = 0; z < h->nr_zones; z++)
-		if (h->zones[z].node == 0)
-			last = z;
+	int last = last_zone(h);
+	uint64_t fixed = 0;
 	for (int z = 0; z < last; z++) {
-		uint64_t pages = h->zones[z].node ? 0 : h->zones[z].managed;
-		if (!h->zones[z].node && pages < MIRROR_BLOCK_PAGES)
+		if (h->zones[z].node)
+			continue;
+		if (h->zones[z].managed < MIRROR_BLOCK_PAGES)
 			return false;
-		fixed += pages / MIRROR_BLOCK_PAGES * MIRROR_BLOCK_PAGES;
+		fixed += h->zones[z].managed / MIRROR_BLOCK_PAGES * MIRROR_BLOCK_PAGES;
 	}
-	return last >= 0 && fixed + MIRROR_BLOCK_PAGES <= node_pages;
+	return last >= 0 && fixed + MIRROR_BLOCK_PAGES <= managed / (uint64_t)nodes;
 }
 
 /* The sysctl's value if the trace has it, else what derive() makes of
