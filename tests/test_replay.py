@@ -387,6 +387,21 @@ def test_side_files_found(tmp):
     assert "memory=1048576K" in out, out
 
 
+def test_no_zoneinfo_start_state(tmp):
+    """A trace without zoneinfo (perf's, with nothing saved beside it):
+    what CPU 1's lists served without a refill, the model's lists start
+    with too -- all of it, not what the default high keeps."""
+    t = Trace()
+    for i in range(6000):
+        t.alloc(1, 0x200000 + i)
+    path = t.write(os.path.join(tmp, "unzoned.txt"), header="")
+    doc = json.loads(replay([path, "--json", "--warmup", "0"] + ONCE).stdout)
+    f = doc["variants"][0]["fidelity"]
+    kernel, model = rows(f, "kernel"), rows(f, "zonealloc")
+    assert kernel["pcp_refill_pages"] == 0 and model["pcp_refill_pages"] == 0, (kernel, model)
+    assert model["pcp_drain_pages"] == 0, model
+
+
 def test_trace_file_header(tmp):
     """A dump of tracefs's "trace" file: its header's #P:N gives the CPUs,
     and a buffer that holds fewer events than were written (the ring
@@ -674,7 +689,7 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
-         test_side_files_found, test_trace_file_header, test_report_variants,
+         test_side_files_found, test_no_zoneinfo_start_state, test_trace_file_header, test_report_variants,
          test_mutated_traces,
          test_bad_input]
 wanted = sys.argv[3:]

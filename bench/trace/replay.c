@@ -68,6 +68,8 @@ struct replayer {
 	/* header zone -> model zone index; -1 for one with no model zone,
 	 * or that the header named only after the replay began */
 	int model_zone[TRACE_MAX_ZONES];
+	int unzoned_zone;               /* the model zone of pfns in no zone (-1: the
+					 * gfp flags choose) */
 	int ncaches;
 	struct trace_cache caches[MAX_CACHES];
 };
@@ -181,12 +183,28 @@ static int zone_named(za_mm_t *mm, const char *name)
 }
 
 /* The model zone of each header zone, by name within the node. */
+/* A trace without zoneinfo has its pfns in no zone: the lists the first
+ * pass learnt are then Normal's, where the gfp flags put most allocations
+ * (page_gfp); with zoneinfo, the pfns outside its zones are few. */
 static void map_zones(struct replayer *rp)
 {
 	for (int t = 0; t < TRACE_MAX_ZONES; t++)
 		rp->model_zone[t] = -1;
 	for (int t = 0; t < rp->h->nr_zones; t++)
 		rp->model_zone[t] = zone_named(rp->mm, rp->h->zones[t].name);
+	rp->unzoned_zone = rp->h->nr_zones ? -1 : zone_named(rp->mm, "Normal");
+}
+
+/* The model zone of header zone t (t == nr_zones: pfns in no zone), or -1. */
+static int model_zone_of(const struct replayer *rp, int t)
+{
+	return t < rp->h->nr_zones ? rp->model_zone[t] : rp->unzoned_zone;
+}
+
+/* The node of header zone t, or 0 for pfns in no zone. */
+static int header_node(const struct replayer *rp, int t)
+{
+	return t < rp->h->nr_zones ? rp->h->zones[t].node : 0;
 }
 
 /* The zone limit the gfp flags ask for, as the kernel's gfp_zone(). */
@@ -206,11 +224,9 @@ static za_gfp_t gfp_zone_limit(za_mm_t *mm, uint32_t gfp)
  * zone, where the gfp flags choose). */
 static za_gfp_t zone_gfp(const struct replayer *rp, int t, int *node)
 {
-	*node = -1;
-	if (t >= rp->h->nr_zones || rp->model_zone[t] < 0)
-		return 0;
-	*node = rp->h->zones[t].node < za_nr_nodes(rp->mm) ? rp->h->zones[t].node : -1;
-	return ZA_GFP_ZONE(rp->model_zone[t]);
+	int zone = model_zone_of(rp, t), nid = header_node(rp, t);
+	*node = zone >= 0 && nid < za_nr_nodes(rp->mm) ? nid : -1;
+	return zone < 0 ? 0 : ZA_GFP_ZONE(zone);
 }
 
 /* The gfp flag of a migratetype (unmovable: none). */
@@ -478,10 +494,10 @@ static int64_t start_count(const struct replayer *rp, const struct prime *p, int
  * header has no such zone or CPU. */
 static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
 {
-	const struct trace_zone *z = &rp->h->zones[t];
-	if (cpu >= TRACE_PCP_CPUS || t >= rp->h->nr_zones || rp->model_zone[t] < 0)
+	int zone = model_zone_of(rp, t), nid = header_node(rp, t);
+	if (cpu >= TRACE_PCP_CPUS || zone < 0)
 		return false;
-	za_pcp_set_high(rp->mm, z->node < za_nr_nodes(rp->mm) ? z->node : 0, rp->model_zone[t], cpu,
+	za_pcp_set_high(rp->mm, nid < za_nr_nodes(rp->mm) ? nid : 0, zone, cpu,
 			high < INT_MAX ? (int)high : INT_MAX);
 	return true;
 }
@@ -494,6 +510,8 @@ static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
 static int64_t start_high(const struct replayer *rp, const struct prime *p, int cpu, int t,
 			  int64_t pages)
 {
+	if (t >= rp->h->nr_zones)       /* no zoneinfo: no high shown */
+		return pages;
 	const struct trace_zone *z = &rp->h->zones[t];
 	int64_t shown = rp->h->excerpt ? prime_start_high(p, cpu, t, pages, z) : z->pcp_high[cpu];
 	return pages > shown ? pages : shown;
