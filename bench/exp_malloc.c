@@ -362,10 +362,9 @@ static void print_section(const struct bench *b, const char *what, const int *me
 			  FILE *out)
 {
 	const struct malloc_state *st = b->state;
-	bool times = metric == st->m_time;
 	print_header_row(b, what, out);
 	for (int i = 0; i < NR_BENCH; i++)
-		if (st->run[i] && (!times || timed(i)))
+		if (st->run[i] && (metric != st->m_time || timed(i)))
 			print_row(b, benchmarks[i], metric[i], out);
 	print_row(b, "geomean", geomean, out);
 }

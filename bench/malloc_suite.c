@@ -600,23 +600,6 @@ static void pool(void)
 static double own_seconds = -1;
 static long own_before_kib = -1, own_after_kib = -1;
 
-/* This process's resident pages, read with system calls only: a quiet
- * program must not call malloc to find out (fopen would, and a call may
- * be what makes an allocator give memory back). */
-static long resident_pages(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	long size, resident;
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return sscanf(buf, "%ld %ld", &size, &resident) == 2 ? resident : -1;
-}
-
 /*
  * settle: a server that goes quiet after a burst.  Its state, a 4 MiB
  * working set, is churned (its RSS then is the baseline); a burst of
@@ -629,10 +612,14 @@ static long resident_pages(void)
 #define SETTLE_MAX_S 3.0
 static void settle(void)
 {
+	/* The RSS read with system calls only: a quiet program must not call
+	 * malloc to find out (fopen would), a call may be what makes an
+	 * allocator give memory back. */
+	int statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	struct working_set state = set_new(1 << 14, 4u << 20, 37);
 	struct working_set burst = set_new(1 << 16, 64u << 20, 41);
 	churn_set(&state, work(200000));
-	long baseline = resident_pages();
+	long baseline = rss_pages(statm);
 	for (long done = 0; done < work(1000000); done += 1000) {
 		churn_set(&burst, 1000);
 		churn_set(&state, 10);
@@ -640,11 +627,12 @@ static void settle(void)
 	set_free(&burst);
 	double t0 = now(), t;
 	const struct timespec tick = { 0, 5000000 };
-	while ((t = now() - t0) < SETTLE_MAX_S && resident_pages() * 10 > baseline * 11)
+	while ((t = now() - t0) < SETTLE_MAX_S && rss_pages(statm) * 10 > baseline * 11)
 		nanosleep(&tick, NULL);
 	own_seconds = t < SETTLE_MAX_S ? t : SETTLE_MAX_S;
 	own_before_kib = baseline * (sysconf(_SC_PAGESIZE) >> 10);
-	own_after_kib = resident_pages() * (sysconf(_SC_PAGESIZE) >> 10);
+	own_after_kib = rss_pages(statm) * (sysconf(_SC_PAGESIZE) >> 10);
+	close(statm);
 	set_free(&state);
 }
 

@@ -9,8 +9,7 @@
 
 #define SAMPLE_NS 5000000L
 
-/* The resident pages of pid (statm's second field), or -1 once it is gone. */
-static long rss_pages(int fd)
+long rss_pages(int fd)
 {
 	char buf[128];
 	long size, resident;

@@ -14,5 +14,8 @@
  * meanwhile; *mean_kib is the mean of those readings (0 if it ended
  * before the first).  Returns wait4's result. */
 pid_t wait_sampling_rss(pid_t pid, int *status, struct rusage *ru, double *mean_kib);
+/* The resident pages in an open /proc/PID/statm (its second field), or -1
+ * once the process is gone; pread and sscanf only, no malloc. */
+long rss_pages(int fd);
 
 #endif

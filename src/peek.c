@@ -245,9 +245,11 @@ static int writer_gone(za_peek_t *p)
 	char path[96];
 	struct stat now, ours;
 	snprintf(path, sizeof(path), "/dev/shm/" PUB_PREFIX "%d.%d", p->pid, p->system);
-	if (pub_process_start(p->pid) != p->start_time || stat(path, &now) || fstat(p->fd, &ours) ||
-	    now.st_ino == ours.st_ino)
+	if (pub_process_start(p->pid) != p->start_time)
 		return peek_error(ESRCH, "process %d is gone", p->pid);
+	if (stat(path, &now) || fstat(p->fd, &ours) || now.st_ino == ours.st_ino)
+		return peek_error(ESRCH, "process %d exec'd another program, which has not "
+				  "published: its segment is the old one's", p->pid);
 	za_peek_t *q = za_peek_open(p->pid, p->system);
 	if (!q)
 		return -1;
@@ -314,12 +316,10 @@ za_peek_t *za_peek_open(int pid, int n)
 	} else if (!open_file(p) && !read_at(p, &p->h, sizeof(p->h), 0) &&
 		   !check_layout(p, &p->h)) {
 		p->start_time = p->h.start_time;
-		if (!process_alive(p) && pub_process_start(pid) == p->start_time)
-			peek_error(ESRCH, "process %d exec'd another program: its segment is the "
-				   "old one's, and the new one has not published", pid);
-		else if (!process_alive(p))
-			peek_error(ESRCH, "process %d is gone: its segment is a leftover", pid);
-		else if (!read_names(p)) {
+		if (!process_alive(p)) {
+			if (!writer_gone(p))
+				return p;
+		} else if (!read_names(p)) {
 			touch(p);
 			if (!za_peek_read(p))
 				return p;

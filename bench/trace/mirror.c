@@ -69,8 +69,6 @@ static const struct trace_zone *largest_zone(const struct trace_header *h)
 	return big;
 }
 
-/* "zones=DMA:15360K+DMA32:3091672K+Normal" from node 0's populated zones
- * (every node of a model has the same zones; the last takes the rest). */
 /* Node 0's last zone, the one the config sizes as the rest (-1: none). */
 static int last_zone(const struct trace_header *h)
 {
@@ -81,6 +79,8 @@ static int last_zone(const struct trace_header *h)
 	return last;
 }
 
+/* "zones=DMA:15360K+DMA32:3091672K+Normal" from node 0's populated zones
+ * (every node of a model has the same zones; the last takes the rest). */
 static void mirror_zones(const struct trace_header *h, struct mirror *m)
 {
 	int last = last_zone(h);

@@ -182,9 +182,9 @@ static int zone_named(za_mm_t *mm, const char *name)
 	return -1;
 }
 
-/* The model zone of each header zone, by name within the node. */
-/* A trace without zoneinfo has its pfns in no zone: the lists the first
- * pass learnt are then Normal's, where the gfp flags put most allocations
+/* The model zone of each header zone, by name within the node.  A trace
+ * without zoneinfo has its pfns in no zone: the lists the first pass
+ * learnt are then Normal's, where the gfp flags put most allocations
  * (page_gfp); with zoneinfo, the pfns outside its zones are few. */
 static void map_zones(struct replayer *rp)
 {

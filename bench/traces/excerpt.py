@@ -95,11 +95,11 @@ def excerpt(path, start_after, max_allocs, max_events, page_only, out):
             body.append(PAGE.sub("", line, count=1))
     # cut again: the run is of the recording, whose own footer lines are
     # already recording_*, and the excerpt's events_written is replaced
-    earlier = [EXCERPT.match(line) for line in header if EXCERPT.match(line)]
+    earlier = next(filter(None, map(EXCERPT.match, header)), None)
     if earlier:
         header = [line for line in header if not EXCERPT.match(line)]
         footer = [line for line in footer if not line.startswith("# events_written ")]
-        seen, skipped = int(earlier[0].group(1)), skipped + int(earlier[0].group(2)) - 1
+        seen, skipped = int(earlier.group(1)), skipped + int(earlier.group(2)) - 1
     out.writelines(header)
     out.write(f"# excerpt {len(body)} of the recording's {seen} event lines, from event line "
               f"{skipped + 1}: {span[0]}..{span[1]} s, {allocs} mm_page_alloc"
