@@ -50,7 +50,7 @@ static void purger_release(struct bench *b)
 static void allocate(struct purger_state *st, struct ring *r)
 {
 	while (now_seconds() < st->deadline) {
-		void *p = za_alloc_pages(st->mm, ZA_GFP_MOVABLE, 0);
+		void *p = za_alloc_pages(st->mm, ZA_GFP_MOVABLE | ZA_GFP_ZERO, 0);
 		if (!p) {
 			fprintf(stderr, "zabench purger: out of memory (%s)\n", za_last_error());
 			exit(1);
@@ -61,16 +61,39 @@ static void allocate(struct purger_state *st, struct ring *r)
 	atomic_fetch_sub(&st->running, 1);
 }
 
-/* CPU N: frees what every ring holds, until the allocators are done and
- * the rings empty (done seen before the pass that found nothing). */
+/* A batch of PURGE_BATCH pages off a ring (or what is left once the
+ * allocators are done), freed in one za_free_pages_bulk; returns how
+ * many.  Waiting for a whole batch keeps the purger from freeing each page
+ * the moment it is allocated, in step with its CPU's next allocation: a
+ * purger frees what accumulated, in batches. */
+#define PURGE_BATCH 31          /* the kernel's folio_batch */
+
+static int purge_batch(za_mm_t *mm, struct ring *r, bool done)
+{
+	void *batch[PURGE_BATCH];
+	int n = 0;
+	if (!done && ring_count(r) < PURGE_BATCH)
+		return 0;
+	while (n < PURGE_BATCH && (batch[n] = ring_pop(r)))
+		n++;
+	if (n && za_free_pages_bulk(mm, batch, (size_t)n, 0)) {
+		fprintf(stderr, "zabench purger: %s\n", za_last_error());
+		exit(1);
+	}
+	return n;
+}
+
+/* CPU N: frees what every ring holds, a batch at a time as the kernel's
+ * page-table teardown does (free_unref_folios), until the allocators are
+ * done and the rings empty (done seen before the pass that found nothing). */
 static void purge(struct purger_state *st)
 {
 	long long freed = 0;
 	for (;;) {
 		bool done = !atomic_load(&st->running), found = false;
 		for (int i = 0; i < st->allocators; i++)
-			for (void *p; (p = ring_pop(&st->rings[i])); found = true, freed++)
-				za_free_pages(st->mm, p, 0);
+			for (int n; (n = purge_batch(st->mm, &st->rings[i], done)); found = true)
+				freed += n;
 		if (done && !found)
 			break;
 		if (!found) {
@@ -129,6 +152,7 @@ const struct experiment exp_purger = {
 	.notes = "The allocating CPUs' lists only refill and the purger's only drain: with "
 		 "today's per-CPU lists every page crosses the zone lock twice, in batches. With "
 		 "pcp_own_pageblocks (the RFC) a refill claims a whole pageblock and the purger's "
-		 "frees go back to the owning CPU's lists (pcp_remote_free), under that CPU's "
-		 "lock: an allocation that finds it busy takes the zone lock instead.",
+		 "frees -- 31 pages per za_free_pages_bulk, as the kernel's folio_batch -- go back "
+		 "to the owning CPU's lists (pcp_remote_free), under that CPU's lock: an "
+		 "allocation that finds it busy takes the zone lock instead.",
 };

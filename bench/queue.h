@@ -40,6 +40,13 @@ static inline void *ring_pop(struct ring *r)
 	return p;
 }
 
+/* What the ring holds, as the reader sees it. */
+static inline size_t ring_count(struct ring *r)
+{
+	return atomic_load_explicit(&r->tail, memory_order_acquire) -
+	       atomic_load_explicit(&r->head, memory_order_relaxed);
+}
+
 /* Waiting for the other side: spin briefly, then give up the CPU. */
 static inline void backoff(unsigned int *spins)
 {

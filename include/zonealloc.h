@@ -270,6 +270,15 @@ void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order
 int za_free_pages(za_mm_t *mm, void *addr, unsigned int order);
 
 /*
+ * Frees n blocks of one order, each as za_free_pages() would (checked and
+ * reported alike), as the kernel's free_unref_folios frees a batch: blocks
+ * in a row bound for the same per-CPU lists go there under one hold of
+ * their lock -- up to 31 at a time, the kernel's folio_batch.  Returns 0,
+ * or -1 with errno EINVAL if any block was reported (the others are freed).
+ */
+int za_free_pages_bulk(za_mm_t *mm, void *const *addrs, size_t n, unsigned int order);
+
+/*
  * Resizes an allocated block in place, as krealloc would for pages.
  * Shrinking frees the block's upper halves.  Growing takes the free blocks
  * above it; it works only if the block is the lower half at every step and

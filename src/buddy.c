@@ -133,6 +133,29 @@ static void disown_pageblocks(struct za_mm *mm, unsigned long pfn, unsigned int 
 }
 
 /*
+ * pcp_own_pageblocks: the RFC's owned_blocks -- per zone and CPU, the
+ * pageblocks the CPU owns that have fragments in the buddy lists, which
+ * its next refill takes back (buddy_recover_fragments) before it claims
+ * a new block.  A singly linked list through mm->pageblock_frag, under the
+ * zone lock: an entry is 0 when the block is on no list, FRAG_LAST when
+ * it is the last, else the next block's index + FRAG_LINK; the zone's
+ * frag_head[cpu] is 0 or the first's index + FRAG_LINK.  A block disowned
+ * while listed stays listed until the walk drops it.
+ */
+enum { FRAG_LAST = 1, FRAG_LINK = 2 };
+
+static void frag_list_add(struct za_zone *z, unsigned long pfn)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long pb = pfn >> mm->pageblock_order;
+	int owner = pageblock_owner(mm, pfn);
+	if (owner < 0 || mm->pageblock_frag[pb])
+		return;
+	mm->pageblock_frag[pb] = z->frag_head[owner] ? z->frag_head[owner] : FRAG_LAST;
+	z->frag_head[owner] = (uint32_t)(pb + FRAG_LINK);
+}
+
+/*
  * Frees a block into the lists, merging it with its buddy (pfn ^ 2^order)
  * for as long as the buddy is free at the same order.  Zones are aligned to
  * the largest block, so a buddy is always in the same zone.  The merged
@@ -166,8 +189,12 @@ static void free_block(struct za_zone *z, struct za_page *page, unsigned int ord
 	}
 	add_to_free_list(z, pfn_to_page(mm, pfn), order, mt, buddy_merge_likely(mm, pfn, order),
 			 dirty, dirty ? epoch : 0);
-	if (unlikely(mm->pcp_own_pageblocks) && order >= mm->pageblock_order)
+	if (likely(!mm->pcp_own_pageblocks))
+		return;
+	if (order >= mm->pageblock_order)
 		disown_pageblocks(mm, pfn, order);
+	else
+		frag_list_add(z, pfn);
 }
 
 void buddy_free(struct za_zone *z, struct za_page *page, unsigned int order, int mt)
@@ -461,6 +488,67 @@ struct za_page *buddy_claim_pageblock(struct za_zone *z, unsigned int order, int
 		return page;
 	}
 	return NULL;
+}
+
+/* The free blocks of at least `order` inside the pageblock at base, off
+ * the lists and onto out with their own order; returns their pages. */
+static unsigned long take_fragments(struct za_zone *z, unsigned long base, unsigned int order,
+				    int mt, int cpu, struct za_list *out, unsigned long *blocks)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long got = 0;
+	for (unsigned long pfn = base; pfn < base + (1UL << mm->pageblock_order);) {
+		struct za_page *page = pfn_to_page(mm, pfn);
+		unsigned long span = head_span(page);
+		unsigned int o = page_order(page);
+		if ((page_flags(page) & PG_buddy) && o >= order) {
+			take_block(z, page, o, o, mt);
+			if (tracing(mm))
+				for (unsigned long i = 0; i < 1UL << (o - order); i++)
+					tp_zone_locked_slow(z, cpu, pfn + (i << order), order, mt);
+			list_add_tail(&page->lru, out);
+			got += span;
+			++*blocks;
+		}
+		pfn += span;
+	}
+	return got;
+}
+
+/*
+ * pcp_own_pageblocks, the RFC's phase 0: the fragments (of at least
+ * `order`) that drains put back in the buddy lists from the pageblocks of
+ * type mt that cpu owns, taken back for its lists -- where they merge
+ * again -- rather than a new block claimed.  A block's fragments go
+ * together, and it leaves the CPU's list (a later drain lists it again);
+ * blocks are taken until `pages` pages are.  Appended to out with their
+ * own order; returns the pages taken, *blocks counts the blocks.
+ */
+unsigned long buddy_recover_fragments(struct za_zone *z, unsigned int order, int mt, int cpu,
+				      unsigned long pages, struct za_list *out,
+				      unsigned long *blocks)
+{
+	struct za_mm *mm = z->mm;
+	unsigned long got = 0;
+	zone_lock_assert_held(z);
+	for (uint32_t *link = &z->frag_head[cpu]; *link >= FRAG_LINK && got < pages;) {
+		unsigned long pb = *link - FRAG_LINK, base = pb << mm->pageblock_order;
+		bool mine = pageblock_owner(mm, base) == cpu;
+		if (mine && pageblock_mt(mm, base) != mt) {
+			link = &mm->pageblock_frag[pb];
+			continue;
+		}
+		uint32_t next = mm->pageblock_frag[pb];
+		bool head = link == &z->frag_head[cpu];
+		*link = next != FRAG_LAST ? next : head ? 0 : FRAG_LAST;
+		mm->pageblock_frag[pb] = 0;
+		if (mine)
+			got += take_fragments(z, base, order, mt, cpu, out, blocks);
+	}
+	add_free_pages(z, -(long)got);
+	if (got)
+		ev_add(&z->stat, EV_PCP_BLOCK_RECOVER, 1);
+	return got;
 }
 
 /*

@@ -117,10 +117,15 @@ static int verify_pcp(struct za_zone *z, int cpu)
 		for (struct za_list *l = pcp->lists[i].next; l != &pcp->lists[i]; l = l->next) {
 			struct za_page *page = container_of(l, struct za_page, lru);
 			unsigned long pfn = page_to_pfn(mm, page);
-			VERIFY(page_flags(page) == PG_pcp && page_order(page) == order &&
+			VERIFY((page_flags(page) & ~PG_pcp_buddy) == PG_pcp && page_order(page) == order &&
 				   pfn_zone(mm, pfn) == z && !(pfn & ((1UL << order) - 1)),
 			       "zone %s cpu %d: pfn %lu on the order-%u list has flags %#x order %u",
 			       z->name, cpu, pfn, order, page_flags(page), page_order(page));
+			/* pcp_own_pageblocks: mergeable exactly when this CPU owns it */
+			VERIFY(!(page_flags(page) & PG_pcp_buddy) == (pageblock_owner(mm, pfn) != cpu ||
+								      !mm->pcp_own_pageblocks),
+			       "zone %s cpu %d: pfn %lu on a list has flags %#x, its pageblock owner %d",
+			       z->name, cpu, pfn, page_flags(page), pageblock_owner(mm, pfn));
 			pages += 1 << order;
 		}
 	}

@@ -60,6 +60,9 @@ struct za_page *rmqueue_block(struct za_zone *z, unsigned int order, int mt, int
 struct za_page *buddy_rmqueue(struct za_zone *z, unsigned int order, int mt, int cpu,
 			      bool nofragment);
 struct za_page *buddy_claim_pageblock(struct za_zone *z, unsigned int order, int mt, int cpu);
+unsigned long buddy_recover_fragments(struct za_zone *z, unsigned int order, int mt, int cpu,
+				      unsigned long pages, struct za_list *out,
+				      unsigned long *blocks);
 unsigned long buddy_rmqueue_bulk(struct za_zone *z, unsigned int order, unsigned long pages,
 				 int mt, struct za_list *out, int cpu, bool nofragment,
 				 unsigned long *blocks);

@@ -299,6 +299,11 @@ static int init_layout(struct za_mm *mm)
 	size_t pageblocks = (mm->nr_pages >> mm->pageblock_order) + 1;
 	mm->pageblock_mt = memblock_alloc(mm, pageblocks, 1);
 	mm->pageblock_owner = memblock_alloc(mm, pageblocks * sizeof(uint16_t), sizeof(uint16_t));
+	uint32_t *frag_heads = NULL;
+	if (cfg->pcp_own_pageblocks) {
+		mm->pageblock_frag = memblock_alloc_array(mm, pageblocks, uint32_t);
+		frag_heads = memblock_alloc_array(mm, (size_t)nr_zones * (size_t)mm->nr_cpus, uint32_t);
+	}
 	mm->block_zone = memblock_alloc(mm, (mm->nr_pages >> mm->max_order) + 1, 1);
 	mm->nodes = memblock_alloc_array(mm, mm->nr_nodes, struct za_node);
 	mm->zone_by_id = memblock_alloc_array(mm, nr_zones, struct za_zone *);
@@ -310,7 +315,8 @@ static int init_layout(struct za_mm *mm)
 						       struct za_pcp);
 	mm->cpu_stat = memblock_alloc_array(mm, mm->nr_cpus, struct za_events);
 	if (!mm->pageblock_mt || !mm->pageblock_owner || !mm->block_zone || !mm->nodes ||
-	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp || !mm->cpu_stat) {
+	    !mm->zone_by_id || !mm->cpu_node || !lists || !mm->zonelists || !pcp || !mm->cpu_stat ||
+	    (cfg->pcp_own_pageblocks && (!mm->pageblock_frag || !frag_heads))) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -324,6 +330,9 @@ static int init_layout(struct za_mm *mm)
 			unsigned long pages = bytes ? bytes >> PAGE_SHIFT : node_end - pfn;
 			init_zone(mm, &mm->nodes[n].zones[i], n, i, pfn, pages,
 				  pcp + (size_t)(n * mm->nr_zones + i) * (size_t)mm->nr_cpus);
+			if (frag_heads)
+				mm->nodes[n].zones[i].frag_head =
+					frag_heads + (size_t)(n * mm->nr_zones + i) * (size_t)mm->nr_cpus;
 			pfn += pages;
 		}
 	}

@@ -115,6 +115,9 @@ enum {
 	 * (or took it back, page_reporting.c); private is the purge epoch the
 	 * block became free in. */
 	PG_mem_dirty = 1u << 6,
+	/* With PG_pcp (pcp_own_pageblocks): on a list (not a front) of the CPU
+	 * that owns its pageblock, where a drain may merge it with its buddy. */
+	PG_pcp_buddy = 1u << 7,
 	/* Page cache pages (filemap.c, vmscan.c), changed with atomic bit ops: */
 	PG_lru        = 1u << 8,    /* on its zone's LRU lists (under lru_lock) */
 	PG_active     = 1u << 9,    /* ... the active one */
@@ -264,6 +267,7 @@ struct za_zone {
 	/* Read-mostly after creation. */
 	struct za_mm *mm;
 	struct za_pcp *pcp;             /* [mm->nr_cpus] */
+	uint32_t *frag_head;            /* [mm->nr_cpus], pcp_own_pageblocks (buddy.c) */
 	/* percpu=rseq: a push that sets a bit of this fails (pcp.h) */
 	uint64_t front_full[PCP_MAX_ORDER + 1];
 	/* ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE (pcp_high_auto): read by the
@@ -376,6 +380,9 @@ struct za_mm {
 	 * when the block merges back whole in the buddy lists, read by frees
 	 * without a lock (a stale owner only sends a free to another list). */
 	_Atomic uint16_t *pageblock_owner;
+	/* ... and the lists of owned pageblocks with fragments in the buddy
+	 * lists, one per zone and CPU (buddy.c's frag_*), under the zone lock. */
+	uint32_t *pageblock_frag;
 	uint8_t *block_zone;            /* zone id per max-order block */
 	struct za_zone **zone_by_id;
 	int *cpu_node;                  /* [nr_cpus] */

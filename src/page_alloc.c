@@ -668,6 +668,69 @@ int za_free_pages(za_mm_t *mm, void *addr, unsigned int order)
 	return free_block(mm, page, order);
 }
 
+/* za_free_pages_bulk: the block at addr if za_free_pages would free it
+ * without a further check, else NULL. */
+static struct za_page *plain_block(struct za_mm *mm, void *addr, unsigned int order)
+{
+	if (!addr_in_arena(mm, addr) || ((uintptr_t)addr & (PAGE_SIZE - 1)) || mm->debug)
+		return NULL;
+	struct za_page *page = virt_to_page(mm, addr);
+	if ((page_flags(page) & (PG_alloc | PG_OWNED)) != PG_alloc || page_order(page) != order)
+		return NULL;
+	return page;
+}
+
+/* The lists a block's free goes to: the freeing CPU's, or with
+ * pcp_own_pageblocks the owner's of its pageblock. */
+static int free_target_cpu(const struct za_mm *mm, const struct za_page *page, int cpu)
+{
+	int owner = unlikely(mm->pcp_own_pageblocks) ? pageblock_owner(mm, page_to_pfn(mm, page)) : -1;
+	return owner >= 0 ? owner : cpu;
+}
+
+#define FREE_BULK_RUN 31        /* the kernel's folio_batch */
+
+/* A run of blocks for one zone and one CPU's lists: under one lock hold,
+ * and what that could not take, one by one. */
+static void free_run(struct za_mm *mm, struct za_zone *z, int cpu, struct za_page *const *run,
+		     int n, unsigned int order)
+{
+	for (int i = 0; i < n; i++)
+		set_page_flags(run[i], 0);      /* claimed: ours to free */
+	int done = pcp_free_run(z, cpu, run, n, order, cpu != this_cpu(mm));
+	while (done < n)
+		free_block(mm, run[done++], order);
+}
+
+int za_free_pages_bulk(za_mm_t *mm, void *const *addrs, size_t n, unsigned int order)
+{
+	struct za_page *run[FREE_BULK_RUN];
+	struct za_zone *run_zone = NULL;
+	int run_cpu = -1, len = 0, ret = 0;
+	bool pcp = order <= mm->max_order && pcp_allowed_order(mm, order);
+	for (size_t i = 0; i < n; i++) {
+		struct za_page *page = pcp ? plain_block(mm, addrs[i], order) : NULL;
+		if (!page) {
+			ret |= za_free_pages(mm, addrs[i], order);
+			continue;
+		}
+		struct za_zone *z = mm->zone_by_id[page->zone];
+		int cpu = free_target_cpu(mm, page, this_cpu(mm));
+		if (len && (z != run_zone || cpu != run_cpu || len == FREE_BULK_RUN)) {
+			free_run(mm, run_zone, run_cpu, run, len, order);
+			len = 0;
+		}
+		/* Pending in the run: its repeat in the batch is a double free. */
+		set_page_flags(page, PG_pcp);
+		run_zone = z;
+		run_cpu = cpu;
+		run[len++] = page;
+	}
+	if (len)
+		free_run(mm, run_zone, run_cpu, run, len, order);
+	return ret ? -1 : 0;
+}
+
 /* ------------------------------------------------------------------------
  * Resizing in place
  * ------------------------------------------------------------------------ */

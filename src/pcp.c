@@ -273,6 +273,30 @@ static bool claims_pageblocks(const struct za_zone *z, int cpu, unsigned int ord
 }
 
 /*
+ * pcp_own_pageblocks, the RFC's refill phases 0 and 1: the fragments of
+ * the CPU's own blocks that drains put back, then, if they are short of
+ * `want` pages and a pageblock still fits under high, a whole free one
+ * claimed.  Returns the pages taken onto out (phases 2 and 3, the usual
+ * refill, take the rest).
+ */
+static unsigned long rmqueue_owned(struct za_zone *z, int cpu, unsigned int order,
+				   unsigned long want, int mt, struct za_list *out,
+				   unsigned long *whole)
+{
+	const struct za_pcp *pcp = &z->pcp[cpu];
+	unsigned long block = 1UL << z->mm->pageblock_order;
+	unsigned long pages = buddy_recover_fragments(z, order, mt, cpu, want, out, whole);
+	if (pages >= want || (unsigned long)pcp_count(pcp) + pages + block > (unsigned long)pcp_high(pcp))
+		return pages;
+	struct za_page *owned = buddy_claim_pageblock(z, order, mt, cpu);
+	if (!owned)
+		return pages;
+	list_add_tail(&owned->lru, out);        /* split below, outside the lock */
+	++*whole;
+	return pages + block;
+}
+
+/*
  * Takes `blocks` blocks of one order from the buddy lists in a single
  * zone-lock hold, as whole free blocks (buddy_rmqueue_bulk), and splits
  * them onto the list after releasing the lock: the blocks are ours by then.
@@ -290,17 +314,12 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 	struct za_list taken;
 	list_init(&taken);
 	uint64_t t0 = zone_lock_bulk(z, "rmqueue_bulk", blocks << order);
-	unsigned long whole = 0, pages;
-	struct za_page *owned = claims_pageblocks(z, cpu, order, hit_slot) ?
-					buddy_claim_pageblock(z, order, mt, cpu) : NULL;
-	if (owned) {            /* the RFC: a whole pageblock, split below */
-		list_add_tail(&owned->lru, &taken);
-		pages = 1UL << z->mm->pageblock_order;
-		whole = 1;
-	} else {
-		pages = buddy_rmqueue_bulk(z, order, (unsigned long)blocks << order, mt, &taken, cpu,
-					   nofragment, &whole);
-	}
+	unsigned long whole = 0, want = (unsigned long)blocks << order;
+	unsigned long pages = claims_pageblocks(z, cpu, order, hit_slot) ?
+				      rmqueue_owned(z, cpu, order, want, mt, &taken, &whole) : 0;
+	if (pages < want)
+		pages += buddy_rmqueue_bulk(z, order, want - pages, mt, &taken, cpu, nofragment,
+					    &whole);
 	zone_check_below_high(z);
 	ev_add(&z->stat, EV_PCP_REFILL, 1);
 	ev_add(&z->stat, EV_PCP_REFILL_PAGES, pages);
@@ -317,13 +336,14 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 		VM_BUG_ON_PAGE(z->mm, page_order(block) < order || (page_flags(block) & ~PG_mem_dirty),
 			       block);
 		unsigned long n = 1UL << (page_order(block) - order);
+		uint32_t flags = hit_slot < 0 ? pcp_list_flags(z, &z->pcp[cpu], block) : PG_pcp;
 		list_del(&block->lru);
 		for (unsigned long i = 0; i < n; i++) {
 			struct za_page *page = block + (i << order);
 			set_page_order(page, order);
 			page->zone = (uint8_t)z->id;
 			set_page_mt(page, mt);
-			set_page_flags(page, PG_pcp);
+			set_page_flags(page, flags);
 			list_add_tail(&page->lru, list);
 		}
 	}
@@ -415,6 +435,60 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
  * Bulk free
  * ------------------------------------------------------------------------ */
 
+/*
+ * pcp_own_pageblocks, the RFC's merge pass: a block a drain takes from the
+ * lists of the CPU owning its pageblock takes its buddy with it when the
+ * buddy's pages are all on those lists (PG_pcp_buddy: never on a front,
+ * and only on the owner's lists, whose lock we hold), in whatever pieces,
+ * and so on up to the pageblock -- the zone lock then frees one block, not
+ * its pieces.  The buddies' pages count against *budget: a drain may free
+ * more than it was asked, by less than a pageblock.  Returns the block.
+ */
+static bool on_own_lists(const struct za_mm *mm, unsigned long pfn, unsigned int order)
+{
+	for (unsigned long p = pfn; p < pfn + (1UL << order); p += 1UL << page_order(pfn_to_page(mm, p)))
+		if (page_flags(pfn_to_page(mm, p)) != (PG_pcp | PG_pcp_buddy))
+			return false;
+	return true;
+}
+
+static void take_pieces(struct za_zone *z, struct za_pcp *pcp, unsigned long pfn,
+			unsigned int order, int *budget)
+{
+	const struct za_mm *mm = z->mm;
+	for (unsigned long p = pfn, end = pfn + (1UL << order); p < end;) {
+		struct za_page *piece = pfn_to_page(mm, p);
+		unsigned int o = page_order(piece);
+		list_del(&piece->lru);
+		*budget -= 1 << o;
+		pcp_add_count(pcp, -(1 << o));
+		tp_pcpu_drain(z, pcp_cpu(z, pcp), piece, o);
+		set_page_flags(piece, 0);
+		pcp_ev_add(&pcp->stat, EV_PCP_MERGE, 1);     /* a piece joins the block */
+		p += 1UL << o;
+	}
+}
+
+static struct za_page *merge_on_lists(struct za_zone *z, struct za_pcp *pcp, struct za_page *page,
+				      int *budget)
+{
+	const struct za_mm *mm = z->mm;
+	unsigned long pfn = page_to_pfn(mm, page);
+	unsigned int order = page_order(page);
+	for (; order < mm->pageblock_order; order++) {
+		unsigned long buddy_pfn = pfn ^ (1UL << order);
+		if (!on_own_lists(mm, buddy_pfn, order))
+			break;
+		take_pieces(z, pcp, buddy_pfn, order, budget);
+		set_page_flags(pfn_to_page(mm, pfn), 0);        /* a head again below */
+		pfn &= buddy_pfn;
+	}
+	page = pfn_to_page(mm, pfn);
+	set_page_order(page, order);
+	set_page_flags(page, PG_pcp);
+	return page;
+}
+
 /* The block at the cold end of the non-empty list pindex, off it: *budget
  * and the count lose its pages. */
 static struct za_page *take_cold(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex,
@@ -423,13 +497,15 @@ static struct za_page *take_cold(struct za_zone *z, struct za_pcp *pcp, unsigned
 	struct za_list *list = &pcp->lists[pindex];
 	struct za_page *page = container_of(list->prev, struct za_page, lru);
 	unsigned int order = page_order(page);
-	VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || order != pindex_to_order(z->mm, pindex),
-		       page);
+	uint32_t flags = page_flags(page);
+	VM_BUG_ON_PAGE(z->mm, (flags & ~PG_pcp_buddy) != PG_pcp ||
+			       order != pindex_to_order(z->mm, pindex), page);
 	list_del(&page->lru);
 	*budget -= 1 << order;
 	pcp_add_count(pcp, -(1 << order));
 	tp_pcpu_drain(z, pcp_cpu(z, pcp), page, order);
-	return page;
+	set_page_flags(page, PG_pcp);
+	return flags & PG_pcp_buddy ? merge_on_lists(z, pcp, page, budget) : page;
 }
 
 /*
@@ -633,6 +709,33 @@ static void drain_for_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int
 	pcp_check_count(z, pcp);
 }
 
+/*
+ * za_free_pages_bulk: a run of blocks of one order, all of zone z and
+ * bound for cpu's lists (the freeing CPU's, or with pcp_own_pageblocks
+ * their owner's: remote), freed onto the lists under one hold of their
+ * lock -- the kernel's free_unref_folios, which frees a batch of folios
+ * under one pcp lock hold.  Returns how many it freed: fewer when the lock
+ * is busy, or a drain let it go; the caller frees the rest one by one.
+ */
+int pcp_free_run(struct za_zone *z, int cpu, struct za_page *const *pages, int n,
+		 unsigned int order, bool remote)
+{
+	const struct za_mm *mm = z->mm;
+	struct za_pcp *pcp = &z->pcp[cpu];
+	if (!za_trylock(&pcp->lock))
+		return 0;
+	for (int i = 0; i < n;) {
+		struct za_page *page = pages[i++];
+		if (remote)
+			pcp_ev_add(&pcp->stat, EV_PCP_REMOTE_FREE, 1);
+		if (!pcp_put_locked(z, pcp, page, order, pageblock_mt(mm, page_to_pfn(mm, page)), false,
+				    remote))
+			return i;
+	}
+	za_tryunlock(&pcp->lock);
+	return n;
+}
+
 /* count reached high: return a batch.  Under the per-CPU lock. */
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex)
 {
@@ -823,6 +926,7 @@ static void chain_to_list(struct za_zone *z, struct za_pcp *pcp, unsigned int pi
 	for (struct za_page *next; chain; chain = next, blocks++) {
 		next = chain_next(chain);
 		VM_BUG_ON_PAGE(z->mm, page_flags(chain) != PG_pcp || page_order(chain) != order, chain);
+		set_page_flags(chain, pcp_list_flags(z, pcp, chain));
 		list_add(&chain->lru, at);
 		at = &chain->lru;
 	}
@@ -839,6 +943,7 @@ static int list_take_chain(struct za_list *list, int n, struct za_page **first,
 	for (; got < n && !list_empty(list); got++) {
 		struct za_page *page = container_of(list->next, struct za_page, lru);
 		list_del(&page->lru);
+		set_page_flags(page, PG_pcp);   /* no PG_pcp_buddy off the lists */
 		page->lru.next = NULL;
 		if (*last)
 			(*last)->lru.next = (struct za_list *)(void *)page;

@@ -28,6 +28,8 @@ void pcp_drain_cpu(struct za_zone *z, int cpu);
 void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int mt,
 		struct za_list *list, bool nofragment);
 void pcp_free_batch(struct za_zone *z, struct za_pcp *pcp, unsigned int pindex);
+int pcp_free_run(struct za_zone *z, int cpu, struct za_page *const *pages, int n,
+		 unsigned int order, bool remote);
 bool pcp_free_account(struct za_zone *z, struct za_pcp *pcp, unsigned int order, unsigned int pindex);
 void pcp_decay(struct za_zone *z, int cpu);
 void zone_check_below_high(struct za_zone *z);
@@ -220,7 +222,8 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 		pcp_refill(z, pcp, order, mt, list, nofragment);
 	if (likely(!list_empty(list))) {
 		page = container_of(list->next, struct za_page, lru);
-		VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);
+		VM_BUG_ON_PAGE(z->mm, (page_flags(page) & ~PG_pcp_buddy) != PG_pcp ||
+				       page_order(page) != order, page);
 		list_del(&page->lru);
 		pcp_add_count(pcp, -(1 << order));
 		set_page_mt(page, mt);
@@ -236,35 +239,56 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	return true;
 }
 
-/* The lock path of a free onto cpu's lists, under their lock (let go on
- * return).  front: cpu is the caller's, and its fronts are in use.
- * remote: another CPU's free routed here (pcp_own_pageblocks), which keeps
- * only high: the books of 6.7's tuning are the CPU's own frees. */
-static inline __attribute__((always_inline)) void pcp_free_locked(struct za_zone *z,
-								  struct za_pcp *pcp,
-								  struct za_page *page,
-								  unsigned int order, int mt,
-								  bool front, bool remote)
+/* The flags of a block going onto a list of pcp's: PG_pcp, and with
+ * pcp_own_pageblocks PG_pcp_buddy when that CPU owns its pageblock. */
+static inline uint32_t pcp_list_flags(const struct za_zone *z, const struct za_pcp *pcp,
+				      const struct za_page *page)
+{
+	const struct za_mm *mm = z->mm;
+	if (likely(!mm->pcp_own_pageblocks) ||
+	    pageblock_owner(mm, page_to_pfn(mm, page)) != (int)(pcp - z->pcp))
+		return PG_pcp;
+	return PG_pcp | PG_pcp_buddy;
+}
+
+/* The lock path of a free onto a CPU's lists, under their lock: returns
+ * whether it is still held (pcp_drain_chunks may have let it go).  front:
+ * the CPU is the caller's, and its fronts are in use.  remote: another
+ * CPU's free routed here (pcp_own_pageblocks), which keeps only high: the
+ * books of 6.7's tuning are the CPU's own frees. */
+static inline __attribute__((always_inline)) bool pcp_put_locked(struct za_zone *z,
+								 struct za_pcp *pcp,
+								 struct za_page *page,
+								 unsigned int order, int mt,
+								 bool front, bool remote)
 {
 	const struct za_mm *mm = z->mm;
 	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
 	/* the callers' checks: an allocated block of its own, or claimed (0) */
 	VM_BUG_ON_PAGE(mm, (page_flags(page) & ~PG_alloc) || page_order(page) != order, page);
 	set_page_mt(page, mt);
-	set_page_flags(page, PG_pcp);
+	set_page_flags(page, pcp_list_flags(z, pcp, page));
 	list_add(&page->lru, &pcp->lists[pindex]);
 	pcp_add_count(pcp, 1 << order);
 	pcp_ev_add(&pcp->stat, EV_PCP_FREE + slot, 1);
 	if (front)
 		pcp_front_balance(z, pcp, pindex, true);
-	if (unlikely(mm->pcp_track_free) && !remote) {
-		if (!pcp_free_account(z, pcp, order, pindex))
-			return;         /* pcp_drain_chunks let the lock go */
-	} else {        /* more than once only after a front joined the list */
-		while (unlikely(pcp_count(pcp) >= pcp_high(pcp)))
-			pcp_free_batch(z, pcp, pindex);
-	}
-	za_tryunlock(&pcp->lock);
+	if (unlikely(mm->pcp_track_free) && !remote)
+		return pcp_free_account(z, pcp, order, pindex);
+	while (unlikely(pcp_count(pcp) >= pcp_high(pcp)))  /* more than once only after a front joined */
+		pcp_free_batch(z, pcp, pindex);
+	return true;
+}
+
+/* As pcp_put_locked, the lock let go on return. */
+static inline __attribute__((always_inline)) void pcp_free_locked(struct za_zone *z,
+								  struct za_pcp *pcp,
+								  struct za_page *page,
+								  unsigned int order, int mt,
+								  bool front, bool remote)
+{
+	if (pcp_put_locked(z, pcp, page, order, mt, front, remote))
+		za_tryunlock(&pcp->lock);
 }
 
 /*

@@ -47,6 +47,8 @@ static const struct event_info event_info[NR_EVENTS] = {
 	[EV_PCP_SPLIT] = { .name = "pcp_split" },
 	[EV_PCP_REMOTE_FREE] = { .name = "pcp_remote_free" },
 	[EV_PCP_BLOCK_CLAIM] = { .name = "pcp_block_claim" },
+	[EV_PCP_BLOCK_RECOVER] = { .name = "pcp_block_recover" },
+	[EV_PCP_MERGE] = { .name = "pcp_merge" },
 	[EV_PCP_TRYLOCK_FAIL] = { .name = "pcp_trylock_fail" },
 	[EV_ZONE_LOCK_ACQUIRE] = { .name = "zone_lock_acquire" },
 	[EV_ZONE_LOCK_CONTENDED] = { .name = "zone_lock_contended" },

@@ -30,6 +30,7 @@ enum za_event {
 	EV_PCP_DRAIN = EV_PCP_FREE + NR_PCP_ORDERS,
 	EV_PCP_SPLIT,               /* refilled blocks split onto the lists, outside the zone lock */
 	EV_PCP_REMOTE_FREE,         /* pcp_own_pageblocks: frees onto the owner's lists, counted there */
+	EV_PCP_MERGE,               /* ... buddies a drain merged on the owner's lists */
 	NR_PCP_EVENTS,              /* the per-CPU sets keep only the events above */
 	/* per zone; reading adds the per-CPU lists' share, counted by order above */
 	EV_PGALLOC = NR_PCP_EVENTS, /* pages allocated */
@@ -52,6 +53,7 @@ enum za_event {
 	EV_PGFALLBACK,
 	EV_PAGEBLOCK_CLAIM,
 	EV_PCP_BLOCK_CLAIM,             /* pcp_own_pageblocks: whole pageblocks a refill claimed */
+	EV_PCP_BLOCK_RECOVER,           /* ... refills that took owned blocks' fragments back */
 	EV_PGPURGE,                     /* free pages given back to the OS */
 	/* per zone, under the zone's lru_lock */
 	EV_PGSCAN_KSWAPD,

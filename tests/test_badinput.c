@@ -191,6 +191,58 @@ static void bad_frees(const char *config)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/* za_free_pages_bulk: each bad block reported as za_free_pages would (a
+ * repeat within the batch as a double free), the good ones freed. */
+static void bad_frees_bulk(const char *config)
+{
+	za_mm_t *mm = test_mm(config);
+	struct captured cap = { 0 };
+	za_mm_set_error_handler(mm, capture_error, &cap);
+	int on_stack;
+	char *a[40];
+	for (int i = 0; i < 40; i++)
+		CHECK((a[i] = za_alloc_pages(mm, 0, 0)));
+	void *batch[45];
+	int n = 0;
+	for (int i = 0; i < 40; i++) {
+		batch[n++] = a[i];
+		if (i == 3)
+			batch[n++] = &on_stack;
+		if (i == 5)
+			batch[n++] = a[5];
+		if (i == 33)
+			batch[n++] = a[2] + 8;
+	}
+	batch[n++] = a[39];             /* in the run not yet freed */
+	batch[n++] = a[0];              /* in the run already freed */
+	errno = 0;
+	CHECK_EQ(za_free_pages_bulk(mm, batch, (size_t)n, 0), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(cap.count, 5);
+	CHECK_STR_HAS(cap.last, "double free");
+	CHECK_EQ(za_stat(mm, "bad_free"), 5);
+	check_accounting(mm, 0);
+	CHECK_EQ(za_free_pages_bulk(mm, batch, 0, 0), 0);
+	char *b = za_alloc_pages(mm, 0, 5);
+	CHECK(b);
+	void *wrong[] = { b };
+	CHECK_EQ(za_free_pages_bulk(mm, wrong, 1, 4), -1);
+	CHECK_STR_HAS(cap.last, "allocated with order 5");
+	CHECK_EQ(za_free_pages_bulk(mm, wrong, 1, 5), 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+static void test_bad_frees_bulk(void)
+{
+	bad_frees_bulk("memory=64M,zones=Normal,cpus=1");
+}
+
+static void test_bad_frees_bulk_debug(void)
+{
+	bad_frees_bulk("memory=64M,zones=Normal,cpus=1,debug=1");
+}
+
 /* destroy reports leaks by count; with debug=1 also as a message. */
 static void test_leak_report(void)
 {
@@ -224,6 +276,8 @@ int main(int argc, char **argv)
 		{ "bad_requests", test_bad_requests },
 		{ "bad_frees", test_bad_frees },
 		{ "bad_frees_debug", test_bad_frees_debug },
+		{ "bad_frees_bulk", test_bad_frees_bulk },
+		{ "bad_frees_bulk_debug", test_bad_frees_bulk_debug },
 		{ "leak_report", test_leak_report },
 	};
 	return run_test_cases("test_badinput", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));

@@ -203,6 +203,99 @@ static void test_own_pageblocks(void)
 	CHECK_EQ(za_mm_destroy(mm), 0);
 }
 
+/*
+ * pcp_own_pageblocks, the RFC's merge pass and refill phase 0: the pages
+ * of an owned block freed back to the owner's lists (its own frees and
+ * remote ones alike) merge there when drained, and the zone lock frees one
+ * block, not its pages; a drained fragment of a block the CPU still owns
+ * comes back whole with its next refill instead of a new block claimed.
+ */
+static void test_own_pageblocks_merge(void)
+{
+	za_mm_t *mm = test_mm("memory=1G,zones=Normal,cpus=2,fair_zone=0,kswapd=0,"
+			      "vmstat_interval_ms=0,percpu_pagelist_high_fraction=8,"
+			      "pcp_own_pageblocks=1");
+	void *block[512];
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	for (int i = 0; i < 512; i++)
+		CHECK((block[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	for (int i = 1; i < 512; i++)                   /* one block, in order */
+		CHECK((char *)block[i] == (char *)block[0] + (size_t)i * ZA_PAGE_SIZE);
+	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 1);
+	/* The lower half back, half of it by CPU 1, drained: 255 merges on
+	 * the lists, one order-8 block to the buddy lists. */
+	for (int i = 0; i < 256; i++) {
+		CHECK_EQ(za_bind_cpu(mm, i & 1), 0);
+		CHECK_EQ(za_free_pages(mm, block[i], 0), 0);
+	}
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 128);
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	long long bulkfrees = za_stat(mm, "pcp_bulkfree");
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "pcp_merge"), 255);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree"), bulkfrees + 1);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree_pages"), 256);
+	check_accounting(mm, 256);
+	/* The next refill takes that fragment back (phase 0): one zone-lock
+	 * hold, no new block claimed, the block's pages handed out again. */
+	long long locks = za_stat(mm, "zone_lock_acquire");
+	void *p = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0);
+	CHECK((char *)p >= (char *)block[0] && (char *)p < (char *)block[0] + 256 * ZA_PAGE_SIZE);
+	CHECK_EQ(za_stat(mm, "pcp_block_recover"), 1);
+	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 1);
+	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), locks + 1);
+	CHECK_EQ(za_stat(mm, "nr_pcp_pages"), 255);
+	CHECK_EQ(za_free_pages(mm, p, 0), 0);
+	/* All of it back: the block merges on the lists whole (511 more
+	 * merges) and, drained, is no one's (za_verify). */
+	for (int i = 256; i < 512; i++)
+		CHECK_EQ(za_free_pages(mm, block[i], 0), 0);
+	za_drain_all_pages(mm);
+	CHECK_EQ(za_stat(mm, "pcp_merge"), 255 + 511);
+	CHECK_EQ(za_stat(mm, "pcp_bulkfree_pages"), 256 + 512);
+	CHECK_EQ(za_bind_cpu(mm, -1), 0);
+	check_accounting(mm, 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
+/*
+ * za_free_pages_bulk: a batch goes onto the lists as the same frees one by
+ * one would (counted alike), and with pcp_own_pageblocks onto the lists of
+ * the CPU owning each block's pageblock, without the zone lock.
+ */
+static void test_free_pages_bulk(void)
+{
+	za_mm_t *mm = test_mm("memory=1G,zones=Normal,cpus=2,fair_zone=0,kswapd=0,"
+			      "vmstat_interval_ms=0,percpu_pagelist_high_fraction=8,"
+			      "pcp_own_pageblocks=1");
+	void *pages[100];
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	for (int i = 0; i < 100; i++)
+		CHECK((pages[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	CHECK_EQ(za_stat(mm, "pcp_block_claim"), 1);
+	long long locks = za_stat(mm, "zone_lock_acquire");
+	long long frees = za_stat(mm, "pcp_free_order0");
+	CHECK_EQ(za_bind_cpu(mm, 1), 0);
+	CHECK_EQ(za_free_pages_bulk(mm, pages, 100, 0), 0);
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 100);
+	CHECK_EQ(za_stat(mm, "pcp_free_order0"), frees + 100);
+	CHECK_EQ(za_stat(mm, "pgfree"), 100);
+	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), locks);
+	CHECK_EQ(za_stat(mm, "nr_pcp_pages"), 512);     /* all on CPU 0's lists */
+	/* And CPU 0 hands them out again without the zone lock. */
+	CHECK_EQ(za_bind_cpu(mm, 0), 0);
+	for (int i = 0; i < 100; i++)
+		CHECK((pages[i] = za_alloc_pages(mm, ZA_GFP_MOVABLE, 0)));
+	CHECK_EQ(za_stat(mm, "zone_lock_acquire"), locks);
+	CHECK_EQ(za_free_pages_bulk(mm, pages, 100, 0), 0);
+	CHECK_EQ(za_stat(mm, "pcp_remote_free"), 100);
+	CHECK_EQ(za_bind_cpu(mm, -1), 0);
+	check_accounting(mm, 0);
+	check_fully_coalesced(mm, 10);
+	CHECK_EQ(za_mm_destroy(mm), 0);
+}
+
 /* Each with the defaults, pcp_high_order=0 ("_order0") and
  * bulkfree_outside_lock=0 ("_in_lock"). */
 static void test_refill_and_bulkfree_order0_in_lock(void)
@@ -269,6 +362,8 @@ int main(int argc, char **argv)
 		{ "random_accounting", test_random_accounting },
 		{ "high_order_lists", test_high_order_lists },
 		{ "own_pageblocks", test_own_pageblocks },
+		{ "own_pageblocks_merge", test_own_pageblocks_merge },
+		{ "free_pages_bulk", test_free_pages_bulk },
 	};
 	return run_test_cases("test_pcp", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

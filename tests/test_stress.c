@@ -1,6 +1,7 @@
 /*
  * Stress: more threads than cores allocate and free random orders 0..10
- * for a few seconds, some blocks freed by another thread.  Every page has
+ * for a few seconds, some blocks freed by another thread, some order-0
+ * ones in batches.  Every page has
  * an owner flag taken with an atomic exchange (a block handed out twice
  * trips it at once) and a tag written into each of its pages, checked at
  * free.  Afterwards everything drains back into whole max-order blocks.
@@ -50,6 +51,17 @@ static void take(struct block *b)
 	}
 }
 
+/* Half the order-0 frees go in batches of BATCH (za_free_pages_bulk). */
+enum { BATCH = 8 };
+static _Thread_local void *batch[BATCH];
+static _Thread_local int batched;
+
+static void flush_batch(void)
+{
+	CHECK_EQ(za_free_pages_bulk(mm, batch, (size_t)batched, 0), 0);
+	batched = 0;
+}
+
 static void give_back(struct block *b)
 {
 	unsigned long pfn = pfn_of(b->addr);
@@ -57,7 +69,13 @@ static void give_back(struct block *b)
 		CHECK(*(uint64_t *)((char *)b->addr + (i << ZA_PAGE_SHIFT)) == b->tag + i);
 		CHECK(atomic_exchange(&owner[pfn + i], 0) == 1);
 	}
-	CHECK_EQ(za_free_pages(mm, b->addr, b->order), 0);
+	if (b->order == 0 && (b->tag >> 16) % 2) {
+		batch[batched++] = b->addr;
+		if (batched == BATCH)
+			flush_batch();
+	} else {
+		CHECK_EQ(za_free_pages(mm, b->addr, b->order), 0);
+	}
 	b->addr = NULL;
 }
 
@@ -112,6 +130,7 @@ static void *worker(void *arg)
 	for (int i = 0; i < SLOTS; i++)
 		if (mine[i].addr)
 			give_back(&mine[i]);
+	flush_batch();
 	atomic_fetch_add(&total_ops, ops);
 	return NULL;
 }
@@ -138,6 +157,7 @@ static void run(const char *config)
 			free(b);
 		}
 	}
+	flush_batch();
 
 	CHECK_EQ(za_stat(mm, "bad_free"), 0);
 	CHECK_EQ(za_stat(mm, "pgalloc"), za_stat(mm, "pgfree"));
