@@ -23,6 +23,9 @@
 #define MAX_ITERS     64
 #define MAX_VARIANTS  8
 #define CONFIG_LEN    2048
+/* Pages freed at a time where the kernel frees a batch (its folio_batch:
+ * page-table teardown, release_pages), through za_free_pages_bulk. */
+#define FOLIO_BATCH   31
 
 enum direction { HIGHER_IS_BETTER, LOWER_IS_BETTER };
 

@@ -159,6 +159,7 @@ static const char *const bulk_report[] = {
 	"--order 0 --threads 1 --ab bulkfree_outside_lock",
 	"--order 0 --threads 2 --ab bulkfree_outside_lock",
 	"--order 2 --threads 2 --ab pcp_high_order",
+	"--order 0 --threads 1 --ab pcp_own_pageblocks",
 	"--order 0 --threads 2 --ab pcp_own_pageblocks",
 	NULL,
 };

@@ -128,8 +128,10 @@ static long long free_buffers(struct drain_state *st)
 				return done;
 			backoff(&spins);
 		}
-		for (long k = 0; k < st->pages; k++)
-			za_free_pages(st->mm, st->buf[i][k], 0);
+		for (long k = 0; k < st->pages; k += FOLIO_BATCH) {    /* as an exit frees */
+			long n = st->pages - k < FOLIO_BATCH ? st->pages - k : FOLIO_BATCH;
+			za_free_pages_bulk(st->mm, &st->buf[i][k], (size_t)n, 0);
+		}
 		done += st->pages;
 		atomic_store(&st->full[i], false);
 	}

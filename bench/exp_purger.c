@@ -61,20 +61,18 @@ static void allocate(struct purger_state *st, struct ring *r)
 	atomic_fetch_sub(&st->running, 1);
 }
 
-/* A batch of PURGE_BATCH pages off a ring (or what is left once the
+/* A batch of FOLIO_BATCH pages off a ring (or what is left once the
  * allocators are done), freed in one za_free_pages_bulk; returns how
  * many.  Waiting for a whole batch keeps the purger from freeing each page
  * the moment it is allocated, in step with its CPU's next allocation: a
  * purger frees what accumulated, in batches. */
-#define PURGE_BATCH 31          /* the kernel's folio_batch */
-
 static int purge_batch(za_mm_t *mm, struct ring *r, bool done)
 {
-	void *batch[PURGE_BATCH];
+	void *batch[FOLIO_BATCH];
 	int n = 0;
-	if (!done && ring_count(r) < PURGE_BATCH)
+	if (!done && ring_count(r) < FOLIO_BATCH)
 		return 0;
-	while (n < PURGE_BATCH && (batch[n] = ring_pop(r)))
+	while (n < FOLIO_BATCH && (batch[n] = ring_pop(r)))
 		n++;
 	if (n && za_free_pages_bulk(mm, batch, (size_t)n, 0)) {
 		fprintf(stderr, "zabench purger: %s\n", za_last_error());

@@ -276,23 +276,27 @@ static bool claims_pageblocks(const struct za_zone *z, int cpu, unsigned int ord
  * pcp_own_pageblocks, the RFC's refill phases 0 and 1: the fragments of
  * the CPU's own blocks that drains put back, then, if they are short of
  * `want` pages and a pageblock still fits under high, a whole free one
- * claimed.  Returns the pages taken onto out (phases 2 and 3, the usual
- * refill, take the rest).
+ * claimed -- which serves the refill however much it asked.  Returns the
+ * pages taken onto out; phases 2 and 3, the usual refill, take the rest
+ * when *short.
  */
 static unsigned long rmqueue_owned(struct za_zone *z, int cpu, unsigned int order,
 				   unsigned long want, int mt, struct za_list *out,
-				   unsigned long *whole)
+				   unsigned long *whole, bool *short_of_want)
 {
 	const struct za_pcp *pcp = &z->pcp[cpu];
 	unsigned long block = 1UL << z->mm->pageblock_order;
 	unsigned long pages = buddy_recover_fragments(z, order, mt, cpu, want, out, whole);
-	if (pages >= want || (unsigned long)pcp_count(pcp) + pages + block > (unsigned long)pcp_high(pcp))
+	*short_of_want = pages < want;
+	if (!*short_of_want ||
+	    (unsigned long)pcp_count(pcp) + pages + block > (unsigned long)pcp_high(pcp))
 		return pages;
 	struct za_page *owned = buddy_claim_pageblock(z, order, mt, cpu);
 	if (!owned)
 		return pages;
 	list_add_tail(&owned->lru, out);        /* split below, outside the lock */
 	++*whole;
+	*short_of_want = false;
 	return pages + block;
 }
 
@@ -314,10 +318,11 @@ static int rmqueue_bulk(struct za_zone *z, int cpu, unsigned int order, int bloc
 	struct za_list taken;
 	list_init(&taken);
 	uint64_t t0 = zone_lock_bulk(z, "rmqueue_bulk", blocks << order);
-	unsigned long whole = 0, want = (unsigned long)blocks << order;
-	unsigned long pages = claims_pageblocks(z, cpu, order, hit_slot) ?
-				      rmqueue_owned(z, cpu, order, want, mt, &taken, &whole) : 0;
-	if (pages < want)
+	unsigned long whole = 0, want = (unsigned long)blocks << order, pages = 0;
+	bool short_of_want = true;
+	if (claims_pageblocks(z, cpu, order, hit_slot))
+		pages = rmqueue_owned(z, cpu, order, want, mt, &taken, &whole, &short_of_want);
+	if (short_of_want)
 		pages += buddy_rmqueue_bulk(z, order, want - pages, mt, &taken, cpu, nofragment,
 					    &whole);
 	zone_check_below_high(z);
@@ -440,9 +445,9 @@ void pcp_refill(struct za_zone *z, struct za_pcp *pcp, unsigned int order, int m
  * lists of the CPU owning its pageblock takes its buddy with it when the
  * buddy's pages are all on those lists (PG_pcp_buddy: never on a front,
  * and only on the owner's lists, whose lock we hold), in whatever pieces,
- * and so on up to the pageblock -- the zone lock then frees one block, not
- * its pieces.  The buddies' pages count against *budget: a drain may free
- * more than it was asked, by less than a pageblock.  Returns the block.
+ * and so on up to the pageblock while *budget has room for the buddy's
+ * pages -- the zone lock then frees one block, not its pieces, and the
+ * drain frees no more than it was asked.  Returns the block.
  */
 static bool on_own_lists(const struct za_mm *mm, unsigned long pfn, unsigned int order)
 {
@@ -475,7 +480,7 @@ static struct za_page *merge_on_lists(struct za_zone *z, struct za_pcp *pcp, str
 	const struct za_mm *mm = z->mm;
 	unsigned long pfn = page_to_pfn(mm, page);
 	unsigned int order = page_order(page);
-	for (; order < mm->pageblock_order; order++) {
+	for (; order < mm->pageblock_order && (1 << order) <= *budget; order++) {
 		unsigned long buddy_pfn = pfn ^ (1UL << order);
 		if (!on_own_lists(mm, buddy_pfn, order))
 			break;
