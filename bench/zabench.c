@@ -16,7 +16,7 @@
 extern const struct experiment exp_page_fault1, exp_repeat, exp_bulk, exp_rand, exp_frag,
 	exp_netperf, exp_sockperf, exp_hackbench, exp_mmap1, exp_fsmark, exp_slab_repeat,
 	exp_pgtable, exp_streamread, exp_parallelio, exp_malloc, exp_replay, exp_drain, exp_purger,
-	exp_publish;
+	exp_rcu_free, exp_publish;
 
 const struct experiment *const experiments[] = {
 	&exp_page_fault1,
@@ -32,6 +32,7 @@ const struct experiment *const experiments[] = {
 	&exp_mmap1,
 	&exp_fsmark,
 	&exp_slab_repeat,
+	&exp_rcu_free,
 	&exp_pgtable,
 	&exp_streamread,
 	&exp_parallelio,

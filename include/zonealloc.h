@@ -418,6 +418,22 @@ void *za_cache_alloc(za_cache_t *cache, za_gfp_t gfp);
  * object of this cache, or a double free (always for the most recently
  * freed object; with debug F or Z for any). */
 int za_cache_free(za_cache_t *cache, void *obj);
+/*
+ * Deferred frees, as the kernel's kfree_rcu: the object is freed at the
+ * end of the grace period, which zonealloc, having no RCU readers to wait
+ * for, ends when the caller calls za_rcu_barrier() -- every object given
+ * to za_cache_free_rcu() before that call is freed when it returns (and a
+ * cache's when it is destroyed).  Until then the object counts as
+ * allocated and its memory is left as it is (readers may still look).
+ * With slub_sheaves the objects wait in each CPU's rcu_free sheaf (the
+ * kernel's since 6.18), which after the grace period becomes a full sheaf
+ * of its node's barn, ready for allocations without the slab lists;
+ * otherwise in batches freed to the slabs in bulk.  0, or -1 with EINVAL
+ * after reporting a pointer that is not an object of this cache, or
+ * ENOMEM when no batch could be had (the object is not freed).
+ */
+int za_cache_free_rcu(za_cache_t *cache, void *obj);
+void za_rcu_barrier(za_mm_t *mm);
 /* All n or none (returns n or 0). */
 size_t za_cache_alloc_bulk(za_cache_t *cache, za_gfp_t gfp, size_t n, void **objs);
 void za_cache_free_bulk(za_cache_t *cache, size_t n, void **objs);
@@ -439,6 +455,7 @@ struct za_cache_info {
 	unsigned int cpu_partial_slabs, min_partial;
 	unsigned int sheaf_capacity;            /* 0: no sheaves (slub_sheaves) */
 	unsigned long sheaf_objects;            /* free objects its CPUs' sheaves and barns hold */
+	unsigned long rcu_objects;              /* za_cache_free_rcu's, waiting for za_rcu_barrier */
 	unsigned int debug;                     /* ZA_SLAB_* debug bits in force */
 };
 void za_cache_info(const za_cache_t *cache, struct za_cache_info *info);

@@ -100,6 +100,8 @@ enum slab_event {
 	SL_BARN_GET_FAIL,               /* ... none there */
 	SL_BARN_PUT,                    /* a full sheaf onto the barn */
 	SL_BARN_PUT_FAIL,               /* ... over its limit, or no empty one to trade */
+	SL_FREE_RCU_SHEAF,              /* za_cache_free_rcu: into a CPU's rcu_free sheaf */
+	SL_FREE_RCU_SHEAF_FAIL,         /* ... which could not take it: to the cache's batch */
 	NR_SLAB_EVENTS
 };
 _Static_assert(NR_SLAB_EVENTS <= sizeof(((struct za_mm *)0)->retired_slab_events) / sizeof(uint64_t),
@@ -119,6 +121,7 @@ struct kmem_cache_cpu {
 	struct za_page *slab;           /* frozen */
 	unsigned int objects;           /* ... and how many */
 	struct za_page *partial;        /* unfrozen slabs with free objects */
+	struct sheaf *rcu_batch;        /* za_cache_free_rcu's, filling (slab_common.c) */
 	za_counter_t stat[NR_SLAB_CPU_EVENTS];
 } __attribute__((aligned(4 * ZA_CACHELINE)));
 
@@ -135,8 +138,22 @@ _Static_assert(sizeof(struct kmem_cache_cpu) == 1 << SLAB_CPU_SHIFT, "kmem_cache
 struct slub_percpu_sheaves {
 	za_trylock_t lock;
 	struct sheaf *main, *spare;
+	struct sheaf *rcu_free;         /* za_cache_free_rcu's, filling (slab_common.c) */
 	za_counter_t allocs, frees;     /* served by main */
 } __attribute__((aligned(ZA_CACHELINE)));
+
+/*
+ * za_cache_free_rcu (slab_common.c): the objects waiting for the end of
+ * the grace period, under lock: the CPUs' full rcu_free sheaves and
+ * batches (kvfree_rcu's, for the objects no sheaf took), and the batch
+ * of those whose CPU's was busy.
+ */
+struct rcu_waiting {
+	za_lock_t lock;
+	struct sheaf *batch;            /* filling */
+	struct sheaf *sheaves, *batches;        /* full, chained through next */
+	_Atomic long objects;           /* waiting, all of them */
+};
 
 struct kmem_cache_node {
 	za_lock_t list_lock;
@@ -193,6 +210,7 @@ struct za_kmem_cache {
 	unsigned int flags;             /* ZA_SLAB_* */
 	struct slub_percpu_sheaves *cpu_sheaves;        /* [mm->nr_cpus] */
 	struct barn *barn;                              /* [mm->nr_nodes] */
+	struct rcu_waiting rcu;
 	unsigned int owner_tag;         /* for the cache's creator (malloc's class), < 255; or SLAB_NO_TAG */
 	void (*ctor)(void *);
 	uint16_t *random_seq;           /* slab_freelist_random: a permutation */
@@ -406,6 +424,12 @@ int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cp
 size_t alloc_from_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs);
 size_t free_to_pcs_bulk(struct za_kmem_cache *s, int cpu, size_t n, void **objs);
 void pcs_flush_cpu(struct za_kmem_cache *s, int cpu, bool wait);
+struct sheaf *sheaf_kmalloc(struct za_mm *mm, unsigned int capacity, za_gfp_t gfp);
+void sheaf_kfree(struct za_mm *mm, struct sheaf *sh);
+bool free_to_pcs_rcu(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu);
+struct sheaf *pcs_take_rcu(struct za_kmem_cache *s, int cpu);
+void rcu_free_sheaf(struct za_kmem_cache *s, struct sheaf *sh);
+int rcu_batch_add(struct za_kmem_cache *s, void *obj);
 void barn_shrink(struct za_kmem_cache *s);
 int pcs_verify(struct za_kmem_cache *s);
 

@@ -3,8 +3,8 @@
  * slab_common.c): creating a cache -- its object layout and slab order
  * sized as the kernel's calculate_sizes and calculate_order do --,
  * destroying it and every cache of a system, the slab layer's fork locks,
- * and slabinfo.  The allocator itself, per-CPU slabs and node partial
- * lists, is slub.c.
+ * deferred frees (kvfree_rcu), and slabinfo.  The allocator itself,
+ * per-CPU slabs and node partial lists, is slub.c.
  */
 #include "slab.h"
 #include "internal.h"
@@ -91,11 +91,182 @@ static void cache_desc_free(struct za_kmem_cache *s)
 	za_unlock(&mm->caches_lock);
 }
 
+/* ------------------------------------------------------------------------
+ * Deferred frees (za_cache_free_rcu): kvfree_rcu's batching
+ *
+ * zonealloc has no RCU readers to wait for: a grace period ends when the
+ * caller says so, with za_rcu_barrier (the kernel's rcu_barrier after
+ * kvfree_rcu).  What the model keeps is where the objects wait and how
+ * they come back.  A cache with sheaves gathers them in each CPU's
+ * rcu_free sheaf (slub_sheaf.c), which after the grace period becomes a
+ * full sheaf of its node's barn; the objects those do not take gather here
+ * in batches of RCU_BATCH, freed to the slabs in bulk after it.  Until
+ * then every waiting object counts as allocated.
+ * ------------------------------------------------------------------------ */
+#define RCU_BATCH 62            /* pointers in a 512-byte kmalloc object */
+
+/* A full batch (or rcu_free sheaf) to wait for the grace period's end. */
+static void rcu_wait_full(struct rcu_waiting *w, struct sheaf *full)
+{
+	za_lock(&w->lock);
+	full->next = w->batches;
+	w->batches = full;
+	za_unlock(&w->lock);
+}
+
+/*
+ * A cache with CPU slabs batches per CPU, as kvfree_rcu does, under the
+ * CPU slab's lock (the batch made outside it: it is kmalloc memory, maybe
+ * of this very cache).  false: the CPU's lock busy, or no memory.
+ */
+static bool rcu_cpu_batch_add(struct za_kmem_cache *s, void *obj)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[this_cpu(s->mm)];
+	struct sheaf *fresh = NULL;
+	if (!za_trylock(&c->lock))
+		return false;
+	if (!c->rcu_batch) {
+		za_tryunlock(&c->lock);
+		if (!(fresh = sheaf_kmalloc(s->mm, RCU_BATCH, ZA_GFP_NOWAIT)))
+			return false;
+		if (!za_trylock(&c->lock)) {
+			sheaf_kfree(s->mm, fresh);
+			return false;
+		}
+		if (!c->rcu_batch) {
+			c->rcu_batch = fresh;
+			fresh = NULL;
+		}
+	}
+	struct sheaf *b = c->rcu_batch;
+	b->objects[b->size++] = obj;
+	bool full = b->size == b->capacity;
+	if (full)
+		c->rcu_batch = NULL;
+	za_tryunlock(&c->lock);
+	if (fresh)                      /* another thread of the CPU made one first */
+		sheaf_kfree(s->mm, fresh);
+	if (full)
+		rcu_wait_full(&s->rcu, b);
+	return true;
+}
+
+/* obj, checked to be an object of s, waits in a batch; -1 with ENOMEM when
+ * none can be had (the object stays the caller's). */
+int rcu_batch_add(struct za_kmem_cache *s, void *obj)
+{
+	struct rcu_waiting *w = &s->rcu;
+	atomic_fetch_add_explicit(&w->objects, 1, memory_order_relaxed);
+	if (!s->cpu_slab_off && rcu_cpu_batch_add(s, obj))
+		return 0;
+	struct sheaf *fresh = NULL, *full = NULL;
+	za_lock(&w->lock);
+	while (!w->batch) {
+		za_unlock(&w->lock);
+		if (!(fresh = sheaf_kmalloc(s->mm, RCU_BATCH, 0))) {
+			atomic_fetch_sub_explicit(&w->objects, 1, memory_order_relaxed);
+			errno = ENOMEM;
+			return -1;
+		}
+		za_lock(&w->lock);
+		if (!w->batch) {
+			w->batch = fresh;
+			fresh = NULL;
+		}
+	}
+	struct sheaf *b = w->batch;
+	b->objects[b->size++] = obj;
+	if (b->size == b->capacity) {
+		full = b;
+		w->batch = NULL;
+	}
+	za_unlock(&w->lock);
+	if (fresh)                      /* another thread's batch came first */
+		sheaf_kfree(s->mm, fresh);
+	if (full)
+		rcu_wait_full(w, full);
+	return 0;
+}
+
+/* Every CPU's filling rcu_free sheaf and batch, onto the lists. */
+static void rcu_take_cpus(struct za_kmem_cache *s, struct sheaf **sheaves, struct sheaf **batches)
+{
+	for (int cpu = 0; cpu < s->mm->nr_cpus; cpu++) {
+		struct sheaf *sh = s->cpu_sheaves ? pcs_take_rcu(s, cpu) : NULL;
+		if (sh) {
+			sh->next = *sheaves;
+			*sheaves = sh;
+		}
+		struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+		za_trylock_wait(&c->lock);
+		struct sheaf *b = c->rcu_batch;
+		c->rcu_batch = NULL;
+		za_tryunlock(&c->lock);
+		if (b) {
+			b->next = *batches;
+			*batches = b;
+		}
+	}
+}
+
+/* Chains list onto *to. */
+static void rcu_splice(struct sheaf **to, struct sheaf *list)
+{
+	while (list) {
+		struct sheaf *next = list->next;
+		list->next = *to;
+		*to = list;
+		list = next;
+	}
+}
+
+/* The end of a grace period for s: what waited is freed -- the rcu_free
+ * sheaves, full or not, through rcu_free_sheaf, the batches to the slabs
+ * in bulk. */
+static void rcu_barrier_cache(struct za_kmem_cache *s)
+{
+	struct rcu_waiting *w = &s->rcu;
+	struct sheaf *sheaves = NULL, *batches = NULL;
+	rcu_take_cpus(s, &sheaves, &batches);
+	za_lock(&w->lock);
+	rcu_splice(&sheaves, w->sheaves);
+	rcu_splice(&batches, w->batches);
+	if (w->batch) {
+		w->batch->next = NULL;
+		rcu_splice(&batches, w->batch);
+	}
+	w->sheaves = w->batches = w->batch = NULL;
+	za_unlock(&w->lock);
+	long freed = 0;
+	for (struct sheaf *sh = sheaves, *next; sh; sh = next) {
+		next = sh->next;
+		freed += sh->size;
+		rcu_free_sheaf(s, sh);
+	}
+	for (struct sheaf *b = batches, *next; b; b = next) {
+		next = b->next;
+		freed += b->size;
+		za_cache_free_bulk(s, b->size, b->objects);
+		b->size = 0;
+		sheaf_kfree(s->mm, b);
+	}
+	atomic_fetch_sub_explicit(&w->objects, freed, memory_order_relaxed);
+}
+
+void za_rcu_barrier(za_mm_t *mm)
+{
+	za_lock(&mm->caches_lock);
+	for (struct za_kmem_cache *s = mm->caches; s; s = s->next)
+		rcu_barrier_cache(s);
+	za_unlock(&mm->caches_lock);
+}
+
 long za_cache_destroy(za_cache_t *s)
 {
 	if (!s)
 		return 0;
 	struct slab_counts all;
+	rcu_barrier_cache(s);           /* as kmem_cache_destroy's kvfree_rcu_barrier */
 	za_cache_shrink(s);
 	long in_use = objects_in_use(s, &all);
 	if (in_use) {
@@ -123,6 +294,7 @@ void slab_layer_lock_all(struct za_mm *mm, enum lock_all_mode mode)
 
 void slub_destroy_all(struct za_mm *mm)
 {
+	za_rcu_barrier(mm);
 	za_shrink_slabs(mm);    /* every cache's sheaves, then its slabs */
 	while (mm->caches) {
 		struct za_kmem_cache *s = mm->caches;
@@ -407,6 +579,7 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 		.min_partial = s->min_partial,
 		.sheaf_capacity = s->sheaf_capacity,
 		.sheaf_objects = sheaf_objects(s),
+		.rcu_objects = (unsigned long)atomic_load_explicit(&s->rcu.objects, memory_order_relaxed),
 		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
 	};
 }

@@ -75,6 +75,8 @@ static const char *const slab_event_names[NR_SLAB_EVENTS] = {
 	[SL_BARN_GET_FAIL] = "slab_barn_get_fail",
 	[SL_BARN_PUT] = "slab_barn_put",
 	[SL_BARN_PUT_FAIL] = "slab_barn_put_fail",
+	[SL_FREE_RCU_SHEAF] = "slab_free_rcu_sheaf",
+	[SL_FREE_RCU_SHEAF_FAIL] = "slab_free_rcu_sheaf_fail",
 };
 
 const char *slab_event_name(int i)
@@ -1248,6 +1250,26 @@ int za_cache_free(za_cache_t *s, void *obj)
 		return -1;
 	}
 	return cache_free(s, slab, obj, __builtin_return_address(0));
+}
+
+int za_cache_free_rcu(za_cache_t *s, void *obj)
+{
+	if (!obj)
+		return 0;
+	struct za_mm *mm = s->mm;
+	struct za_page *slab;
+	if (unlikely(!addr_in_arena(mm, obj) || !(slab = virt_to_slab(mm, obj)) ||
+		     slab->slab_cache != s || !object_in_slab(s, slab, obj, slab_objects(slab)))) {
+		report_bad_object(s, obj);
+		errno = EINVAL;
+		return -1;
+	}
+	if (s->sheaf_capacity) {
+		if (free_to_pcs_rcu(s, slab, obj, this_cpu(mm)))
+			return 0;
+		cache_stat(s, SL_FREE_RCU_SHEAF_FAIL);
+	}
+	return rcu_batch_add(s, obj);
 }
 
 /* For kfree: the cache comes from the slab. */

@@ -20,8 +20,12 @@
  * 1 (6.18) only caches created with ZA_SLAB_SHEAVES have sheaves, in front
  * of the CPU slab they keep.
  *
- * Simplified: no kfree_rcu batching (zonealloc has no RCU), no prefilled
- * sheaves (kmem_cache_prefill_sheaf), no pfmemalloc reserves.  Sheaves
+ * za_cache_free_rcu (6.18's kfree_rcu through sheaves): objects gather
+ * in the CPU's rcu_free sheaf, which, full, waits for the grace period
+ * whole and then becomes a full sheaf of the barn (rcu_free_sheaf).
+ *
+ * Simplified: no prefilled sheaves (kmem_cache_prefill_sheaf), no
+ * pfmemalloc reserves.  Sheaves
  * are kmalloc objects of the system, as the kernel's, but taken and given
  * back under the sheaves of their kmalloc cache, not through them.
  */
@@ -77,26 +81,36 @@ static struct slub_percpu_sheaves *this_cpu_sheaves(struct za_kmem_cache *s)
 /* ------------------------------------------------------------------------
  * Sheaves to and from the slabs
  * ------------------------------------------------------------------------ */
-static struct sheaf *sheaf_alloc(struct za_kmem_cache *s, za_gfp_t gfp)
+/* An empty sheaf of `capacity`, the system's kmalloc memory whatever zone
+ * or node its objects are asked from (gfp says only whether it may wait);
+ * NULL if there is none. */
+struct sheaf *sheaf_kmalloc(struct za_mm *mm, unsigned int capacity, za_gfp_t gfp)
 {
-	struct za_mm *mm = s->mm;
-	struct za_kmem_cache *k = kmalloc_slab(mm, sizeof(struct sheaf) +
-						       s->sheaf_capacity * sizeof(void *));
-	/* Only whether it may wait: the sheaf's memory is the system's
-	 * kmalloc memory, whatever zone or node the objects are asked from. */
+	struct za_kmem_cache *k = kmalloc_slab(mm, sizeof(struct sheaf) + capacity * sizeof(void *));
 	struct sheaf *sh = k ? slab_alloc_nosheaf(k, gfp & ZA_GFP_NOWAIT, mm->cpu_node[this_cpu(mm)])
 			     : NULL;
-	if (sh) {
-		*sh = (struct sheaf){ .capacity = s->sheaf_capacity };
+	if (sh)
+		*sh = (struct sheaf){ .capacity = capacity };
+	return sh;
+}
+
+void sheaf_kfree(struct za_mm *mm, struct sheaf *sh)
+{
+	VM_BUG_ON(mm, sh == &empty_sheaf || sh->size);
+	slab_free_objects(virt_to_slab(mm, sh)->slab_cache, 1, (void **)&sh);
+}
+
+static struct sheaf *sheaf_alloc(struct za_kmem_cache *s, za_gfp_t gfp)
+{
+	struct sheaf *sh = sheaf_kmalloc(s->mm, s->sheaf_capacity, gfp);
+	if (sh)
 		cache_stat(s, SL_SHEAF_ALLOC);
-	}
 	return sh;
 }
 
 static void sheaf_free(struct za_kmem_cache *s, struct sheaf *sh)
 {
-	VM_BUG_ON(s->mm, sh == &empty_sheaf || sh->size);
-	slab_free_objects(virt_to_slab(s->mm, sh)->slab_cache, 1, (void **)&sh);
+	sheaf_kfree(s->mm, sh);
 	cache_stat(s, SL_SHEAF_FREE);
 }
 
@@ -417,6 +431,101 @@ int free_to_pcs(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cp
 }
 
 /* ------------------------------------------------------------------------
+ * za_cache_free_rcu's sheaves (6.18's __kfree_rcu_sheaf, rcu_free_sheaf)
+ * ------------------------------------------------------------------------ */
+/* Under pcs's lock: its rcu_free sheaf, made if need be (an empty one of
+ * the barn's, else a new one, the lock let go meanwhile).  NULL, the lock
+ * let go, when none can be had or the lock is busy on the way back. */
+static struct sheaf *rcu_free_sheaf_of(struct za_kmem_cache *s, struct slub_percpu_sheaves *pcs)
+{
+	struct barn *b = pcs_barn(s, pcs);
+	if (pcs->rcu_free || (pcs->rcu_free = barn_get(s->mm, b, false)))
+		return pcs->rcu_free;
+	za_tryunlock(&pcs->lock);
+	struct sheaf *sh = sheaf_alloc(s, ZA_GFP_NOWAIT);
+	if (!sh)
+		return NULL;
+	if (!za_trylock(&pcs->lock)) {
+		put_empty(s, b, sh);
+		return NULL;
+	}
+	if (pcs->rcu_free)              /* another thread of the CPU made one */
+		put_empty(s, b, sh);
+	else
+		pcs->rcu_free = sh;
+	return pcs->rcu_free;
+}
+
+/*
+ * obj, an object of slab, into this CPU's rcu_free sheaf, which, full,
+ * goes to wait for the grace period whole (s->rcu).  false: the caller's
+ * to batch (another node's slab, the CPU's sheaves busy, no sheaf).
+ */
+bool free_to_pcs_rcu(struct za_kmem_cache *s, struct za_page *slab, void *obj, int cpu)
+{
+	struct za_mm *mm = s->mm;
+	if (slab_nid(mm, slab) != mm->cpu_node[cpu])
+		return false;
+	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+	if (!za_trylock(&pcs->lock))
+		return false;
+	struct sheaf *sh = rcu_free_sheaf_of(s, pcs);
+	if (!sh)
+		return false;
+	sh->objects[sh->size++] = obj;
+	bool full = sh->size == sh->capacity;
+	if (full)
+		pcs->rcu_free = NULL;
+	za_tryunlock(&pcs->lock);
+	if (full) {
+		za_lock(&s->rcu.lock);
+		sh->next = s->rcu.sheaves;
+		s->rcu.sheaves = sh;
+		za_unlock(&s->rcu.lock);
+	}
+	atomic_fetch_add_explicit(&s->rcu.objects, 1, memory_order_relaxed);
+	cache_stat(s, SL_FREE_RCU_SHEAF);
+	return true;
+}
+
+/* The CPU's rcu_free sheaf, not yet full, off it for the grace period's
+ * end (NULL if it has none). */
+struct sheaf *pcs_take_rcu(struct za_kmem_cache *s, int cpu)
+{
+	struct slub_percpu_sheaves *pcs = &s->cpu_sheaves[cpu];
+	za_trylock_wait(&pcs->lock);
+	struct sheaf *sh = pcs->rcu_free;
+	pcs->rcu_free = NULL;
+	za_tryunlock(&pcs->lock);
+	return sh;
+}
+
+/*
+ * After the grace period: an rcu_free sheaf, full, goes to its node's barn
+ * as a full sheaf -- its objects come back to allocations without the
+ * slabs -- unless the barn has its fill of them; then, as a sheaf not
+ * full, its objects go to their slabs and it to the barn's empties.
+ */
+void rcu_free_sheaf(struct za_kmem_cache *s, struct sheaf *sh)
+{
+	struct za_mm *mm = s->mm;
+	int node = sh->size ? slab_nid(mm, virt_to_slab(mm, sh->objects[0])) : mm->cpu_node[0];
+	struct barn *b = &s->barn[node];
+	if (sh->size == sh->capacity) {
+		za_lock(&b->lock);
+		bool room = b->nr_full < MAX_FULL_SHEAVES;
+		if (room)
+			barn_add(mm, b, sh, true);
+		za_unlock(&b->lock);
+		cache_stat(s, room ? SL_BARN_PUT : SL_BARN_PUT_FAIL);
+		if (room)
+			return;
+	}
+	sheaf_flush_unused(s, sh);
+	put_empty(s, b, sh);
+}
+
+/* ------------------------------------------------------------------------
  * Bulk: what the sheaves hold or have room for, a sheaf per lock hold;
  * the rest is the caller's to take to the slabs.
  * ------------------------------------------------------------------------ */
@@ -564,8 +673,11 @@ static int verify_cpu_sheaves(struct za_kmem_cache *s, struct slub_percpu_sheave
 			  pcs->main != &empty_sheaf),
 	       "cache %s cpu %d: a spare sheaf of %u objects (main %u)", s->name, cpu,
 	       spare ? spare->size : 0, pcs->main->size);
+	VERIFY(!pcs->rcu_free || pcs->rcu_free->size < pcs->rcu_free->capacity,
+	       "cache %s cpu %d: a full rcu_free sheaf not waiting", s->name, cpu);
 	return verify_sheaf(s, pcs->main, "cpu", cpu, "main") ||
-	       verify_sheaf(s, spare, "cpu", cpu, "spare") ? -1 : 0;
+	       verify_sheaf(s, spare, "cpu", cpu, "spare") ||
+	       verify_sheaf(s, pcs->rcu_free, "cpu", cpu, "rcu_free") ? -1 : 0;
 }
 
 /* A barn's lists whole, and what its full sheaves hold. */

@@ -468,13 +468,35 @@ static void take(uint64_t *p, uint64_t tag)
 		p[i] = tag ^ (uint64_t)i;
 }
 
+/* An object freed with za_cache_free_rcu keeps its owner flag until the
+ * grace period ends (za_rcu_barrier after the threads): handed out again
+ * before that, it trips take's check. */
+enum { MAX_WAITING = THREADS * ROUNDS };
+static void **waiting;
+static atomic_long nr_waiting;
+static bool rcu_frees;                  /* one free in eight, in threads_rcu */
+
 static void give(uint64_t *p)
 {
 	uint64_t tag = p[0];
 	for (int i = 0; i < OBJ / 8; i++)
 		CHECK(p[i] == (tag ^ (uint64_t)i));
+	if (rcu_frees && tag % 8 == 0) {
+		waiting[atomic_fetch_add(&nr_waiting, 1)] = p;
+		CHECK_EQ(za_cache_free_rcu(scache, p), 0);
+		return;
+	}
 	CHECK(atomic_exchange(owner_flag(p), 0) == 1);
 	CHECK_EQ(za_cache_free(scache, p), 0);
+}
+
+/* The grace period's end: what waited is free, and no one's. */
+static void end_grace_period(void)
+{
+	za_rcu_barrier(smm);
+	for (long i = 0; i < atomic_load(&nr_waiting); i++)
+		CHECK(atomic_exchange(owner_flag(waiting[i]), 0) == 1);
+	atomic_store(&nr_waiting, 0);
 }
 
 static void *worker(void *arg)
@@ -505,6 +527,7 @@ static void *worker(void *arg)
 
 static void threads(const char *config)
 {
+	waiting = calloc(MAX_WAITING, sizeof(void *));
 	smm = test_mm(config);
 	scache = za_cache_create(smm, "threads", OBJ, 0, 0, NULL);
 	owned = calloc((size_t)za_stat(smm, "nr_managed_pages") * ZA_PAGE_SIZE / 32, 1);
@@ -519,6 +542,7 @@ static void threads(const char *config)
 		if (p)
 			give(p);
 	}
+	end_grace_period();
 	CHECK_EQ(za_cache_stat(scache, "bad_free"), 0);
 	struct za_cache_info info;
 	za_cache_info(scache, &info);
@@ -533,6 +557,7 @@ static void threads(const char *config)
 	CHECK_EQ(za_stat(smm, "nr_free_pages"), za_stat(smm, "nr_managed_pages"));
 	CHECK_EQ(za_mm_destroy(smm), 0);
 	free(owned);
+	free(waiting);
 }
 
 /* Bulk: all n or none, every object distinct and of the cache, and the
@@ -933,6 +958,76 @@ static void test_threads_sheaves_two_nodes(void)
 	threads("memory=128M,nodes=2,zones=Normal,slub_sheaves=2,slab_freelist_random=1");
 }
 
+/* za_cache_free_rcu from every thread, through the CPUs' rcu_free sheaves
+ * (and, another node's objects or a busy CPU, the batches), then without
+ * sheaves. */
+static void test_threads_rcu(void)
+{
+	rcu_frees = true;
+	threads("memory=128M,nodes=2,zones=Normal,kernel=7.0");
+	threads("memory=128M,zones=Normal,kernel=6.12");
+	rcu_frees = false;
+}
+
+/* Grace periods ending while the threads free through them: za_rcu_barrier
+ * in a loop beside the frees and allocations; everything accounted for at
+ * the end. */
+static atomic_bool barriers_stop;
+
+static void *barrier_loop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&barriers_stop))
+		za_rcu_barrier(smm);
+	return NULL;
+}
+
+static void *rcu_worker(void *arg)
+{
+	long id = (long)arg;
+	unsigned long long rng = 0x9e3779b9ULL * (unsigned long long)(id + 1);
+	void *mine[SLOTS] = { 0 };
+	for (long n = 0; n < ROUNDS / 4; n++) {
+		int k = (int)(test_rand(&rng) % SLOTS);
+		if (!mine[k])
+			CHECK((mine[k] = za_cache_alloc(scache, 0)));
+		else {
+			CHECK_EQ(za_cache_free_rcu(scache, mine[k]), 0);
+			mine[k] = NULL;
+		}
+	}
+	for (int k = 0; k < SLOTS; k++)
+		CHECK_EQ(za_cache_free_rcu(scache, mine[k]), 0);        /* NULL: nothing */
+	return NULL;
+}
+
+static void rcu_barrier_concurrent(const char *config)
+{
+	smm = test_mm(config);
+	scache = za_cache_create(smm, "rcu", OBJ, 0, 0, NULL);
+	pthread_t t[THREADS], b;
+	atomic_store(&barriers_stop, false);
+	CHECK(pthread_create(&b, NULL, barrier_loop, NULL) == 0);
+	for (long i = 0; i < THREADS; i++)
+		CHECK(pthread_create(&t[i], NULL, rcu_worker, (void *)i) == 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	atomic_store(&barriers_stop, true);
+	pthread_join(b, NULL);
+	CHECK(za_verify(smm) == 0);
+	CHECK_EQ(za_cache_destroy(scache), 0);
+	za_shrink_slabs(smm);
+	za_drain_all_pages(smm);
+	CHECK_EQ(za_stat(smm, "nr_free_pages"), za_stat(smm, "nr_managed_pages"));
+	CHECK_EQ(za_mm_destroy(smm), 0);
+}
+
+static void test_rcu_barrier_concurrent(void)
+{
+	rcu_barrier_concurrent("memory=128M,zones=Normal,kernel=7.0");        /* rcu_free sheaves */
+	rcu_barrier_concurrent("memory=128M,zones=Normal,kernel=6.12");       /* per-CPU batches */
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -960,6 +1055,8 @@ int main(int argc, char **argv)
 		{ "threads_debug", test_threads_debug },
 		{ "threads_sheaves", test_threads_sheaves },
 		{ "threads_sheaves_two_nodes", test_threads_sheaves_two_nodes },
+		{ "threads_rcu", test_threads_rcu },
+		{ "rcu_barrier_concurrent", test_rcu_barrier_concurrent },
 	};
 	return run_test_cases("test_slub", argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

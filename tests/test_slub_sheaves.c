@@ -110,6 +110,88 @@ static void test_exact_counters(void)
 	destroy_all_returned(mm);
 }
 
+static unsigned long waiting(za_cache_t *c)
+{
+	struct za_cache_info info;
+	za_cache_info(c, &info);
+	return info.rcu_objects;
+}
+
+static bool among(void *const *objs, int n, const void *p)
+{
+	for (int i = 0; i < n; i++)
+		if (objs[i] == p)
+			return true;
+	return false;
+}
+
+/*
+ * za_cache_free_rcu (kfree_rcu through sheaves, 6.18): 150 objects freed
+ * wait -- two full rcu_free sheaves of 60 and 30 in the CPU's -- with
+ * their contents, and no allocation gets one; at the grace period's end
+ * the two full sheaves go to the barn whole and the 30 to their slabs;
+ * the next 120 allocations are served from the barn, with those objects.
+ * Without sheaves (kernel=6.12) the objects wait in batches and go to the
+ * slabs.
+ */
+static void free_rcu(const char *config, bool sheaves)
+{
+	za_mm_t *mm = test_mm(config);
+	za_cache_t *c = za_cache_create(mm, "rcu", 64, 0, 0, NULL);
+	enum { N = 150 };
+	void *objs[N], *more[N];
+	for (int i = 0; i < N; i++)
+		CHECK((objs[i] = za_cache_alloc(c, 0)));
+	fill(objs, 0, N, 64);
+	long long sheaf_allocs = stat_of(c, "sheaf_alloc"), barn_puts = stat_of(c, "barn_put");
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_cache_free_rcu(c, objs[i]), 0);
+	CHECK_EQ(waiting(c), N);
+	CHECK_STATS(c, { "free_rcu_sheaf", sheaves ? N : 0 }, { "free_rcu_sheaf_fail", 0 },
+		    { "sheaf_alloc", sheaf_allocs + (sheaves ? 3 : 0) });
+	for (int i = 0; i < N; i++) {
+		CHECK((more[i] = za_cache_alloc(c, 0)));
+		CHECK(!among(objs, N, more[i]));
+	}
+	check_filled(objs, N, 64);              /* readers may still look */
+	CHECK(za_verify(mm) == 0);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(za_cache_free(c, more[i]), 0);
+	za_rcu_barrier(mm);
+	CHECK_EQ(waiting(c), 0);
+	if (sheaves) {
+		CHECK_STATS(c, { "barn_put", barn_puts + 2 + 1 });  /* + one of more's */
+		long long slabs = stat_of(c, "alloc_slab"), gets = stat_of(c, "barn_get");
+		for (int i = 0; i < 2 * 60; i++)
+			CHECK((more[i] = za_cache_alloc(c, 0)));
+		CHECK_EQ(stat_of(c, "alloc_slab"), slabs);
+		CHECK(stat_of(c, "barn_get") > gets);
+		for (int i = 0; i < 2 * 60; i++)
+			CHECK_EQ(za_cache_free(c, more[i]), 0);
+	}
+	/* A pointer that is not an object of the cache is reported. */
+	void *p = za_cache_alloc(c, 0);
+	CHECK(p);
+	errno = 0;
+	CHECK_EQ(za_cache_free_rcu(c, (char *)p + 1), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(stat_of(c, "bad_free"), 1);
+	CHECK_EQ(za_cache_free_rcu(c, p), 0);   /* destroy ends its wait */
+	CHECK(za_verify(mm) == 0);
+	CHECK_EQ(za_cache_destroy(c), 0);
+	destroy_all_returned(mm);
+}
+
+static void test_free_rcu(void)
+{
+	free_rcu("memory=64M,zones=Normal,cpus=1,nr_cpus=2,kswapd=0,kernel=7.0", true);
+}
+
+static void test_free_rcu_no_sheaves(void)
+{
+	free_rcu("memory=64M,zones=Normal,cpus=1,nr_cpus=2,kswapd=0,kernel=6.12", false);
+}
+
 /*
  * The barn keeps ten full sheaves.  Allocating 1200 objects takes two
  * sheaves, refilled in turn; freeing them fills main and the spare, then
@@ -319,6 +401,8 @@ int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "exact_counters", test_exact_counters },
+		{ "free_rcu", test_free_rcu },
+		{ "free_rcu_no_sheaves", test_free_rcu_no_sheaves },
 		{ "barn_limit", test_barn_limit },
 		{ "opt_in_6_18", test_opt_in_6_18 },
 		{ "double_free", test_double_free },
