@@ -166,7 +166,7 @@ static void test_other_threads_lock(void)
 
 static void test_corrupt_pcp_page(void)
 {
-	expect(corrupt_pcp_page, true, "pcp.h:", "page_flags(page) != PG_pcp", NULL);
+	expect(corrupt_pcp_page, true, "pcp.h:", "!= PG_pcp", NULL);
 }
 
 /* Without ZA_DEBUG_VM the operands are not even evaluated (with it, the
