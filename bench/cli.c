@@ -28,7 +28,7 @@ static void usage_lines(FILE *out)
 		"               [--sweep KEY=V1,V2,...]\n"
 		"       zabench replay TRACE [--zone-policy pfn|model] [--events page,slab]\n"
 		"                      [--warmup N] [--start kernel|empty] [--predict TRACE2]\n"
-		"                      [--zoneinfo FILE] [--sysctl FILE] [--model-trace FILE]\n"
+		"                      [--zoneinfo FILE|none] [--sysctl FILE] [--model-trace FILE]\n"
 		"                      [options above]\n"
 		"       zabench report [--quick] [--out DIR] [--only EXP,...] [--budget MIN]\n"
 		"                      [--seconds S]\n"

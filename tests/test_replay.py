@@ -395,11 +395,51 @@ def test_no_zoneinfo_start_state(tmp):
     for i in range(6000):
         t.alloc(1, 0x200000 + i)
     path = t.write(os.path.join(tmp, "unzoned.txt"), header="")
-    doc = json.loads(replay([path, "--json", "--warmup", "0"] + ONCE).stdout)
+    doc = json.loads(replay([path, "--json", "--warmup", "0", "--zoneinfo", "none"] + ONCE).stdout)
     f = doc["variants"][0]["fidelity"]
     kernel, model = rows(f, "kernel"), rows(f, "zonealloc")
     assert kernel["pcp_refill_pages"] == 0 and model["pcp_refill_pages"] == 0, (kernel, model)
     assert model["pcp_drain_pages"] == 0, model
+
+
+def local_zones():
+    """This machine's populated zones, [(start_pfn, spanned, managed)], from /proc/zoneinfo."""
+    zones = []
+    with open("/proc/zoneinfo") as f:
+        for line in f:
+            w = line.split()
+            if line.startswith("Node "):
+                zones.append({})
+            elif zones and len(w) == 2 and w[0] in ("spanned", "managed", "start_pfn:"):
+                zones[-1][w[0].rstrip(":")] = int(w[1])
+    return [(z["start_pfn"], z["spanned"], z["managed"]) for z in zones if z.get("managed")]
+
+
+def test_local_zoneinfo(tmp):
+    """A trace with no zoneinfo and none beside it (perf's, a script's):
+    if its pfns lie in this machine's zones (and it names no other number
+    of CPUs) it replays on this machine's zoneinfo, and says so; else, or
+    with --zoneinfo none, on the defaults."""
+    zones = local_zones()
+    start, spanned, _ = max(zones, key=lambda z: z[2])
+    managed = sum(z[2] for z in zones)
+    end = max(z[0] + z[1] for z in zones)
+    here, far = Trace(), Trace()
+    for i in range(64):
+        here.alloc(0, start + spanned // 2 + i)
+        far.alloc(0, end + i)
+    local = "assumed: this machine's zoneinfo"
+    defaults = "assumed: the memory and zones of --config or the defaults (no zoneinfo"
+    out = replay([here.write(os.path.join(tmp, "here.txt"), header="")] + ONCE).stdout
+    assert local in out and f"memory={managed * 4}K" in out, out
+    out = replay([os.path.join(tmp, "here.txt"), "--zoneinfo", "none"] + ONCE).stdout
+    assert defaults in out and local not in out, out
+    out = replay([far.write(os.path.join(tmp, "far.txt"), header="")] + ONCE).stdout
+    assert defaults in out and local not in out, out
+    cpus = max(int(l.split()[1]) for l in open("/proc/zoneinfo") if l.strip().startswith("cpu:")) + 1
+    other = here.write(os.path.join(tmp, "other.txt"), header=f"# nr_cpus {cpus + 1}\n")
+    out = replay([other] + ONCE).stdout
+    assert defaults in out and local not in out, out
 
 
 def test_trace_file_header(tmp):
@@ -689,7 +729,8 @@ CASES = [test_refill_on_the_cpu_that_allocated, test_start_state, test_start_hig
          test_unmovable_allocation_claims_a_pageblock, test_kernel_column_from_the_trace,
          test_deterministic, test_shipped_traces_replay_clean, test_ab_sweep_and_predict,
          test_kernel_ab_sheaves, test_bulk_takes, test_model_trace, test_excerpt_whole_bursts,
-         test_side_files_found, test_no_zoneinfo_start_state, test_trace_file_header, test_report_variants,
+         test_side_files_found, test_no_zoneinfo_start_state, test_local_zoneinfo,
+         test_trace_file_header, test_report_variants,
          test_mutated_traces,
          test_bad_input]
 wanted = sys.argv[3:]

@@ -77,6 +77,12 @@ static void read_predicted(struct replay_state *st, const char *path)
 	st->have_predicted = true;
 }
 
+/* Whether --config sets the machine's memory or zones itself. */
+static bool config_sizes_memory(const char *config)
+{
+	return config && (strstr(config, "memory=") || strstr(config, "zones="));
+}
+
 static void replay_declare(struct bench *b)
 {
 	struct replay_state *st = calloc(1, sizeof(*st));
@@ -86,7 +92,8 @@ static void replay_declare(struct bench *b)
 	b->state = st;
 	if (!b->opts.file)
 		fail("", "no trace given (zabench replay FILE [options])");
-	st->ro.zoneinfo = b->opts.zoneinfo ? b->opts.zoneinfo :
+	bool no_zoneinfo = b->opts.zoneinfo && !strcmp(b->opts.zoneinfo, "none");
+	st->ro.zoneinfo = no_zoneinfo ? NULL : b->opts.zoneinfo ? b->opts.zoneinfo :
 			  replay_side_file(b->opts.file, ".zoneinfo", st->side_zoneinfo, sizeof(st->side_zoneinfo));
 	st->ro.sysctl = b->opts.sysctl ? b->opts.sysctl :
 			replay_side_file(b->opts.file, ".sysctl", st->side_sysctl, sizeof(st->side_sysctl));
@@ -95,6 +102,8 @@ static void replay_declare(struct bench *b)
 	if (!tr)
 		fail("", err);
 	trace_close(tr);
+	if (!no_zoneinfo && !config_sizes_memory(b->opts.config))
+		replay_local_zoneinfo(b->opts.file, &st->ro, &h);
 	if (!h.present && !b->opts.config)
 		fprintf(stderr, "zabench replay: %s has no header (zabench record writes one): "
 				"give the machine with --zoneinfo FILE or --config (cpus=N,memory=...); "

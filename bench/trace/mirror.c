@@ -274,6 +274,9 @@ void mirror_machine(const struct trace_header *h, struct mirror *m)
 {
 	memset(m, 0, sizeof(*m));
 	add(m, "kswapd=0,lock_stats=0,vmstat_interval_ms=0,deferred_init=1,llc_per_cpu=0,percpu=lock");
+	if (h->zoneinfo_here)
+		note(m, "assumed: this machine's zoneinfo, the trace having none and its pfns in its "
+			"zones; its counts and highs are of now, not used (--zoneinfo FILE|none)");
 	mirror_release(h, m);
 	int cpus = m->nr_cpus = mirror_cpus(h, m);
 	if (cpus)

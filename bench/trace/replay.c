@@ -481,12 +481,13 @@ static int idle_type(const struct prime *p)
 }
 
 /* The pages the kernel's lists for header zone t held on the CPU when the
- * trace began (prime.c): zoneinfo's count is of then unless the trace is
- * an excerpt, whose zoneinfo is of the recording's start, seconds earlier. */
+ * trace began (prime.c): zoneinfo's count is of then unless it was taken
+ * at another time (an excerpt's, of the recording's start seconds earlier;
+ * this machine's, of now). */
 static int64_t start_count(const struct replayer *rp, const struct prime *p, int cpu, int t)
 {
 	const struct trace_zone *z = t < rp->h->nr_zones ? &rp->h->zones[t] : NULL;
-	int64_t counted = z && cpu < TRACE_PCP_CPUS && !rp->h->excerpt ? z->pcp_count[cpu] : 0;
+	int64_t counted = z && cpu < TRACE_PCP_CPUS && !rp->h->zoneinfo_later ? z->pcp_count[cpu] : 0;
 	return prime_start_count(p, cpu, t, z ? z->high_min : 0, counted);
 }
 
@@ -504,8 +505,8 @@ static bool set_start_high(struct replayer *rp, int cpu, int t, int64_t high)
 
 /* The tuned high the CPU's lists for header zone t start at, holding
  * `pages`: at least those (a free past high would have drained them), and
- * the zoneinfo's high if it was taken at the trace's start.  An excerpt's
- * zoneinfo is of the recording's start and says nothing of the excerpt's
+ * the zoneinfo's high if it was taken at the trace's start.  One taken at
+ * another time (an excerpt's, this machine's) says nothing of the trace's
  * high: the trace shows it instead (start_high.h). */
 static int64_t start_high(const struct replayer *rp, const struct prime *p, int cpu, int t,
 			  int64_t pages)
@@ -513,7 +514,7 @@ static int64_t start_high(const struct replayer *rp, const struct prime *p, int 
 	if (t >= rp->h->nr_zones)       /* no zoneinfo: no high shown */
 		return pages;
 	const struct trace_zone *z = &rp->h->zones[t];
-	int64_t shown = rp->h->excerpt ? prime_start_high(p, cpu, t, pages, z) : z->pcp_high[cpu];
+	int64_t shown = rp->h->zoneinfo_later ? prime_start_high(p, cpu, t, pages, z) : z->pcp_high[cpu];
 	return pages > shown ? pages : shown;
 }
 
@@ -523,7 +524,7 @@ static int64_t start_high(const struct replayer *rp, const struct prime *p, int 
  * on the list the trace uses least.  Stand-ins from the buddy lists,
  * freed as that CPU with the tracepoints muted, under the largest high
  * (so count reaching high drains none of them); then high is the one the
- * zoneinfo shows for the CPU, or for an excerpt the one the trace shows
+ * zoneinfo shows for the CPU, or for a zoneinfo of another time the one the trace shows
  * (start_high.h), or the count if more: its decay by the vmstat worker is
  * what drains lists the kernel filled before the trace began.  The fill is
  * a freeing streak, so free_high (pcp_free_high) may still drain the lists
@@ -634,6 +635,57 @@ const char *replay_side_file(const char *path, const char *suffix, char *out, si
 	return NULL;
 }
 
+/* The pfns of a trace's first page events that must all lie in this
+ * machine's zones for its zoneinfo to stand in for the trace's. */
+#define LOCAL_FIT_EVENTS 20000
+
+/* Whether the trace's first page events (at least one) all name pfns in
+ * the zones of `local`. */
+static bool pfns_fit(const char *path, const struct trace_header *local)
+{
+	char err[256];
+	struct trace_reader *tr = trace_open(path, err, sizeof(err));
+	struct trace_event ev;
+	int seen = 0, rc = 0;
+	if (!tr)
+		return false;
+	while (seen < LOCAL_FIT_EVENTS && (rc = trace_next(tr, &ev)) > 0) {
+		if (ev.type > TEV_EXTFRAG || ev.pfn == TRACE_NO_PFN)
+			continue;
+		if (trace_pfn_zone(local, ev.pfn) < 0)
+			break;
+		seen++;
+	}
+	bool fit = seen == LOCAL_FIT_EVENTS || (seen && rc == 0);
+	trace_close(tr);
+	return fit;
+}
+
+bool replay_local_zoneinfo(const char *path, struct replay_opts *o, struct trace_header *h)
+{
+	static const char proc[] = "/proc/zoneinfo";
+	struct trace_header *local = calloc(1, sizeof(*local));
+	char err[256];
+	bool ok = local && !o->zoneinfo && !h->nr_zones &&
+		  !trace_read_zoneinfo(proc, local, err, sizeof(err));
+	if (ok && h->nr_cpus) {
+		int cpus = 0;
+		for (int z = 0; z < local->nr_zones; z++)
+			if (local->zones[z].nr_pagesets > cpus)
+				cpus = local->zones[z].nr_pagesets;
+		ok = cpus == h->nr_cpus;
+	}
+	if ((ok = ok && pfns_fit(path, local))) {
+		h->nr_zones = local->nr_zones;
+		memcpy(h->zones, local->zones, sizeof(h->zones));
+		h->present = h->zoneinfo_later = h->zoneinfo_here = true;
+		o->zoneinfo = proc;
+		o->zoneinfo_here = true;
+	}
+	free(local);
+	return ok;
+}
+
 struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
 				 struct trace_header *h, char *err, size_t errlen)
 {
@@ -646,6 +698,8 @@ struct trace_reader *replay_open(const char *path, const struct replay_opts *o,
 		trace_close(tr);
 		return NULL;
 	}
+	h->zoneinfo_later |= o->zoneinfo_here;
+	h->zoneinfo_here |= o->zoneinfo_here;
 	return tr;
 }
 

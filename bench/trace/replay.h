@@ -72,6 +72,8 @@ struct replay_opts {
 	/* Files recorded beside the trace (--zoneinfo, --sysctl), over its
 	 * header's; NULL if none. */
 	const char *zoneinfo, *sysctl;
+	bool zoneinfo_here;     /* zoneinfo is this machine's, taken after the trace
+				 * began: its counts and highs are not used */
 	bool empty_start;       /* --start empty: the lists start empty, not as
 				 * the kernel's must have been (prime.c) */
 	/* --model-trace: the model's counted events written here as the
@@ -120,6 +122,18 @@ struct replay_result {
  * compression.  Its path in out, or NULL if there is none.
  */
 const char *replay_side_file(const char *path, const char *suffix, char *out, size_t len);
+
+/*
+ * A trace with no zoneinfo, and none beside it, was most often recorded
+ * on the machine replaying it, by a tool that saves nothing (perf, a few
+ * lines of shell): this machine's zones then say more than any default.
+ * If o names no zoneinfo, h has none, and the trace could have been
+ * recorded here -- as many CPUs, if it says, and the pfns of its first
+ * page events all in this machine's zones -- takes /proc/zoneinfo into h
+ * and o, marked as of now (its counts and highs are not the trace's
+ * start), and returns true.
+ */
+bool replay_local_zoneinfo(const char *path, struct replay_opts *o, struct trace_header *h);
 
 /*
  * Opens the trace at path with its header completed by the files o names:

@@ -196,6 +196,7 @@ static int mirror_of(const struct corpus *c, const char *name, struct replay_opt
 		return -1;
 	}
 	trace_close(tr);
+	replay_local_zoneinfo(path, ro, h);
 	ro->zones = h->present ? ZONE_BY_PFN : ZONE_BY_GFP;
 	mirror_machine(h, m);
 	free(h);

@@ -144,8 +144,11 @@ struct trace_header {
 	/* "# sysctl vm.KEY N" lines (zabench record), or --sysctl's file */
 	bool sysctl_known[NR_TRACE_SYSCTLS];
 	int64_t sysctl[NR_TRACE_SYSCTLS];
-	bool excerpt;                   /* "# excerpt" (excerpt.py) past the recording's
-					 * first event: its zoneinfo is of earlier */
+	/* The zoneinfo's counts and highs are not of the trace's start: an
+	 * excerpt's ("# excerpt" past the recording's first event) are of
+	 * earlier, this machine's (replay_local_zoneinfo) of now. */
+	bool zoneinfo_later;
+	bool zoneinfo_here;             /* ... and it is this machine's */
 	int nr_zones;                   /* populated zones (managed > 0) only */
 	int zones_dropped;              /* zones beyond TRACE_MAX_ZONES, not kept */
 	struct trace_zone zones[TRACE_MAX_ZONES];

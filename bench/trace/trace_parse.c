@@ -815,7 +815,7 @@ static int parse_hash(const char *p, const char *end, struct trace_header *h,
 		const char *from = memmem(p, end - p, "from event line ", 16), *e = from;
 		while (from && e < end && *e != ':')
 			e++;
-		h->excerpt = from && !(parse_dec(from + 16, e, &n) && n == 1);
+		h->zoneinfo_later = from && !(parse_dec(from + 16, e, &n) && n == 1);
 	} else if (STARTS(p, end, "# sysctl ")) {
 		parse_sysctl(p + STRLEN("# sysctl "), end, h);
 	} else if (STARTS(p, end, "# uname ")) {
