@@ -568,6 +568,8 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 
 void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 {
+	struct slab_counts all;
+	long active = objects_in_use((struct za_kmem_cache *)s, &all);    /* takes the list_locks */
 	*info = (struct za_cache_info){
 		.name = s->name,
 		.object_size = s->object_size,
@@ -581,6 +583,8 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 		.sheaf_objects = sheaf_objects(s),
 		.rcu_objects = (unsigned long)atomic_load_explicit(&s->rcu.objects, memory_order_relaxed),
 		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
+		.active_objects = (unsigned long)active,
+		.total_objects = (unsigned long)all.objects,
 	};
 }
 

@@ -11,7 +11,11 @@ atexit handler that runs before the malloc's):
     each with that process's summary, and nothing on stderr;
  4. ZA_STATS=yes: one line naming the variable, then taken as 1;
  5. a ZA_STATS_FILE that cannot be opened: one line with the path and the
-    reason, then the statistics on stderr.
+    reason, then the statistics on stderr;
+ 6. where the RSS is: a program that exits holding 80000 blocks of 100
+    bytes and one of 4 MiB has them in its breakdown -- the small ones
+    in use, the large one's pages resident in large blocks -- and the
+    parts add up to the RSS.
 
 usage: test_malloc_stats.py <stats_fork binary> <libzonealloc-malloc.so>
 """
@@ -100,6 +104,27 @@ check(rc == 0 and len(notes) == 2 and all("/nonexistent/za/stats." in l and
                                           "No such file or directory" in l for l in notes)
       and len(HEADER.findall(err)) == 2,
       f"unopenable ZA_STATS_FILE: a line with path and reason, then stderr ({notes})")
+
+# 6. The RSS breakdown.
+rc, err = run([FORK, "live"], ZA_STATS="1")
+where = re.search(r"now ([\d.]+) MiB.*?where the RSS is: ([\d.]+) MiB in the arena \(slabs ([\d.]+), "
+                  r"large blocks ([\d.]+), per-CPU lists ([\d.]+), free not yet purged ([\d.]+), "
+                  r"page descriptors ([\d.]+)\), ([\d.]+) MiB directly mapped, ([\d.]+) MiB outside "
+                  r"the malloc\n  small objects in the slabs: ([\d.]+) MiB in use or in the threads' "
+                  r"caches, ([\d.]+) MiB in the barns, ([\d.]+) MiB free in their slabs", err, re.S)
+check(rc == 0 and where, f"ZA_STATS=1: where the RSS is ({err[:600]!r})")
+if where:
+    now, arena, slabs, large, pcp, free, meta, mapped, outside, used, barns, slack = \
+        map(float, where.groups())
+    live = 80000 * 112 / 2**20      # 100 bytes: the 112-byte class
+    check(live <= used <= live + 1, f"breakdown: {used} MiB of small objects in use, {live:.2f} held")
+    check(4 <= large + mapped <= 4.5, f"breakdown: the 4 MiB block resident ({large} + {mapped})")
+    check(abs(slabs + large + pcp + free + meta - arena) <= 0.15,
+          f"breakdown: the arena's parts add up ({slabs} {large} {pcp} {free} {meta} -> {arena})")
+    check(abs(arena + mapped + outside - now) <= 0.15,
+          f"breakdown: arena, mappings and the rest add up to the RSS ({arena} {mapped} {outside} -> {now})")
+    check(used + barns + slack <= slabs + 0.1, f"breakdown: objects within the slabs' pages "
+          f"({used} + {barns} + {slack} <= {slabs})")
 
 if failures:
     print(f"{len(failures)} failed")

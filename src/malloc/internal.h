@@ -182,6 +182,7 @@ void sheaves_give_back(struct thread_cache *tc);
 void sheaves_empty(struct thread_cache *tc);
 void sheaves_flush_barns(void);
 void barns_decay(void);                /* the purge worker's round */
+unsigned long barn_objects(unsigned int c);     /* in class c's full sheaves */
 uint64_t barns_activity(void);
 int malloc_verify(struct za_mm *mm);    /* za_verify's malloc layer: barns and sheaves */
 /* stats.c: the malloc layer's events (mm_layers.c). */

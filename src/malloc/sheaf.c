@@ -342,6 +342,17 @@ static void barns_evict_idle(unsigned int c)
 	}
 }
 
+unsigned long barn_objects(unsigned int c)
+{
+	struct class_barn *b = &zm.barns[c];
+	unsigned long n = 0;
+	za_lock(&b->b.lock);
+	for (const struct sheaf *s = b->b.full; s; s = s->next)
+		n += s->size;
+	za_unlock(&b->b.lock);
+	return n;
+}
+
 /* Sheaves exchanged at the barns so far: a program reusing its objects
  * through them is busy, though it takes no page (the purge worker's idle
  * test). */

@@ -87,15 +87,15 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-/* Resident pages of [pfn, pfn + span), by mincore a window at a time. */
-static unsigned long resident_pages(za_mm_t *mm, unsigned long pfn, unsigned long span)
+/* Resident pages of the `pages` from addr, by mincore a window at a time. */
+static unsigned long resident_range(char *addr, unsigned long pages)
 {
 	enum { WINDOW = 4096 };
 	unsigned char vec[WINDOW];
 	unsigned long n = 0;
-	for (unsigned long at = pfn; at < pfn + span; at += WINDOW) {
-		unsigned long len = pfn + span - at < WINDOW ? pfn + span - at : WINDOW;
-		if (mincore(pfn_to_virt(mm, at), len << PAGE_SHIFT, vec))
+	for (unsigned long at = 0; at < pages; at += WINDOW) {
+		unsigned long len = pages - at < WINDOW ? pages - at : WINDOW;
+		if (mincore(addr + (at << PAGE_SHIFT), len << PAGE_SHIFT, vec))
 			continue;
 		for (unsigned long i = 0; i < len; i++)
 			n += vec[i] & 1;
@@ -103,14 +103,22 @@ static unsigned long resident_pages(za_mm_t *mm, unsigned long pfn, unsigned lon
 	return n;
 }
 
+/* Resident pages of the block at pfn (within one section). */
+static unsigned long resident_pages(za_mm_t *mm, unsigned long pfn, unsigned long span)
+{
+	return resident_range(pfn_to_virt(mm, pfn), span);
+}
+
+/* Resident pages by what holds them. */
+enum { RES_SLAB, RES_LARGE, RES_PCP, RES_FREE, RES_META, NR_RES };
+
 /*
  * One walk over the blocks each zone manages: the blocks allocated now,
- * per order, slabs apart, and what RSS is made of -- resident pages by
- * what holds them.
+ * per order, slabs apart, and the arena's resident pages by what holds
+ * them.
  */
-static void print_arena(za_mm_t *mm, FILE *out)
+static void print_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 {
-	unsigned long resident[4] = { 0 };     /* slab, large block, per-CPU list, free */
 	fprintf(out, "  blocks allocated now (large / slab), by order:\n");
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		struct za_zone *z = mm->zone_by_id[id];
@@ -121,8 +129,8 @@ static void print_arena(za_mm_t *mm, FILE *out)
 			unsigned int o = f ? page_order(p) : 0;
 			if (f & PG_alloc)
 				(f & PG_slab ? slab : large)[o]++;
-			resident[f & PG_slab ? 0 : f & PG_alloc ? 1 : f & PG_pcp ? 2 : 3] +=
-				resident_pages(mm, pfn, 1UL << o);
+			resident[f & PG_slab ? RES_SLAB : f & PG_alloc ? RES_LARGE :
+				 f & PG_pcp ? RES_PCP : RES_FREE] += resident_pages(mm, pfn, 1UL << o);
 			pfn += 1UL << o;
 		}
 		fprintf(out, "    node %d %-8s", z->node, z->name);
@@ -130,9 +138,68 @@ static void print_arena(za_mm_t *mm, FILE *out)
 			fprintf(out, " %lu/%lu", large[o], slab[o]);
 		fputc('\n', out);
 	}
-	fprintf(out, "  resident arena: %.1f MiB in slabs, %.1f MiB in large blocks, %.1f MiB on "
-		"per-CPU lists, %.1f MiB free (not yet purged)\n", resident[0] / 256.0,
-		resident[1] / 256.0, resident[2] / 256.0, resident[3] / 256.0);
+}
+
+/* The resident pages of each section's descriptors and slab info, which
+ * sit below its memory. */
+static unsigned long metadata_resident(za_mm_t *mm)
+{
+	unsigned long n = 0, below = (mm->view.info_below + PAGE_SIZE) >> PAGE_SHIFT;
+	for (unsigned long i = 0; i < mm->nr_sections; i++) {
+		char *mem = load_relaxed(&mm->section_mem[i]);
+		if (mem)
+			n += resident_range(mem - (below << PAGE_SHIFT), below);
+	}
+	return n;
+}
+
+/* Bytes of the size classes' slab objects: in use by the program or in
+ * its threads' (or CPUs') caches, in the barns, and free in the slabs. */
+struct class_bytes {
+	double used, barns, free;
+};
+
+static struct class_bytes class_bytes(void)
+{
+	struct class_bytes cb = { 0 };
+	for (unsigned int c = 0; c < NR_CLASSES; c++) {
+		const za_cache_t *cache = atomic_load_explicit(&zm.classes[c].cache, memory_order_acquire);
+		struct za_cache_info info;
+		if (!cache)
+			continue;
+		za_cache_info(cache, &info);
+		double size = (double)info.object_size, barn = (double)barn_objects(c);
+		double active = (double)info.active_objects;
+		cb.barns += barn * size;
+		cb.used += (active > barn ? active - barn : 0) * size;
+		cb.free += (double)(info.total_objects - info.active_objects) * size;
+	}
+	return cb;
+}
+
+/*
+ * What the RSS is made of: the arena's resident pages by what holds them,
+ * the size classes' slab objects by where they are (object bytes: of the
+ * slabs' resident pages), the sections' descriptors, the direct mappings
+ * (taken as resident), and the rest of the process -- its image, stacks
+ * and libraries -- as what is left.
+ */
+static void print_rss(FILE *out, const unsigned long *res, const struct mapping_stats *vs)
+{
+	const double mib = 1 << 20;
+	struct class_bytes cb = class_bytes();
+	double arena = 0, rss = (double)current_rss_kib() * 1024;
+	for (int i = 0; i < NR_RES; i++)
+		arena += (double)res[i] * PAGE_SIZE;
+	double rest = rss - arena - (double)vs->bytes;
+	fprintf(out, "  where the RSS is: %.1f MiB in the arena (slabs %.1f, large blocks %.1f, per-CPU "
+		"lists %.1f, free not yet purged %.1f, page descriptors %.1f), %.1f MiB directly "
+		"mapped, %.1f MiB outside the malloc\n", arena / mib, (double)res[RES_SLAB] * PAGE_SIZE / mib,
+		(double)res[RES_LARGE] * PAGE_SIZE / mib, (double)res[RES_PCP] * PAGE_SIZE / mib,
+		(double)res[RES_FREE] * PAGE_SIZE / mib, (double)res[RES_META] * PAGE_SIZE / mib,
+		(double)vs->bytes / mib, rest > 0 ? rest / mib : 0);
+	fprintf(out, "  small objects in the slabs: %.1f MiB in use or in the threads' caches, %.1f MiB "
+		"in the barns, %.1f MiB free in their slabs\n", cb.used / mib, cb.barns / mib, cb.free / mib);
 }
 
 /* The malloc layer's events (vmstat.c folds them into every counter
@@ -244,7 +311,10 @@ void za_malloc_stats(FILE *out)
 		snprintf(name, sizeof(name), "pgalloc_%s", za_zone_name(mm, i));
 		fprintf(out, "  pages allocated from %s: %lld\n", za_zone_name(mm, i), za_stat(mm, name));
 	}
-	print_arena(mm, out);
+	unsigned long resident[NR_RES] = { 0 };
+	print_arena(mm, out, resident);
+	resident[RES_META] = metadata_resident(mm);
+	print_rss(out, resident, &vs);
 	print_cache_hits(mm, out);
 	fputc('\n', out);
 	if (stats_level < 2) {

@@ -2,6 +2,9 @@
  * A program that forks: the parent and the child each allocate and exit
  * (test_malloc_stats.py runs it under the drop-in malloc with ZA_STATS, to
  * see one report per process).  Nothing on stdout or stderr of its own.
+ * `stats_fork live`: no fork; exits holding LIVE_SMALL blocks of 100
+ * bytes and one of LIVE_LARGE, all written (what the RSS breakdown must
+ * find in use).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +26,28 @@ static int use_memory(size_t n)
 	return !ok;
 }
 
-int main(void)
+#define LIVE_SMALL 80000
+#define LIVE_LARGE (4u << 20)
+
+static int keep_live(void)
 {
+	for (int i = 0; i < LIVE_SMALL; i++) {
+		char *p = malloc(100);
+		if (!p)
+			return 1;
+		memset(p, 1, 100);
+	}
+	kept = malloc(LIVE_LARGE);
+	if (!kept)
+		return 1;
+	memset(kept, 1, LIVE_LARGE);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return strcmp(argv[1], "live") ? 2 : keep_live();
 	if (use_memory(100))
 		return 1;
 	pid_t pid = fork();
