@@ -16,14 +16,15 @@
 
 /* Objects allocated: every object of every slab (*all: the nodes' slabs,
  * pages and objects) minus the free ones on the node lists.  Exact once
- * the CPU slabs are flushed. */
+ * the CPU slabs are flushed.  An observer's: the list_locks it takes are
+ * not counted among the cache's. */
 static long objects_in_use(struct za_kmem_cache *s, struct slab_counts *all)
 {
 	long free_objs = 0;
 	*all = (struct slab_counts){ 0 };
 	for (int node = 0; node < s->mm->nr_nodes; node++) {
 		struct kmem_cache_node *n = &s->node[node];
-		lock_node(n);
+		za_lock(&n->list_lock);
 		struct slab_counts counts = node_slab_counts(s, n);
 		all->slabs += counts.slabs;
 		all->pages += counts.pages;
@@ -32,7 +33,7 @@ static long objects_in_use(struct za_kmem_cache *s, struct slab_counts *all)
 			uint64_t st = slab_state(container_of(l, struct za_page, lru));
 			free_objs += st_objects(st) - st_inuse(st);
 		}
-		unlock_node(n);
+		za_unlock(&n->list_lock);
 	}
 	return all->objects - free_objs;
 }
