@@ -7,7 +7,8 @@
  * process's allocator live: full screen on a terminal, a line per interval
  * otherwise; --once the full screen's first view as text; --json one
  * snapshot; --once --report NAME the report (buddyinfo, zoneinfo, vmstat,
- * pagetypeinfo, slabinfo) as za_report wrote it there.
+ * pagetypeinfo, slabinfo; rss, the malloc's: where its RSS is) as
+ * za_report wrote it there.
  */
 #include "commands.h"
 #include "top.h"
@@ -31,7 +32,7 @@ static int top_usage(const char *why)
 {
 	fprintf(stderr, "zabench top: %s\n"
 		"usage: zabench top [PID] [--system N] [--interval S] [--count N] [--json]\n"
-		"                   [--once --report buddyinfo|zoneinfo|vmstat|pagetypeinfo|slabinfo]\n",
+		"                   [--once --report buddyinfo|zoneinfo|vmstat|pagetypeinfo|slabinfo|rss]\n",
 		why);
 	return 2;
 }
@@ -143,7 +144,7 @@ static void json_string(FILE *out, const char *s)
 static void print_json(const struct top_sample *s, FILE *out)
 {
 	static const char *const reports[] = { "buddyinfo", "zoneinfo", "vmstat", "pagetypeinfo",
-					       "slabinfo" };
+					       "slabinfo", "rss" };
 	const za_peek_t *p = s->peek;
 	fprintf(out, "{\"pid\": %d, \"comm\": ", za_peek_pid(p));
 	json_string(out, za_peek_comm(p));

@@ -114,6 +114,10 @@ static void draw_memory(FILE *out, const struct top_sample *s)
 		"slab %.1f MiB, managed %.1f MiB\n", mib(top_value(s, "nr_allocated_pages")),
 		mib(top_value(s, "nr_free_pages")), mib(top_value(s, "nr_pcp_pages")),
 		mib(top_value(s, "nr_slab_pages")), mib(top_value(s, "nr_managed_pages")));
+	const char *rss = za_peek_report(s->peek, "rss");
+	const char *where = rss ? strstr(rss, "  where the RSS") : NULL;
+	if (where)              /* the malloc's: what its RSS is made of */
+		fputs(where + 2, out);
 }
 
 /* The rows of per-second rates: a label, then name=counter pairs. */

@@ -56,6 +56,8 @@ const struct mm_layer mm_layers[NR_MM_LAYERS] = {
 		.nr_events = NR_MALLOC_EVENTS,
 		.event_name = malloc_event_name,
 		.fold_events = malloc_stat_fold,
+		.report_name = "rss",
+		.report = malloc_rss_report,
 		.verify = malloc_verify,
 		.pause = purge_worker_pause,
 	},

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 static const char *const published_reports[] = {
-	"buddyinfo", "zoneinfo", "vmstat", "pagetypeinfo", "slabinfo",
+	"buddyinfo", "zoneinfo", "vmstat", "pagetypeinfo", "slabinfo", "rss",
 };
 _Static_assert(sizeof(published_reports) / sizeof(published_reports[0]) <= PUB_MAX_REPORTS,
 	       "the header has room for every report");

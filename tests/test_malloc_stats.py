@@ -107,7 +107,7 @@ check(rc == 0 and len(notes) == 2 and all("/nonexistent/za/stats." in l and
 
 # 6. The RSS breakdown.
 rc, err = run([FORK, "live"], ZA_STATS="1")
-where = re.search(r"now ([\d.]+) MiB.*?where the RSS is: ([\d.]+) MiB in the arena \(slabs ([\d.]+), "
+where = re.search(r"where the RSS of ([\d.]+) MiB is: ([\d.]+) MiB in the arena \(slabs ([\d.]+), "
                   r"large blocks ([\d.]+), per-CPU lists ([\d.]+), free not yet purged ([\d.]+), "
                   r"page descriptors ([\d.]+)\), ([\d.]+) MiB directly mapped, ([\d.]+) MiB outside "
                   r"the malloc\n  small objects in the slabs: ([\d.]+) MiB in use or in the threads' "

@@ -5,7 +5,8 @@ which publishes its system by default:
  1. the list (no PID) names the process;
  2. a line per interval when stdout is no terminal (--count);
  3. --json: one snapshot, its counters and reports;
- 4. --once --report buddyinfo: the report in the kernel's format;
+ 4. --once --report buddyinfo: the report in the kernel's format; --report
+    rss: where the malloc's RSS is;
  5. the full-screen view under a pseudo-terminal: views switched, q quits;
  6. ZA_CONFIG=publish=0: no segment;
  7. the process gone: its segment removed at exit, top says so;
@@ -148,6 +149,10 @@ def main():
         report = top(pid, "--once", "--report", "buddyinfo")
         check(report.returncode == 0 and report.stdout.startswith("Node 0, zone"),
               "--once --report buddyinfo: the kernel's format")
+        where = top(pid, "--once", "--report", "rss")
+        check(where.returncode == 0 and "where the RSS of " in where.stdout and
+              "small objects in the slabs: " in where.stdout and "rss" in data.get("reports", {}),
+              "--once --report rss: where the malloc's RSS is" + said(where))
         status, text = screen(pid)
         check(status == 0 and "overview" in text and "slabs" in text and "buddyinfo" in text,
               "the full-screen view: views switched by key, q quits")

@@ -189,6 +189,7 @@ int malloc_verify(struct za_mm *mm);    /* za_verify's malloc layer: barns and s
 #define NR_MALLOC_EVENTS 4
 const char *malloc_event_name(int e);
 void malloc_stat_fold(struct za_mm *mm, uint64_t *totals);
+void malloc_rss_report(struct za_mm *mm, FILE *out);   /* za_report's "rss" */
 void sheaves_fold_stats(uint64_t *alloc_hits, uint64_t *alloc_misses, uint64_t *free_hits,
 			uint64_t *free_misses);
 bool sheaves_after_fork_child(void);

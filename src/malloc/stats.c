@@ -113,13 +113,14 @@ static unsigned long resident_pages(za_mm_t *mm, unsigned long pfn, unsigned lon
 enum { RES_SLAB, RES_LARGE, RES_PCP, RES_FREE, RES_META, NR_RES };
 
 /*
- * One walk over the blocks each zone manages: the blocks allocated now,
- * per order, slabs apart, and the arena's resident pages by what holds
- * them.
+ * One walk over the blocks each zone manages: the arena's resident pages
+ * by what holds them, and (out not NULL) the blocks allocated now, per
+ * order, slabs apart.
  */
-static void print_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
+static void walk_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 {
-	fprintf(out, "  blocks allocated now (large / slab), by order:\n");
+	if (out)
+		fprintf(out, "  blocks allocated now (large / slab), by order:\n");
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
 		struct za_zone *z = mm->zone_by_id[id];
 		unsigned long large[ZA_MAX_ORDER_LIMIT + 1] = { 0 }, slab[ZA_MAX_ORDER_LIMIT + 1] = { 0 };
@@ -133,6 +134,8 @@ static void print_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 				 f & PG_pcp ? RES_PCP : RES_FREE] += resident_pages(mm, pfn, 1UL << o);
 			pfn += 1UL << o;
 		}
+		if (!out)
+			continue;
 		fprintf(out, "    node %d %-8s", z->node, z->name);
 		for (unsigned int o = 0; o <= mm->max_order; o++)
 			fprintf(out, " %lu/%lu", large[o], slab[o]);
@@ -184,22 +187,37 @@ static struct class_bytes class_bytes(void)
  * (taken as resident), and the rest of the process -- its image, stacks
  * and libraries -- as what is left.
  */
-static void print_rss(FILE *out, const unsigned long *res, const struct mapping_stats *vs)
+static void print_rss(za_mm_t *mm, FILE *out, FILE *blocks)
 {
 	const double mib = 1 << 20;
+	unsigned long res[NR_RES] = { 0 };
+	struct mapping_stats ms, *vs = &ms;
+	walk_arena(mm, blocks, res);
+	res[RES_META] = metadata_resident(mm);
+	mapping_stats(vs);
 	struct class_bytes cb = class_bytes();
 	double arena = 0, rss = (double)current_rss_kib() * 1024;
 	for (int i = 0; i < NR_RES; i++)
 		arena += (double)res[i] * PAGE_SIZE;
 	double rest = rss - arena - (double)vs->bytes;
-	fprintf(out, "  where the RSS is: %.1f MiB in the arena (slabs %.1f, large blocks %.1f, per-CPU "
-		"lists %.1f, free not yet purged %.1f, page descriptors %.1f), %.1f MiB directly "
-		"mapped, %.1f MiB outside the malloc\n", arena / mib, (double)res[RES_SLAB] * PAGE_SIZE / mib,
+	fprintf(out, "  where the RSS of %.1f MiB is: %.1f MiB in the arena (slabs %.1f, large blocks "
+		"%.1f, per-CPU lists %.1f, free not yet purged %.1f, page descriptors %.1f), %.1f MiB "
+		"directly mapped, %.1f MiB outside the malloc\n", rss / mib, arena / mib, (double)res[RES_SLAB] * PAGE_SIZE / mib,
 		(double)res[RES_LARGE] * PAGE_SIZE / mib, (double)res[RES_PCP] * PAGE_SIZE / mib,
 		(double)res[RES_FREE] * PAGE_SIZE / mib, (double)res[RES_META] * PAGE_SIZE / mib,
 		(double)vs->bytes / mib, rest > 0 ? rest / mib : 0);
 	fprintf(out, "  small objects in the slabs: %.1f MiB in use or in the threads' caches, %.1f MiB "
 		"in the barns, %.1f MiB free in their slabs\n", cb.used / mib, cb.barns / mib, cb.free / mib);
+}
+
+/* za_report(mm, "rss"): where the malloc's RSS is, as ZA_STATS says it. */
+void malloc_rss_report(struct za_mm *mm, FILE *out)
+{
+	if (mm != zm.mm) {
+		fprintf(out, "  (the malloc's system only)\n");
+		return;
+	}
+	print_rss(mm, out, NULL);
 }
 
 /* The malloc layer's events (vmstat.c folds them into every counter
@@ -311,10 +329,7 @@ void za_malloc_stats(FILE *out)
 		snprintf(name, sizeof(name), "pgalloc_%s", za_zone_name(mm, i));
 		fprintf(out, "  pages allocated from %s: %lld\n", za_zone_name(mm, i), za_stat(mm, name));
 	}
-	unsigned long resident[NR_RES] = { 0 };
-	print_arena(mm, out, resident);
-	resident[RES_META] = metadata_resident(mm);
-	print_rss(out, resident, &vs);
+	print_rss(mm, out, out);
 	print_cache_hits(mm, out);
 	fputc('\n', out);
 	if (stats_level < 2) {
