@@ -87,10 +87,11 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+enum { WINDOW = 4096 };
+
 /* Resident pages of the `pages` from addr, by mincore a window at a time. */
 static unsigned long resident_range(char *addr, unsigned long pages)
 {
-	enum { WINDOW = 4096 };
 	unsigned char vec[WINDOW];
 	unsigned long n = 0;
 	for (unsigned long at = 0; at < pages; at += WINDOW) {
@@ -103,10 +104,30 @@ static unsigned long resident_range(char *addr, unsigned long pages)
 	return n;
 }
 
+/* mincore's answer for WINDOW pages from pfn `start` (within a section),
+ * so that a walk over the blocks in pfn order makes one call a window,
+ * not one a block. */
+struct resident_window {
+	unsigned long start, len;
+	unsigned char vec[WINDOW];
+};
+
 /* Resident pages of the block at pfn (within one section). */
-static unsigned long resident_pages(za_mm_t *mm, unsigned long pfn, unsigned long span)
+static unsigned long resident_pages(za_mm_t *mm, struct resident_window *w, unsigned long pfn,
+				    unsigned long span)
 {
-	return resident_range(pfn_to_virt(mm, pfn), span);
+	unsigned long n = 0, section = 1UL << pfn_section_shift(mm);
+	for (unsigned long at = pfn; at < pfn + span; at++) {
+		if (at < w->start || at >= w->start + w->len) {
+			unsigned long left = section - (at & (section - 1));
+			w->start = at;
+			w->len = left < WINDOW ? left : WINDOW;
+			if (mincore(pfn_to_virt(mm, at), w->len << PAGE_SHIFT, w->vec))
+				memset(w->vec, 0, w->len);
+		}
+		n += w->vec[at - w->start] & 1;
+	}
+	return n;
 }
 
 /* Resident pages by what holds them. */
@@ -119,6 +140,7 @@ enum { RES_SLAB, RES_LARGE, RES_PCP, RES_FREE, RES_META, NR_RES };
  */
 static void walk_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 {
+	struct resident_window win = { .len = 0 };
 	if (out)
 		fprintf(out, "  blocks allocated now (large / slab), by order:\n");
 	for (int id = 0; id < mm->nr_nodes * mm->nr_zones; id++) {
@@ -131,7 +153,7 @@ static void walk_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 			if (f & PG_alloc)
 				(f & PG_slab ? slab : large)[o]++;
 			resident[f & PG_slab ? RES_SLAB : f & PG_alloc ? RES_LARGE :
-				 f & PG_pcp ? RES_PCP : RES_FREE] += resident_pages(mm, pfn, 1UL << o);
+				 f & PG_pcp ? RES_PCP : RES_FREE] += resident_pages(mm, &win, pfn, 1UL << o);
 			pfn += 1UL << o;
 		}
 		if (!out)
