@@ -418,8 +418,8 @@ def local_zones():
 def test_local_zoneinfo(tmp):
     """A trace with no zoneinfo and none beside it (perf's, a script's):
     if its pfns lie in this machine's zones (and it names no other number
-    of CPUs) it replays on this machine's zoneinfo, and says so; else, or
-    with --zoneinfo none, on the defaults."""
+    of CPUs) it replays on this machine's zoneinfo, and says so (the
+    scorecard too); else, or with --zoneinfo none, on the defaults."""
     zones = local_zones()
     start, spanned, _ = max(zones, key=lambda z: z[2])
     managed = sum(z[2] for z in zones)
@@ -440,6 +440,14 @@ def test_local_zoneinfo(tmp):
     other = here.write(os.path.join(tmp, "other.txt"), header=f"# nr_cpus {cpus + 1}\n")
     out = replay([other] + ONCE).stdout
     assert defaults in out and local not in out, out
+    here.write(os.path.join(tmp, "here.trace.zst"), header="")
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("# split held: not\nhere tracefs page shell - held\n")
+    out = zabench("scorecard", ["--corpus", corpus], 0).stdout
+    assert "tracefs*" in out and "* replayed on this machine's /proc/zoneinfo" in out, out
+    doc = json.loads(zabench("scorecard", ["--corpus", corpus, "--json"], 0).stdout)
+    assert all(r["zoneinfo_here"] for r in doc["rows"]), doc
 
 
 def test_trace_file_header(tmp):

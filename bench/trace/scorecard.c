@@ -42,6 +42,7 @@ struct entry {
 	uint64_t page_allocs;
 	bool repeat;
 	bool failed;
+	bool here;                      /* replayed on this machine's zoneinfo (it has none) */
 };
 
 #define MAX_SPLITS 8
@@ -265,6 +266,7 @@ static int replay_entry(const struct corpus *c, struct entry *e)
 	const char *trace = e->from[0] ? e->from : e->name;
 	if (mirror_of(c, trace, &ro, path, sizeof(path), zi, sc, &m))
 		return -1;
+	e->here = ro.zoneinfo_here;
 	if (e->from[0])
 		override_keys(m.config, sizeof(m.config), to.config, e->keys);
 	za_mm_t *mm = za_mm_create(m.config);
@@ -351,7 +353,7 @@ static void print_entries(const struct corpus *c, bool repeats, FILE *out)
 			double k = e->kernel[r], m = e->model[r];
 			table_add(&t, "%s", r ? "" : e->name);
 			table_add(&t, "%s", r ? "" : e->split);
-			table_add(&t, "%s", r ? "" : e->recorder);
+			table_add(&t, "%s%s", r ? "" : e->recorder, !r && e->here ? "*" : "");
 			table_add(&t, "%s", fid_row_metric(scored_rows[r]));
 			if (e->failed) {
 				for (int k2 = 0; k2 < 4; k2++)
@@ -366,6 +368,12 @@ static void print_entries(const struct corpus *c, bool repeats, FILE *out)
 	}
 	table_print(&t, out);
 	table_free(&t);
+	for (int i = 0; i < c->n; i++)
+		if (c->e[i].here && c->e[i].repeat == repeats) {
+			fprintf(out, "* replayed on this machine's /proc/zoneinfo: the trace has no zoneinfo, "
+				     "nor a NAME.zoneinfo beside it\n");
+			break;
+		}
 }
 
 static bool has_repeats(const struct corpus *c)
@@ -416,6 +424,7 @@ static void json_rows(const struct corpus *c, bool repeats, FILE *out)
 			json_string(out, e->split);
 			fprintf(out, ", \"recorder\": ");
 			json_string(out, e->recorder);
+			fprintf(out, ", \"zoneinfo_here\": %s", e->here ? "true" : "false");
 			fprintf(out, ", \"metric\": \"%s\", \"kernel\": ", fid_row_metric(scored_rows[r]));
 			json_number(out, e->kernel[r]);
 			fprintf(out, ", \"zonealloc\": ");
