@@ -33,6 +33,28 @@ static bool timed(int i)
 	return strcmp(benchmarks[i], "settle");
 }
 
+/* The benchmarks that report an RSS before and after (malloc_suite.c),
+ * and what they are. */
+static const struct {
+	const char *name, *what;
+} before_after[] = {
+	{ "phases", "a 4 MiB working set before the busy phases, and at the end of the last quiet "
+		    "one, 1.5 s after its busy phase" },
+	{ "pool", "4 threads before the pool ever grew to 64, and at the end, 1.5 s after it shrank "
+		  "back to 4" },
+	{ "settle", "a 64 MiB burst freed, then no call: the RSS before it, 3 s after it or when back "
+		    "within 10% of before, and the seconds that took" },
+};
+
+/* Index in before_after of benchmark i, or -1. */
+static int reports_before(int i)
+{
+	for (int k = 0; k < (int)(sizeof(before_after) / sizeof(before_after[0])); k++)
+		if (!strcmp(benchmarks[i], before_after[k].name))
+			return k;
+	return -1;
+}
+
 /*
  * The interpreters, Debian's, each running an allocation-heavy script
  * given on its command line, times --scale (the last argument): trees of
@@ -129,7 +151,7 @@ static void malloc_declare(struct bench *b)
 		st->m_mean_rss[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
 		snprintf(name, sizeof(name), "%s_sys_s", benchmarks[i]);
 		st->m_sys[i] = bench_metric(b, name, "s", LOWER_IS_BETTER);
-		if (timed(i))
+		if (reports_before(i) < 0)
 			continue;
 		snprintf(name, sizeof(name), "%s_before_rss_mib", benchmarks[i]);
 		st->m_before[i] = bench_metric(b, name, "MiB", LOWER_IS_BETTER);
@@ -222,7 +244,7 @@ static int malloc_variants(struct bench *b)
 
 struct run_result {
 	double seconds, rss_mib, mean_rss_mib, sys_s;
-	double before_mib, after_mib;   /* settle's RSS before the burst and after it */
+	double before_mib, after_mib;   /* the RSS before and after (reports_before) */
 };
 
 /* Runs one benchmark under one allocator: its seconds (negative if it
@@ -271,7 +293,7 @@ static struct run_result run_one(const struct malloc_state *st, const struct var
 	buf[n > 0 ? n : 0] = 0;
 	long rss_kib = 0;
 	/* exec (an interpreter) samples its own child: a fourth figure, its
-	 * mean RSS; settle adds two, its RSS before the burst and after. */
+	 * mean RSS; phases, pool and settle add two, their RSS before and after. */
 	int got = sscanf(buf, "%lf %ld %lf %lf %lf", &r.seconds, &rss_kib, &r.sys_s, &fourth, &fifth);
 	if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) || got < 3 || rss_kib <= 0) {
 		fprintf(stderr, "zabench malloc: %s failed under %s\n", bench, v->name);
@@ -309,7 +331,7 @@ static void malloc_run(struct bench *b, struct variant *v, struct iteration *it)
 		it->value[st->m_rss[i]] = r.rss_mib;
 		it->value[st->m_mean_rss[i]] = r.mean_rss_mib;
 		it->value[st->m_sys[i]] = r.sys_s;
-		if (!timed(i)) {
+		if (reports_before(i) >= 0) {
 			it->value[st->m_before[i]] = r.before_mib;
 			it->value[st->m_after[i]] = r.after_mib;
 		}
@@ -393,16 +415,18 @@ static void malloc_print(const struct bench *b, FILE *out)
 	for (int i = 0; i < NR_BENCH; i++)
 		if (st->run[i])
 			print_row(b, benchmarks[i], st->m_sys[i], out);
-	for (int i = 0; i < NR_BENCH; i++)
-		if (st->run[i] && !timed(i)) {
-			fputc('\n', out);
-			print_header_row(b, "settle", out);
-			print_row(b, "before MiB", st->m_before[i], out);
-			print_row(b, "after MiB", st->m_after[i], out);
+	for (int i = 0; i < NR_BENCH; i++) {
+		int k = reports_before(i);
+		if (!st->run[i] || k < 0)
+			continue;
+		fputc('\n', out);
+		print_header_row(b, benchmarks[i], out);
+		print_row(b, "before MiB", st->m_before[i], out);
+		print_row(b, "after MiB", st->m_after[i], out);
+		if (!timed(i))
 			print_row(b, "s to before", st->m_time[i], out);
-			fprintf(out, "(a 64 MiB burst freed, then no call: the RSS before it, 3 s after "
-				"it or when back within 10%% of before, and the seconds that took)\n");
-		}
+		fprintf(out, "(%s)\n", before_after[k].what);
+	}
 }
 
 static const char *const malloc_report[] = { "", NULL };

@@ -555,50 +555,82 @@ static void soak(void)
 	run_threads(threads, soak_worker, w, sizeof(w[0]));
 }
 
-/* phases: a server whose load comes and goes: a 64 MiB working set for a
- * busy phase, then 4 MiB for a quiet phase three times as long, twice. */
+/* The seconds a benchmark reports itself, instead of its wall time (-1:
+ * none), and the RSS it reports before and after (settle's, phases',
+ * pool's; -1: none). */
+static double own_seconds = -1;
+static long own_before_kib = -1, own_after_kib = -1;
+
+/* This process's RSS, read with system calls only (no malloc). */
+static long own_rss_kib(void)
+{
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	long pages = fd >= 0 ? rss_pages(fd) : -1;
+	if (fd >= 0)
+		close(fd);
+	return pages < 0 ? -1 : pages * (sysconf(_SC_PAGESIZE) >> 10);
+}
+
+/* phases: a server whose load comes and goes: a 4 MiB working set for a
+ * quiet phase (its RSS then is "before"), then twice a 64 MiB one for a
+ * busy phase and 4 MiB again for a quiet phase three times as long; its
+ * RSS at the end of the last is "after". */
 static void phases(void)
 {
-	struct working_set set = set_new(1 << 16, 64u << 20, 31);
+	struct working_set set = set_new(1 << 16, 4u << 20, 31);
+	churn_for(&set, 0.5 * scale);
+	own_before_kib = own_rss_kib();
 	for (int round = 0; round < 2; round++) {
 		set.live = 64u << 20;
 		churn_set(&set, work(1500000));
 		shrink_set(&set, 4u << 20);
 		churn_for(&set, 1.5 * scale);
 	}
+	own_after_kib = own_rss_kib();
 	set_free(&set);
 }
 
-/* pool: a thread pool that grows to 64 threads, each with a working set of
- * 1 MiB, and shrinks to 4, which go on working for 1.5 s; twice.  What the
- * threads that ended leave behind. */
+/* pool: a thread pool of 4 threads, each with a working set of 1 MiB (its
+ * RSS then is "before"), that grows to 64 and shrinks to 4, which go on
+ * working for 1.5 s; twice.  What the threads that ended leave behind:
+ * the RSS at the end, while the 4 still work, is "after". */
+static _Atomic long pool_rss_kib;
+
 static void *pool_worker(void *arg)
 {
 	struct worker *w = arg;
 	struct working_set set = set_new(1024, 1u << 20, w->seed);
 	churn_set(&set, w->n);
 	churn_for(&set, w->seconds);
+	if (w->id == 0 && w->seconds > 0)
+		pool_rss_kib = own_rss_kib();   /* the first thread, as its phase ends */
 	set_free(&set);
 	return NULL;
 }
 
+/* The pool's 4 threads working for `seconds`; the RSS as they end. */
+static long pool_of_four(struct worker *w, double seconds)
+{
+	for (int i = 0; i < 4; i++)
+		w[i] = (struct worker){ .id = i, .seconds = seconds, .seed = w[i].seed };
+	run_threads(4, pool_worker, w, sizeof(w[0]));
+	return pool_rss_kib;
+}
+
 static void pool(void)
 {
-	struct worker w[64];
+	struct worker w[64] = { 0 };
+	for (int i = 0; i < 4; i++)
+		w[i].seed = (uint64_t)(200 + i);
+	own_before_kib = pool_of_four(w, 0.5 * scale);
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 64; i++)
 			w[i] = (struct worker){ .id = i, .n = work(20000), .seed = (uint64_t)(round * 64 + i) };
 		run_threads(64, pool_worker, w, sizeof(w[0]));
-		for (int i = 0; i < 4; i++)
-			w[i] = (struct worker){ .id = i, .seconds = 1.5 * scale, .seed = w[i].seed };
-		run_threads(4, pool_worker, w, sizeof(w[0]));
+		own_after_kib = pool_of_four(w, 1.5 * scale);
 	}
 }
 
-/* The seconds a benchmark reports itself, instead of its wall time (-1:
- * none), and the RSS it reports before and after (settle's; -1: none). */
-static double own_seconds = -1;
-static long own_before_kib = -1, own_after_kib = -1;
 
 /*
  * settle: a server that goes quiet after a burst.  Its state, a 4 MiB

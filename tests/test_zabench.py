@@ -102,12 +102,14 @@ def test_malloc_comparison():
             assert len(m["values"]) == 2 and all(x >= low for x in m["values"]), m
         assert v["counters"] == {"ops": 4}, v["counters"]
     assert not ours or doc["variants"][1]["config"].endswith("libzonealloc-malloc.so")
-    # settle: a time of its own (at most its 3 s), the RSS before and after
+    # settle: a time of its own (at most its 3 s), the RSS before and after;
+    # phases and pool: their RSS before and after too
     doc = json.loads(run(["malloc", "--scale", "0.2", "--iterations", "1", "--allocators", "glibc",
-                          "--benchmarks", "settle", "--json"]).stdout)
+                          "--benchmarks", "settle,phases,pool", "--json"]).stdout)
     m = doc["variants"][0]["metrics"]
     assert 0 < m["settle_s"]["values"][0] <= 3.0 + 1e-6, m["settle_s"]
-    assert m["settle_before_rss_mib"]["values"][0] > 0 and m["settle_after_rss_mib"]["values"][0] > 0, m
+    for b in ("settle", "phases", "pool"):
+        assert m[f"{b}_before_rss_mib"]["values"][0] > 0 and m[f"{b}_after_rss_mib"]["values"][0] > 0, m
     run(["malloc", "--allocators", "nosuch"], expect=2)
     run(["malloc", "--benchmarks", "nosuch"], expect=2)
 
