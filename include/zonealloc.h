@@ -456,13 +456,14 @@ struct za_cache_info {
 	unsigned int sheaf_capacity;            /* 0: no sheaves (slub_sheaves) */
 	unsigned long sheaf_objects;            /* free objects its CPUs' sheaves and barns hold */
 	unsigned long rcu_objects;              /* za_cache_free_rcu's, waiting for za_rcu_barrier */
-	/* slabinfo's <active_objs> and <num_objs>: every object of the slabs,
-	 * and those not free on the node lists (the CPUs' sheaves and slabs
-	 * count as active, as in the kernel's) */
-	unsigned long active_objects, total_objects;
 	unsigned int debug;                     /* ZA_SLAB_* debug bits in force */
 };
 void za_cache_info(const za_cache_t *cache, struct za_cache_info *info);
+/* slabinfo's <active_objs> and <num_objs>: the objects not free on the
+ * node lists (those in the CPUs' sheaves and slabs count as active, as in
+ * the kernel's), and every object of the slabs.  Walks the partial lists
+ * under their locks (an observer's: not counted as the cache's). */
+void za_cache_objects(const za_cache_t *cache, unsigned long *active, unsigned long *total);
 /* A per-cache counter: alloc_fastpath, free_remote, list_lock_acquire, ... */
 long long za_cache_stat(const za_cache_t *cache, const char *name);
 

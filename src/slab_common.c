@@ -569,8 +569,6 @@ za_cache_t *za_cache_create(za_mm_t *mm, const char *name, size_t size, size_t a
 
 void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 {
-	struct slab_counts all;
-	long active = objects_in_use((struct za_kmem_cache *)s, &all);    /* takes the list_locks */
 	*info = (struct za_cache_info){
 		.name = s->name,
 		.object_size = s->object_size,
@@ -584,9 +582,14 @@ void za_cache_info(const za_cache_t *s, struct za_cache_info *info)
 		.sheaf_objects = sheaf_objects(s),
 		.rcu_objects = (unsigned long)atomic_load_explicit(&s->rcu.objects, memory_order_relaxed),
 		.debug = s->debug << ZA_SLAB_DEBUG_SHIFT,
-		.active_objects = (unsigned long)active,
-		.total_objects = (unsigned long)all.objects,
 	};
+}
+
+void za_cache_objects(const za_cache_t *s, unsigned long *active, unsigned long *total)
+{
+	struct slab_counts all;
+	*active = (unsigned long)objects_in_use((struct za_kmem_cache *)s, &all);
+	*total = (unsigned long)all.objects;
 }
 
 /* /proc/slabinfo, version 2.1, with the slab order appended. */

@@ -109,7 +109,10 @@ def test_malloc_comparison():
     m = doc["variants"][0]["metrics"]
     assert 0 < m["settle_s"]["values"][0] <= 3.0 + 1e-6, m["settle_s"]
     for b in ("settle", "phases", "pool"):
-        assert m[f"{b}_before_rss_mib"]["values"][0] > 0 and m[f"{b}_after_rss_mib"]["values"][0] > 0, m
+        before, after, peak = (m[f"{b}_{k}"]["values"][0] for k in ("before_rss_mib", "after_rss_mib",
+                                                                      "rss_mib"))
+        # statm and VmHWM: per-CPU approximations, as above
+        assert 0 < before <= peak * 1.1 + 0.5 and 0 < after <= peak * 1.1 + 0.5, (b, m)
     run(["malloc", "--allocators", "nosuch"], expect=2)
     run(["malloc", "--benchmarks", "nosuch"], expect=2)
 

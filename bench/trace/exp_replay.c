@@ -64,46 +64,69 @@ static void fail(const char *what, const char *msg)
 	exit(2);
 }
 
-/* The kernel side of --predict's trace: a pass without a model. */
-static void read_predicted(struct replay_state *st, const char *path)
+/* Whether a key of --config, --ab or --sweep sets the machine's memory or
+ * zones itself. */
+static bool options_size_memory(const struct bench_opts *o)
 {
+	const char *const given[] = { o->config, o->ab, o->sweep };
+	for (int i = 0; i < 3; i++)
+		if (given[i] && (strstr(given[i], "memory") || strstr(given[i], "zones")))
+			return true;
+	return false;
+}
+
+/*
+ * The files a trace's replay reads beside its header, into ro: --zoneinfo's
+ * (none: no zoneinfo at all), else the one recorded beside the trace, else
+ * this machine's if the trace could have been recorded here
+ * (replay_local_zoneinfo); --sysctl's, else the one beside it.  *h is the
+ * header they complete.
+ */
+static void recorded_files(const struct bench_opts *o, const char *path, struct replay_opts *ro,
+			   char *zi, char *sc, size_t len, struct trace_header *h)
+{
+	bool none = o->zoneinfo && !strcmp(o->zoneinfo, "none");
+	char err[512];
+	ro->zoneinfo_here = false;
+	ro->zoneinfo = none ? NULL : o->zoneinfo ? o->zoneinfo : replay_side_file(path, ".zoneinfo", zi, len);
+	ro->sysctl = o->sysctl ? o->sysctl : replay_side_file(path, ".sysctl", sc, len);
+	struct trace_reader *tr = replay_open(path, ro, h, err, sizeof(err));
+	if (!tr)
+		fail("", err);
+	trace_close(tr);
+	if (!none && !options_size_memory(o))
+		replay_local_zoneinfo(path, ro, h);
+}
+
+/* The kernel side of --predict's trace: a pass without a model, over the
+ * files recorded beside that trace, not the first one's. */
+static void read_predicted(const struct bench *b, struct replay_state *st, const char *path)
+{
+	static char zi[4096], sc[4096];
+	static struct trace_header h;
+	struct replay_opts ro = st->ro;
 	struct replay_result r = { 0 };
 	char err[512];
+	recorded_files(&b->opts, path, &ro, zi, sc, sizeof(zi), &h);
 	if (fidelity_init(&r.kernel, st->nr_cpus))
 		fail("", "out of memory");
-	if (replay_trace(NULL, path, &st->ro, &r, err, sizeof(err)))
+	if (replay_trace(NULL, path, &ro, &r, err, sizeof(err)))
 		fail("--predict: ", err);
 	st->predicted = r.kernel;
 	st->have_predicted = true;
 }
 
-/* Whether --config sets the machine's memory or zones itself. */
-static bool config_sizes_memory(const char *config)
-{
-	return config && (strstr(config, "memory=") || strstr(config, "zones="));
-}
-
 static void replay_declare(struct bench *b)
 {
 	struct replay_state *st = calloc(1, sizeof(*st));
-	char err[512];
 	if (!st)
 		fail("", "out of memory");
 	b->state = st;
 	if (!b->opts.file)
 		fail("", "no trace given (zabench replay FILE [options])");
-	bool no_zoneinfo = b->opts.zoneinfo && !strcmp(b->opts.zoneinfo, "none");
-	st->ro.zoneinfo = no_zoneinfo ? NULL : b->opts.zoneinfo ? b->opts.zoneinfo :
-			  replay_side_file(b->opts.file, ".zoneinfo", st->side_zoneinfo, sizeof(st->side_zoneinfo));
-	st->ro.sysctl = b->opts.sysctl ? b->opts.sysctl :
-			replay_side_file(b->opts.file, ".sysctl", st->side_sysctl, sizeof(st->side_sysctl));
 	struct trace_header h;
-	struct trace_reader *tr = replay_open(b->opts.file, &st->ro, &h, err, sizeof(err));
-	if (!tr)
-		fail("", err);
-	trace_close(tr);
-	if (!no_zoneinfo && !config_sizes_memory(b->opts.config))
-		replay_local_zoneinfo(b->opts.file, &st->ro, &h);
+	recorded_files(&b->opts, b->opts.file, &st->ro, st->side_zoneinfo, st->side_sysctl,
+		       sizeof(st->side_zoneinfo), &h);
 	if (!h.present && !b->opts.config)
 		fprintf(stderr, "zabench replay: %s has no header (zabench record writes one): "
 				"give the machine with --zoneinfo FILE or --config (cpus=N,memory=...); "
@@ -119,7 +142,7 @@ static void replay_declare(struct bench *b)
 		    fidelity_init(&st->result[i].model, st->nr_cpus))
 			fail("", "out of memory");
 	if (b->opts.predict)
-		read_predicted(st, b->opts.predict);
+		read_predicted(b, st, b->opts.predict);
 	st->m_events_per_sec = bench_metric(b, "events_per_sec", "events/s", HIGHER_IS_BETTER);
 }
 

@@ -133,10 +133,24 @@ static unsigned long resident_pages(za_mm_t *mm, struct resident_window *w, unsi
 /* Resident pages by what holds them. */
 enum { RES_SLAB, RES_LARGE, RES_PCP, RES_FREE, RES_META, NR_RES };
 
+/* The pages of the block at pfn of order o, within its section and the
+ * zone's initialised part: the walk runs while the program allocates, and
+ * a block merged behind it may be read from a stale descriptor. */
+static unsigned long block_span(za_mm_t *mm, const struct za_zone *z, unsigned long pfn,
+				unsigned int o)
+{
+	unsigned long span = 1UL << o, section = 1UL << pfn_section_shift(mm);
+	unsigned long end = zone_init_end_pfn(z), section_end = (pfn & ~(section - 1)) + section;
+	if (end > section_end)
+		end = section_end;
+	return pfn + span <= end ? span : end - pfn;
+}
+
 /*
  * One walk over the blocks each zone manages: the arena's resident pages
  * by what holds them, and (out not NULL) the blocks allocated now, per
- * order, slabs apart.
+ * order, slabs apart.  A page found inside a slab (a tail: the walk raced
+ * a merge and a new slab) counts alone.
  */
 static void walk_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 {
@@ -149,12 +163,13 @@ static void walk_arena(za_mm_t *mm, FILE *out, unsigned long *resident)
 		for (unsigned long pfn = z->start_pfn; pfn < zone_init_end_pfn(z);) {
 			struct za_page *p = pfn_to_page(mm, pfn);
 			uint32_t f = page_flags(p);
-			unsigned int o = f ? page_order(p) : 0;
+			unsigned int o = f && !(f & PG_tail) ? page_order(p) : 0;
+			unsigned long span = block_span(mm, z, pfn, o);
 			if (f & PG_alloc)
 				(f & PG_slab ? slab : large)[o]++;
 			resident[f & PG_slab ? RES_SLAB : f & PG_alloc ? RES_LARGE :
-				 f & PG_pcp ? RES_PCP : RES_FREE] += resident_pages(mm, &win, pfn, 1UL << o);
-			pfn += 1UL << o;
+				 f & PG_pcp ? RES_PCP : RES_FREE] += resident_pages(mm, &win, pfn, span);
+			pfn += span;
 		}
 		if (!out)
 			continue;
@@ -189,15 +204,14 @@ static struct class_bytes class_bytes(void)
 	struct class_bytes cb = { 0 };
 	for (unsigned int c = 0; c < NR_CLASSES; c++) {
 		const za_cache_t *cache = atomic_load_explicit(&zm.classes[c].cache, memory_order_acquire);
-		struct za_cache_info info;
+		unsigned long active, total;
 		if (!cache)
 			continue;
-		za_cache_info(cache, &info);
-		double size = (double)info.object_size, barn = (double)barn_objects(c);
-		double active = (double)info.active_objects;
+		za_cache_objects(cache, &active, &total);
+		double size = zm.classes[c].size, barn = (double)barn_objects(c);
 		cb.barns += barn * size;
-		cb.used += (active > barn ? active - barn : 0) * size;
-		cb.free += (double)(info.total_objects - info.active_objects) * size;
+		cb.used += ((double)active > barn ? (double)active - barn : 0) * size;
+		cb.free += (double)(total - active) * size;
 	}
 	return cb;
 }
@@ -206,8 +220,9 @@ static struct class_bytes class_bytes(void)
  * What the RSS is made of: the arena's resident pages by what holds them,
  * the size classes' slab objects by where they are (object bytes: of the
  * slabs' resident pages), the sections' descriptors, the direct mappings
- * (taken as resident), and the rest of the process -- its image, stacks
- * and libraries -- as what is left.
+ * live and kept for reuse (taken as resident: a mapping never written
+ * makes the rest come out low, even negative), and the rest of the
+ * process -- its image, stacks and libraries -- as what is left.
  */
 static void print_rss(za_mm_t *mm, FILE *out, FILE *blocks)
 {
@@ -221,13 +236,14 @@ static void print_rss(za_mm_t *mm, FILE *out, FILE *blocks)
 	double arena = 0, rss = (double)current_rss_kib() * 1024;
 	for (int i = 0; i < NR_RES; i++)
 		arena += (double)res[i] * PAGE_SIZE;
-	double rest = rss - arena - (double)vs->bytes;
+	double mapped = (double)(vs->bytes + vs->cached_bytes), rest = rss - arena - mapped;
 	fprintf(out, "  where the RSS of %.1f MiB is: %.1f MiB in the arena (slabs %.1f, large blocks "
 		"%.1f, per-CPU lists %.1f, free not yet purged %.1f, page descriptors %.1f), %.1f MiB "
-		"directly mapped, %.1f MiB outside the malloc\n", rss / mib, arena / mib, (double)res[RES_SLAB] * PAGE_SIZE / mib,
+		"directly mapped (%.1f freed, kept for reuse), %.1f MiB outside the malloc\n",
+		rss / mib, arena / mib, (double)res[RES_SLAB] * PAGE_SIZE / mib,
 		(double)res[RES_LARGE] * PAGE_SIZE / mib, (double)res[RES_PCP] * PAGE_SIZE / mib,
 		(double)res[RES_FREE] * PAGE_SIZE / mib, (double)res[RES_META] * PAGE_SIZE / mib,
-		(double)vs->bytes / mib, rest > 0 ? rest / mib : 0);
+		mapped / mib, (double)vs->cached_bytes / mib, rest / mib);
 	fprintf(out, "  small objects in the slabs: %.1f MiB in use or in the threads' caches, %.1f MiB "
 		"in the barns, %.1f MiB free in their slabs\n", cb.used / mib, cb.barns / mib, cb.free / mib);
 }

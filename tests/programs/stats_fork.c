@@ -31,11 +31,11 @@ static int use_memory(size_t n)
 
 static int keep_live(void)
 {
+	static char *volatile live[LIVE_SMALL];         /* kept to the end, as kept is */
 	for (int i = 0; i < LIVE_SMALL; i++) {
-		char *p = malloc(100);
-		if (!p)
+		if (!(live[i] = malloc(100)))
 			return 1;
-		memset(p, 1, 100);
+		memset(live[i], 1, 100);
 	}
 	kept = malloc(LIVE_LARGE);
 	if (!kept)
