@@ -440,6 +440,10 @@ def test_local_zoneinfo(tmp):
     other = here.write(os.path.join(tmp, "other.txt"), header=f"# nr_cpus {cpus + 1}\n")
     out = replay([other] + ONCE).stdout
     assert defaults in out and local not in out, out
+    beyond = Trace()                # no CPU count, but an event of a CPU this machine lacks
+    beyond.alloc(cpus, start + spanned // 2)
+    out = replay([beyond.write(os.path.join(tmp, "beyond.txt"), header="")] + ONCE).stdout
+    assert defaults in out and local not in out, out
     here.write(os.path.join(tmp, "here.trace.zst"), header="")
     corpus = os.path.join(tmp, "corpus.txt")
     with open(corpus, "w") as f:

@@ -640,8 +640,8 @@ const char *replay_side_file(const char *path, const char *suffix, char *out, si
 #define LOCAL_FIT_EVENTS 20000
 
 /* Whether the trace's first page events (at least one) all name pfns in
- * the zones of `local`. */
-static bool pfns_fit(const char *path, const struct trace_header *local)
+ * the zones of `local` and CPUs below `cpus`. */
+static bool pfns_fit(const char *path, const struct trace_header *local, int cpus)
 {
 	char err[256];
 	struct trace_reader *tr = trace_open(path, err, sizeof(err));
@@ -652,7 +652,7 @@ static bool pfns_fit(const char *path, const struct trace_header *local)
 	while (seen < LOCAL_FIT_EVENTS && (rc = trace_next(tr, &ev)) > 0) {
 		if (ev.type > TEV_EXTFRAG || ev.pfn == TRACE_NO_PFN)
 			continue;
-		if (trace_pfn_zone(local, ev.pfn) < 0)
+		if (trace_pfn_zone(local, ev.pfn) < 0 || ev.cpu >= cpus)
 			break;
 		seen++;
 	}
@@ -668,14 +668,12 @@ bool replay_local_zoneinfo(const char *path, struct replay_opts *o, struct trace
 	char err[256];
 	bool ok = local && !o->zoneinfo && !h->nr_zones &&
 		  !trace_read_zoneinfo(proc, local, err, sizeof(err));
-	if (ok && h->nr_cpus) {
-		int cpus = 0;
-		for (int z = 0; z < local->nr_zones; z++)
-			if (local->zones[z].nr_pagesets > cpus)
-				cpus = local->zones[z].nr_pagesets;
-		ok = cpus == h->nr_cpus;
-	}
-	if ((ok = ok && pfns_fit(path, local))) {
+	int cpus = 0;
+	for (int z = 0; ok && z < local->nr_zones; z++)
+		if (local->zones[z].nr_pagesets > cpus)
+			cpus = local->zones[z].nr_pagesets;
+	ok = ok && (!h->nr_cpus || cpus == h->nr_cpus);
+	if ((ok = ok && pfns_fit(path, local, cpus))) {
 		h->nr_zones = local->nr_zones;
 		memcpy(h->zones, local->zones, sizeof(h->zones));
 		h->present = h->zoneinfo_later = h->zoneinfo_here = true;

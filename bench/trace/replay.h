@@ -128,8 +128,8 @@ const char *replay_side_file(const char *path, const char *suffix, char *out, si
  * on the machine replaying it, by a tool that saves nothing (perf, a few
  * lines of shell): this machine's zones then say more than any default.
  * If o names no zoneinfo, h has none, and the trace could have been
- * recorded here -- as many CPUs, if it says, and the pfns of its first
- * page events all in this machine's zones -- takes /proc/zoneinfo into h
+ * recorded here -- as many CPUs, if it says, and its first page events all
+ * of this machine's CPUs and pfns in its zones -- takes /proc/zoneinfo into h
  * and o, marked as of now (its counts and highs are not the trace's
  * start), and returns true.
  */
