@@ -561,6 +561,11 @@ static void soak(void)
 static double own_seconds = -1;
 static long own_before_kib = -1, own_after_kib = -1;
 
+static long pages_kib(long pages)
+{
+	return pages < 0 ? -1 : pages * (sysconf(_SC_PAGESIZE) >> 10);
+}
+
 /* This process's RSS, read with system calls only (no malloc). */
 static long own_rss_kib(void)
 {
@@ -568,7 +573,7 @@ static long own_rss_kib(void)
 	long pages = fd >= 0 ? rss_pages(fd) : -1;
 	if (fd >= 0)
 		close(fd);
-	return pages < 0 ? -1 : pages * (sysconf(_SC_PAGESIZE) >> 10);
+	return pages_kib(pages);
 }
 
 /* phases: a server whose load comes and goes: a 4 MiB working set for a
@@ -662,8 +667,8 @@ static void settle(void)
 	while ((t = now() - t0) < SETTLE_MAX_S && rss_pages(statm) * 10 > baseline * 11)
 		nanosleep(&tick, NULL);
 	own_seconds = t < SETTLE_MAX_S ? t : SETTLE_MAX_S;
-	own_before_kib = baseline * (sysconf(_SC_PAGESIZE) >> 10);
-	own_after_kib = rss_pages(statm) * (sysconf(_SC_PAGESIZE) >> 10);
+	own_before_kib = pages_kib(baseline);
+	own_after_kib = pages_kib(rss_pages(statm));
 	close(statm);
 	set_free(&state);
 }

@@ -650,7 +650,7 @@ static bool pfns_fit(const char *path, const struct trace_header *local, int cpu
 	if (!tr)
 		return false;
 	while (seen < LOCAL_FIT_EVENTS && (rc = trace_next(tr, &ev)) > 0) {
-		if (ev.type > TEV_EXTFRAG || ev.pfn == TRACE_NO_PFN)
+		if (ev.type >= TEV_KMALLOC || ev.pfn == TRACE_NO_PFN)      /* page events only */
 			continue;
 		if (trace_pfn_zone(local, ev.pfn) < 0 || ev.cpu >= cpus)
 			break;
@@ -664,19 +664,21 @@ static bool pfns_fit(const char *path, const struct trace_header *local, int cpu
 bool replay_local_zoneinfo(const char *path, struct replay_opts *o, struct trace_header *h)
 {
 	static const char proc[] = "/proc/zoneinfo";
-	struct trace_header *local = calloc(1, sizeof(*local));
+	struct trace_header *local = malloc(sizeof(*local));     /* h with this machine's zones */
 	char err[256];
-	bool ok = local && !o->zoneinfo && !h->nr_zones &&
-		  !trace_read_zoneinfo(proc, local, err, sizeof(err));
+	bool ok = local && !o->zoneinfo && !h->nr_zones;
+	if (ok) {
+		*local = *h;
+		ok = !trace_read_zoneinfo(proc, local, err, sizeof(err));
+	}
 	int cpus = 0;
 	for (int z = 0; ok && z < local->nr_zones; z++)
 		if (local->zones[z].nr_pagesets > cpus)
 			cpus = local->zones[z].nr_pagesets;
-	ok = ok && (!h->nr_cpus || cpus == h->nr_cpus);
-	if ((ok = ok && pfns_fit(path, local, cpus))) {
-		h->nr_zones = local->nr_zones;
-		memcpy(h->zones, local->zones, sizeof(h->zones));
-		h->present = h->zoneinfo_later = h->zoneinfo_here = true;
+	ok = ok && (!h->nr_cpus || cpus == h->nr_cpus) && pfns_fit(path, local, cpus);
+	if (ok) {
+		*h = *local;
+		h->zoneinfo_later = h->zoneinfo_here = true;    /* as replay_open marks it */
 		o->zoneinfo = proc;
 		o->zoneinfo_here = true;
 	}

@@ -228,22 +228,20 @@ static void print_rss(za_mm_t *mm, FILE *out, FILE *blocks)
 {
 	const double mib = 1 << 20;
 	unsigned long res[NR_RES] = { 0 };
-	struct mapping_stats ms, *vs = &ms;
+	double part[NR_RES], arena = 0, rss = (double)current_rss_kib() / 1024;
+	struct mapping_stats vs;
 	walk_arena(mm, blocks, res);
 	res[RES_META] = metadata_resident(mm);
-	mapping_stats(vs);
-	struct class_bytes cb = class_bytes();
-	double arena = 0, rss = (double)current_rss_kib() * 1024;
 	for (int i = 0; i < NR_RES; i++)
-		arena += (double)res[i] * PAGE_SIZE;
-	double mapped = (double)(vs->bytes + vs->cached_bytes), rest = rss - arena - mapped;
+		arena += part[i] = (double)res[i] * PAGE_SIZE / mib;
+	mapping_stats(&vs);
+	double mapped = (double)(vs.bytes + vs.cached_bytes) / mib;
+	struct class_bytes cb = class_bytes();
 	fprintf(out, "  where the RSS of %.1f MiB is: %.1f MiB in the arena (slabs %.1f, large blocks "
 		"%.1f, per-CPU lists %.1f, free not yet purged %.1f, page descriptors %.1f), %.1f MiB "
 		"directly mapped (%.1f freed, kept for reuse), %.1f MiB outside the malloc\n",
-		rss / mib, arena / mib, (double)res[RES_SLAB] * PAGE_SIZE / mib,
-		(double)res[RES_LARGE] * PAGE_SIZE / mib, (double)res[RES_PCP] * PAGE_SIZE / mib,
-		(double)res[RES_FREE] * PAGE_SIZE / mib, (double)res[RES_META] * PAGE_SIZE / mib,
-		mapped / mib, (double)vs->cached_bytes / mib, rest / mib);
+		rss, arena, part[RES_SLAB], part[RES_LARGE], part[RES_PCP], part[RES_FREE],
+		part[RES_META], mapped, (double)vs.cached_bytes / mib, rss - arena - mapped);
 	fprintf(out, "  small objects in the slabs: %.1f MiB in use or in the threads' caches, %.1f MiB "
 		"in the barns, %.1f MiB free in their slabs\n", cb.used / mib, cb.barns / mib, cb.free / mib);
 }
