@@ -270,6 +270,9 @@ struct za_zone {
 	uint32_t *frag_head;            /* [mm->nr_cpus], pcp_own_pageblocks (buddy.c) */
 	/* percpu=rseq: a push that sets a bit of this fails (pcp.h) */
 	uint64_t front_full[PCP_MAX_ORDER + 1];
+	/* percpu=rseq: where the fronts of list 0 are (pcp.h's
+	 * pcp_front_percpu), so that a hit path reads it, not mm's. */
+	struct rseq_percpu front_pc;
 	/* ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE (pcp_high_auto): read by the
 	 * free path with the line above, written only when they change. */
 	_Atomic unsigned int pcp_flags;

@@ -406,16 +406,24 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 /* The allocation at page, to its new owner: a block of the order, or a
  * run, whose fresh pages read as zero already (ZA_GFP_ZERO clears the
  * span of the others). */
-static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp,
-			const struct alloc_context *ac)
+static inline __attribute__((always_inline)) void *
+block_handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp, unsigned int order)
 {
 	set_page_private(page, 0);      /* the new owner's */
 	void *addr = page_to_virt(mm, page);
-	if (!(gfp & ZA_GFP_ZERO))
-		return addr;
+	if (unlikely(gfp & ZA_GFP_ZERO))
+		memset(addr, 0, PAGE_SIZE << order);
+	return addr;
+}
+
+static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp,
+			const struct alloc_context *ac)
+{
 	if (!ac->nr_pages)
-		memset(addr, 0, PAGE_SIZE << ac->order);
-	else if (ac->dirty_lo < ac->dirty_hi)
+		return block_handed_out(mm, page, gfp, ac->order);
+	set_page_private(page, 0);
+	void *addr = page_to_virt(mm, page);
+	if ((gfp & ZA_GFP_ZERO) && ac->dirty_lo < ac->dirty_hi)
 		memset(pfn_to_virt(mm, ac->dirty_lo), 0, (ac->dirty_hi - ac->dirty_lo) << PAGE_SHIFT);
 	return addr;
 }
@@ -426,16 +434,35 @@ static struct za_zone **zonelist_of(za_mm_t *mm, int node, za_gfp_t gfp)
 	return mm->zonelists[2 * node + !!(gfp & ZA_GFP_THISNODE)];
 }
 
-/* nr_pages: a run of that many pages (order is its block's), or 0 for a
- * block of the order. */
-static inline __attribute__((always_inline)) void *
-alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned long nr_pages)
+/*
+ * The hit path: the first steps of the zonelist walk when they succeed --
+ * the preferred zone (the zonelist's first, of the allocation's node and
+ * allowed by its flags) passes the fair batch and the low watermark, and
+ * the CPU's front of the list has a block -- the same checks on the same
+ * zone and the same pop, without the walk's context.  NULL leaves the
+ * walk to redo them and go further (another zone, a refill, a run,
+ * percpu=lock).
+ */
+static inline __attribute__((always_inline)) struct za_page *
+alloc_hit(za_mm_t *mm, int node, int cpu, za_gfp_t gfp, unsigned int order)
 {
-	if (unlikely(!request_ok(mm, nid, gfp, order)))
-		return bad_request(mm, nid, gfp, order);
+	struct za_zone *z = zonelist_of(mm, node, gfp)[0];
+	int highest = gfp_highest_zone(mm, gfp);
+	if (z->idx > highest || z->node != node || (gfp & ZA_GFP_BUDDY))
+		return NULL;
+	if (mm->fair_zone && pcp_batch_exhausted(z, cpu))
+		return NULL;
+	if (!zone_watermark_ok(z, order, z->wmark[WMARK_LOW], highest))
+		return NULL;
+	return pcp_alloc_front(z, order, gfp_migratetype(gfp));
+}
 
-	int cpu = this_cpu(mm);
-	int node = nid < 0 ? mm->cpu_node[cpu] : nid;
+/* The zonelist walk, and the slow path if it fails: out of line, so that
+ * the hit path saves no registers for it. */
+static __attribute__((noinline)) void *
+alloc_pages_walk(za_mm_t *mm, int cpu, int node, za_gfp_t gfp, unsigned int order,
+		 unsigned long nr_pages)
+{
 	struct alloc_context ac = {
 		.zonelist = zonelist_of(mm, node, gfp),
 		.highest_zone = gfp_highest_zone(mm, gfp),
@@ -452,6 +479,22 @@ alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned lon
 	if (unlikely(!page) && !(page = alloc_slowpath(mm, &ac, gfp)))
 		return NULL;
 	return handed_out(mm, page, gfp, &ac);
+}
+
+/* nr_pages: a run of that many pages (order is its block's), or 0 for a
+ * block of the order. */
+static inline __attribute__((always_inline)) void *
+alloc_pages(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order, unsigned long nr_pages)
+{
+	if (unlikely(!request_ok(mm, nid, gfp, order)))
+		return bad_request(mm, nid, gfp, order);
+
+	int cpu = this_cpu(mm);
+	int node = nid < 0 ? mm->cpu_node[cpu] : nid;
+	struct za_page *hit = nr_pages ? NULL : alloc_hit(mm, node, cpu, gfp, order);
+	if (likely(hit))
+		return block_handed_out(mm, hit, gfp, order);
+	return alloc_pages_walk(mm, cpu, node, gfp, order, nr_pages);
 }
 
 void *za_alloc_pages_node(za_mm_t *mm, int nid, za_gfp_t gfp, unsigned int order)
@@ -607,7 +650,7 @@ static inline __attribute__((always_inline)) int free_block(struct za_mm *mm, st
 {
 	struct za_zone *z = mm->zone_by_id[page->zone];
 	bool pcp = pcp_allowed_order(mm, order);
-	if (likely(pcp) && pcp_free(z, this_cpu(mm), page, order))
+	if (likely(pcp) && pcp_free(z, page, order))
 		return 0;
 	return free_to_buddy(z, page, order, pcp);
 }

@@ -193,6 +193,13 @@ void pcp_init(struct za_zone *z, int nr_cpus)
 	int batch = zone_batchsize(z->nr_pages), high_min, high_max;
 	zone_high_range(z, batch, &high_min, &high_max);
 	front_capacity(z, batch);
+	z->front_pc = (struct rseq_percpu){
+		.base = (char *)&z->pcp[0].front[0],
+		.stop = (long)offsetof(struct za_pcp, rseq_stop) - (long)offsetof(struct za_pcp, front),
+		.shift = ZA_PCP_SHIFT,
+		.nr = (unsigned int)nr_cpus,
+		.index_tls = z->mm->rseq_cpu_offset,
+	};
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		struct za_pcp *pcp = &z->pcp[cpu];
 		pcp->batch = batch;
@@ -1109,6 +1116,20 @@ bool pcp_front_refill(struct za_zone *z, int cpu, unsigned int order, int mt, bo
 	return true;
 }
 
+
+/* The CPU's lists, under their lock, or false when another thread holds
+ * it (a front's block then spills to the lists of the front, if it has
+ * one). */
+bool pcp_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt,
+		   unsigned int pindex, bool front)
+{
+	int cpu = this_cpu(z->mm);
+	struct za_pcp *pcp = &z->pcp[cpu];
+	if (unlikely(!za_trylock(&pcp->lock)))
+		return front && pcp_front_spill(z, cpu, page, order, pindex);
+	pcp_free_locked(z, pcp, page, order, mt, front, false);
+	return true;
+}
 /*
  * front_spill: a free whose front was full takes the front off (on the CPU
  * it runs on, and only if it is not stopped: false otherwise), pushes its

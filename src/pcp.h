@@ -170,14 +170,11 @@ static const struct rseq_link front_link = { .off = offsetof(struct za_page, lru
 
 static inline struct rseq_percpu pcp_front_percpu(const struct za_zone *z, unsigned int pindex)
 {
-	return (struct rseq_percpu){
-		.base = (char *)&z->pcp[0].front[pindex],
-		.stop = (long)offsetof(struct za_pcp, rseq_stop) -
-			(long)(offsetof(struct za_pcp, front) + pindex * sizeof(struct rseq_stack)),
-		.shift = ZA_PCP_SHIFT,
-		.nr = (unsigned int)z->mm->nr_cpus,
-		.index_tls = z->mm->rseq_cpu_offset,
-	};
+	struct rseq_percpu pc = z->front_pc;
+	pc.shift = ZA_PCP_SHIFT;        /* a constant: an immediate in the sections */
+	pc.base += pindex * sizeof(struct rseq_stack);
+	pc.stop -= (long)(pindex * sizeof(struct rseq_stack));
+	return pc;
 }
 
 /* Does this allocation or free go to a front? */
@@ -193,6 +190,21 @@ static inline bool pcp_use_front(const struct za_mm *mm, unsigned int order)
  * the block, or NULL if the zone has none of this order, in *out
  * (nofragment: for a refill, see buddy_rmqueue_bulk).
  */
+static inline __attribute__((always_inline)) struct za_page *
+pcp_front_pop(struct za_zone *z, unsigned int order, int mt, unsigned int pindex)
+{
+	struct rseq_percpu pc = pcp_front_percpu(z, pindex);
+	void *top;
+	if (unlikely(rseq_pop_retry(z->mm, &pc, &front_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &top) !=
+		     RSEQ_OK))
+		return NULL;
+	struct za_page *page = top;
+	VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);
+	set_page_mt(page, mt);
+	set_page_flags(page, PG_alloc);
+	return page;
+}
+
 static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
 			     bool nofragment, struct za_page **out)
 {
@@ -200,19 +212,8 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	/* The list first: its lookup overlaps the lock's atomic. */
 	unsigned int slot, pindex = pcp_list_index(z->mm, mt, order, &slot);
 	bool front = pcp_use_front(z->mm, order);
-	if (likely(front)) {
-		struct rseq_percpu pc = pcp_front_percpu(z, pindex);
-		void *top;
-		if (likely(rseq_pop_retry(z->mm, &pc, &front_link, RSEQ_POP_ONE - 1, RSEQ_FOLD, &top) ==
-			   RSEQ_OK)) {
-			struct za_page *page = top;
-			VM_BUG_ON_PAGE(z->mm, page_flags(page) != PG_pcp || page_order(page) != order, page);
-			set_page_mt(page, mt);
-			set_page_flags(page, PG_alloc);
-			*out = page;
-			return true;
-		}
-	}
+	if (likely(front) && (*out = pcp_front_pop(z, order, mt, pindex)))
+		return true;
 	if (unlikely(!za_trylock(&pcp->lock)))
 		return front && pcp_front_refill(z, cpu, order, mt, nofragment, out);
 
@@ -237,6 +238,18 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	za_tryunlock(&pcp->lock);
 	*out = page;
 	return true;
+}
+
+/* A block from the calling CPU's front of its list, or NULL (percpu=lock,
+ * an order without fronts, a front empty or stopped): the hit path of
+ * za_alloc_pages, which takes no lock and reads the CPU in the section. */
+static inline __attribute__((always_inline)) struct za_page *
+pcp_alloc_front(struct za_zone *z, unsigned int order, int mt)
+{
+	unsigned int slot, pindex = pcp_list_index(z->mm, mt, order, &slot);
+	if (!pcp_use_front(z->mm, order) || !pcp_allowed_order(z->mm, order))
+		return NULL;
+	return pcp_front_pop(z, order, mt, pindex);
 }
 
 /* The flags of a block going onto a list of pcp's: PG_pcp, and with
@@ -311,17 +324,22 @@ static inline bool pcp_free_to_owner(struct za_zone *z, int cpu, struct za_page 
 	return true;
 }
 
-/* As pcp_alloc: false when busy. */
-static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, int cpu, struct za_page *page, unsigned int order)
+/* pcp_free's lock path, out of line (pcp.c): the front's hit saves no
+ * registers for it. */
+bool pcp_free_list(struct za_zone *z, struct za_page *page, unsigned int order, int mt,
+		   unsigned int pindex, bool front);
+
+/* As pcp_alloc: false when busy.  The CPU is read only when a list is
+ * needed: a front's section reads its own. */
+static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, struct za_page *page, unsigned int order)
 {
-	struct za_pcp *pcp = &z->pcp[cpu];
 	/* The block's type and list first (a lockless read of its
 	 * pageblock's type, as ever): they overlap the lock's atomic. */
 	const struct za_mm *mm = z->mm;
 	int mt = pageblock_mt(mm, page_to_pfn(mm, page));
 	unsigned int slot, pindex = pcp_list_index(mm, mt, order, &slot);
 	bool front = pcp_use_front(mm, order);
-	if (unlikely(mm->pcp_own_pageblocks) && pcp_free_to_owner(z, cpu, page, order, mt))
+	if (unlikely(mm->pcp_own_pageblocks) && pcp_free_to_owner(z, this_cpu(mm), page, order, mt))
 		return true;
 	if (likely(front)) {
 		/* The front's blocks are PG_pcp from the moment they are on it. */
@@ -334,10 +352,7 @@ static inline __attribute__((always_inline)) bool pcp_free(struct za_zone *z, in
 			return true;
 		set_page_flags(page, flags);
 	}
-	if (unlikely(!za_trylock(&pcp->lock)))
-		return front && pcp_front_spill(z, cpu, page, order, pindex);
-	pcp_free_locked(z, pcp, page, order, mt, front, false);
-	return true;
+	return pcp_free_list(z, page, order, mt, pindex, front);
 }
 
 #endif /* ZA_PCP_H */

@@ -43,7 +43,7 @@
 
 /* The index's stack (fail when stopped), its head and tally. */
 #define RSEQ_ASM_STACK                                                  \
-	"shlq %%cl, %[addr]\n\t"                                        \
+	"shlq %b[shift], %[addr]\n\t"                                  \
 	"addq %[base], %[addr]\n\t"                                     \
 	"cmpl $0, (%[addr],%[stop])\n\t"                                \
 	"jne 5f\n\t"                                                    \
@@ -117,9 +117,11 @@
 	RSEQ_ASM_TALLY
 
 /* push: first is not the head (FAIL), the guard holds (MISMATCH), the tally. */
-#define RSEQ_ASM_PUSH_CHECKS                                            \
+#define RSEQ_ASM_PUSH_TOP                                               \
 	"cmpq %[first], %[head]\n\t"                                    \
-	"je 5f\n\t"                                                     \
+	"je 5f\n\t"
+#define RSEQ_ASM_PUSH_CHECKS                                            \
+	RSEQ_ASM_PUSH_TOP                                               \
 	"movq %[t], %[nx]\n\t"                                          \
 	"andq %[gmask], %[nx]\n\t"                                      \
 	"cmpq %[guard], %[nx]\n\t"                                      \
@@ -127,14 +129,16 @@
 	RSEQ_ASM_TALLY
 
 #define RSEQ_ASM_PUSH_INPUTS                                            \
-	[first] "r"(first), [last] "r"(last), [delta] "rm"(delta), [fail] "rm"(fail), \
+	[first] "r"(first), [last] "r"(last), [delta] "rme"(delta), [fail] "rm"(fail), \
 	[gmask] "rm"(guard_mask), [guard] "rm"(guard)
 
 #define RSEQ_ASM_OUTPUTS                                                \
 	[addr] "=&r"(addr), [head] "=&r"(head), [t] "=&r"(t), [nx] "=&r"(nx), [st] "=&r"(st)
 
+/* The shift an immediate when the caller's is a constant (the fronts'),
+ * which leaves rcx to the compiler. */
 #define RSEQ_ASM_PERCPU_INPUTS(pc)                                      \
-	[base] "r"((pc)->base), [stop] "r"((pc)->stop), "c"((pc)->shift),   \
+	[base] "r"((pc)->base), [stop] "r"((pc)->stop), [shift] "ci"((pc)->shift), \
 	[nr] "rm"((pc)->nr), [idx] "rm"((pc)->index_tls), [cs] "rm"(rseq_cs_tls)
 
 #define RSEQ_ASM_CLOBBERS "xmm0", "xmm1", "cc", "memory"
@@ -149,14 +153,23 @@ rseq_pop(const struct rseq_percpu *pc, const struct rseq_link *lk, uint64_t delt
 	 void **out)
 {
 	uintptr_t addr, head, t, nx, st;
-	if (rseq_link_plain(lk))
+	if (rseq_link_plain(lk) && __builtin_constant_p(lk->off))
+		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
+				 RSEQ_ASM_POP_CHECKS
+				 "movq %c[off](%[head]), %[nx]\n\t"
+				 RSEQ_ASM_COMMIT("nx", "t")
+				 : RSEQ_ASM_OUTPUTS
+				 : RSEQ_ASM_PERCPU_INPUTS(pc), [off] "i"(lk->off),
+				   [delta] "rme"(delta), [fail] "rm"(fail)
+				 : RSEQ_ASM_CLOBBERS);
+	else if (rseq_link_plain(lk))
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
 				 RSEQ_ASM_POP_CHECKS
 				 "movq (%[head],%[off]), %[nx]\n\t"
 				 RSEQ_ASM_COMMIT("nx", "t")
 				 : RSEQ_ASM_OUTPUTS
 				 : RSEQ_ASM_PERCPU_INPUTS(pc), [off] "r"(lk->off),
-				   [delta] "rm"(delta), [fail] "rm"(fail)
+				   [delta] "rme"(delta), [fail] "rm"(fail)
 				 : RSEQ_ASM_CLOBBERS);
 	else
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
@@ -167,7 +180,7 @@ rseq_pop(const struct rseq_percpu *pc, const struct rseq_link *lk, uint64_t delt
 				 RSEQ_ASM_COMMIT("nx", "t")
 				 : RSEQ_ASM_OUTPUTS
 				 : RSEQ_ASM_PERCPU_INPUTS(pc), [lk] "r"(lk),
-				   [delta] "rm"(delta), [fail] "rm"(fail)
+				   [delta] "rme"(delta), [fail] "rm"(fail)
 				 : RSEQ_ASM_CLOBBERS);
 	(void)t, (void)nx;
 	*out = (void *)head;
@@ -185,7 +198,21 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 	  uint64_t delta, uint64_t fail, uint64_t guard_mask, uint64_t guard)
 {
 	uintptr_t addr, head, t, nx, st;
-	if (rseq_link_plain(lk))
+	if (rseq_link_plain(lk) && __builtin_constant_p(guard_mask) && !guard_mask) {
+		/* unguarded (the counted stacks): no guard operands, and the
+		 * successor's slot one register */
+		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
+				 RSEQ_ASM_PUSH_TOP RSEQ_ASM_TALLY
+				 "movq %[head], (%[slot])\n\t"
+				 RSEQ_ASM_COMMIT("first", "t")
+				 : [addr] "=&r"(addr), [head] "=&r"(head), [t] "=&r"(t), [st] "=&r"(st)
+				 : RSEQ_ASM_PERCPU_INPUTS(pc), [first] "r"(first),
+				   [slot] "r"((char *)last + lk->off), [delta] "rme"(delta),
+				   [fail] "rm"(fail)
+				 : RSEQ_ASM_CLOBBERS);
+		nx = 0;
+		(void)guard;
+	} else if (rseq_link_plain(lk))
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
 				 RSEQ_ASM_PUSH_CHECKS
 				 "movq %[head], (%[last],%[off])\n\t"
