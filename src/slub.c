@@ -1031,15 +1031,21 @@ static inline __attribute__((always_inline)) bool cpu_alloc_locked(struct za_kme
 
 /* The CPU slab's allocation: the restartable pop, else under the CPU's
  * lock, else (busy) straight from the node's lists; NULL without memory. */
+static void *cpu_slab_alloc_locked(struct za_kmem_cache *s, za_gfp_t gfp, int cpu, int node)
+{
+	void *obj;
+	if (!cpu_alloc_locked(s, &s->cpu_slab[cpu], cpu, gfp, node, &obj))
+		obj = alloc_single(s, gfp, node);
+	return obj;
+}
+
 static inline __attribute__((always_inline)) void *cpu_slab_alloc(struct za_kmem_cache *s,
 								  za_gfp_t gfp, int cpu, int node)
 {
 	void *obj;
 	if (likely(percpu_sections(s->mm)) && likely(obj = cpu_pop(s)))
 		return obj;     /* counted in the stack's tally */
-	if (!cpu_alloc_locked(s, &s->cpu_slab[cpu], cpu, gfp, node, &obj))
-		obj = alloc_single(s, gfp, node);
-	return obj;
+	return cpu_slab_alloc_locked(s, gfp, cpu, node);
 }
 
 /* An object from the slabs, below the sheaves (and for sheaves' memory,
@@ -1076,19 +1082,33 @@ static __attribute__((noinline)) void *alloc_special(struct za_kmem_cache *s, za
 	return obj ? obj : slab_paths_alloc(s, gfp, cpu, node, caller);
 }
 
-static void *cache_alloc(struct za_kmem_cache *s, za_gfp_t gfp, void *caller)
+/* Everything but the CPU slab's restartable pop, out of line: the hit
+ * path saves no registers for it, and reads the CPU only in the section. */
+static __attribute__((noinline)) void *cache_alloc_slow(struct za_kmem_cache *s, za_gfp_t gfp,
+							void *caller)
 {
 	struct za_mm *mm = s->mm;
 	int cpu = this_cpu(mm), node = mm->cpu_node[cpu];
 	/* One test for both: a cache with sheaves never debugs. */
 	void *obj = unlikely(s->debug | s->sheaf_capacity) ? alloc_special(s, gfp, cpu, node, caller)
-							    : cpu_slab_alloc(s, gfp, cpu, node);
+							    : cpu_slab_alloc_locked(s, gfp, cpu, node);
 	if (unlikely(!obj)) {
 		za_set_last_error("za_cache_alloc(%s): out of memory", s->name);
 		errno = ENOMEM;
-		return NULL;
 	}
-	VM_BUG_ON(mm, !is_object_of(s, obj));
+	return obj;
+}
+
+static inline __attribute__((always_inline)) void *cache_alloc(struct za_kmem_cache *s,
+							       za_gfp_t gfp, void *caller)
+{
+	void *obj;
+	if (unlikely(s->debug | s->sheaf_capacity) || unlikely(!percpu_sections(s->mm)) ||
+	    unlikely(!(obj = cpu_pop(s))))
+		obj = cache_alloc_slow(s, gfp, caller);
+	if (unlikely(!obj))
+		return NULL;
+	VM_BUG_ON(s->mm, !is_object_of(s, obj));
 	if (gfp & ZA_GFP_ZERO)
 		memset(obj, 0, s->object_size);
 	return obj;
@@ -1198,6 +1218,16 @@ static int cpu_free_locked(struct za_kmem_cache *s, struct za_page *slab, void *
 
 /* The CPU slab's free: the restartable push, else under the CPU's lock,
  * else (another slab, or busy) into its slab. */
+/* After the push: r as cpu_push returned it (-1 also without sections). */
+static __attribute__((noinline)) int cpu_slab_free_slow(struct za_kmem_cache *s,
+							struct za_page *slab, void *obj,
+							void *caller, int r)
+{
+	if (r < 0 && (r = cpu_free_locked(s, slab, obj, this_cpu(s->mm))) <= 0)
+		return r ? double_free(s, obj) : 0;
+	return free_other(s, slab, obj, caller);
+}
+
 static inline __attribute__((always_inline)) int cpu_slab_free(struct za_kmem_cache *s,
 							       struct za_page *slab, void *obj,
 							       void *caller)
@@ -1205,9 +1235,7 @@ static inline __attribute__((always_inline)) int cpu_slab_free(struct za_kmem_ca
 	int r = percpu_sections(s->mm) ? cpu_push(s, slab, obj) : -1;
 	if (likely(r == 0))
 		return 0;
-	if (r < 0 && (r = cpu_free_locked(s, slab, obj, this_cpu(s->mm))) <= 0)
-		return r ? double_free(s, obj) : 0;
-	return free_other(s, slab, obj, caller);
+	return cpu_slab_free_slow(s, slab, obj, caller, r);
 }
 
 /* A debug cache's free, or one with sheaves: an object start of slab goes
