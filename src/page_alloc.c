@@ -435,26 +435,28 @@ static struct za_zone **zonelist_of(za_mm_t *mm, int node, za_gfp_t gfp)
 }
 
 /*
- * The hit path: the first steps of the zonelist walk when they succeed --
- * the preferred zone (the zonelist's first, of the allocation's node and
- * allowed by its flags) passes the fair batch and the low watermark, and
- * the CPU's front of the list has a block -- the same checks on the same
- * zone and the same pop, without the walk's context.  NULL leaves the
- * walk to redo them and go further (another zone, a refill, a run,
- * percpu=lock).
+ * The hit path: the zonelist walk's first steps when they succeed -- the
+ * first local zone the flags allow whose fair batch is not used up passes
+ * the low watermark, and the CPU's front of its list has a block -- the
+ * same checks on the same zones and the same pop, without the walk's
+ * context.  NULL leaves the walk to redo them and go further (a watermark
+ * to count or a zone to grow, another node, a refill, a run, percpu=lock).
  */
 static inline __attribute__((always_inline)) struct za_page *
 alloc_hit(za_mm_t *mm, int node, int cpu, za_gfp_t gfp, unsigned int order)
 {
-	struct za_zone *z = zonelist_of(mm, node, gfp)[0];
 	int highest = gfp_highest_zone(mm, gfp);
-	if (z->idx > highest || z->node != node || (gfp & ZA_GFP_BUDDY))
+	if (gfp & ZA_GFP_BUDDY)
 		return NULL;
-	if (mm->fair_zone && pcp_batch_exhausted(z, cpu))
-		return NULL;
-	if (!zone_watermark_ok(z, order, z->wmark[WMARK_LOW], highest))
-		return NULL;
-	return pcp_alloc_front(z, order, gfp_migratetype(gfp));
+	for (struct za_zone **zp = zonelist_of(mm, node, gfp); *zp && (*zp)->node == node; zp++) {
+		struct za_zone *z = *zp;
+		if (z->idx > highest || (mm->fair_zone && pcp_batch_exhausted(z, cpu)))
+			continue;
+		if (!zone_watermark_ok(z, order, z->wmark[WMARK_LOW], highest))
+			return NULL;
+		return pcp_alloc_front(z, order, gfp_migratetype(gfp));
+	}
+	return NULL;
 }
 
 /* The zonelist walk, and the slow path if it fails: out of line, so that
