@@ -452,6 +452,19 @@ def test_local_zoneinfo(tmp):
     assert "tracefs*" in out and "* replayed on this machine's /proc/zoneinfo" in out, out
     doc = json.loads(zabench("scorecard", ["--corpus", corpus, "--json"], 0).stdout)
     assert all(r["zoneinfo_here"] for r in doc["rows"]), doc
+    # A prediction whose second trace lends keys from this machine's
+    # zoneinfo is marked; one whose traces both carry theirs is not.
+    mine = Trace()
+    for i in range(64):
+        mine.alloc(0, 0x1000 + i)
+    mine.write(os.path.join(tmp, "mine.trace.zst"))
+    with open(corpus, "w") as f:
+        f.write("# split held: not\nmine zabench page shell - held\n"
+                "predict mine here percpu_pagelist_high_fraction held\n"
+                "predict mine mine percpu_pagelist_high_fraction held\n")
+    doc = json.loads(zabench("scorecard", ["--corpus", corpus, "--json"], 0).stdout)
+    marks = {r["trace"]: r["zoneinfo_here"] for r in doc["rows"]}
+    assert marks == {"mine": False, "mine>here": True, "mine>mine": False}, doc
 
 
 def test_trace_file_header(tmp):

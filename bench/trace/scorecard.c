@@ -227,8 +227,10 @@ static void scored_figures(const struct fidelity *f, double *figures)
 
 /* The kernel's figures of trace NAME, from its events alone, and the
  * trace's mirror into *m. */
+/* here: whether the mirror took this machine's zoneinfo (a prediction's
+ * second trace: the keys it lends come from it). */
 static int kernel_figures(const struct corpus *c, const char *name, double *figures,
-			  uint64_t *page_allocs, struct mirror *m)
+			  uint64_t *page_allocs, struct mirror *m, bool *here)
 {
 	static char path[1024], zi[1024], sc[1024];
 	struct replay_opts ro;
@@ -236,6 +238,7 @@ static int kernel_figures(const struct corpus *c, const char *name, double *figu
 	char err[512];
 	if (mirror_of(c, name, &ro, path, sizeof(path), zi, sc, m))
 		return -1;
+	*here = ro.zoneinfo_here;
 	int rc = fidelity_init(&r.kernel, m->nr_cpus);
 	if (rc || (rc = replay_trace(NULL, path, &ro, &r, err, sizeof(err))))
 		fprintf(stderr, "zabench scorecard: %s\n", rc && !r.kernel.count ? "out of memory" : err);
@@ -257,16 +260,17 @@ static int replay_entry(const struct corpus *c, struct entry *e)
 	static char path[1024], zi[1024], sc[1024];
 	static struct mirror m, to;
 	uint64_t second;
-	if (e->repeat)
-		return kernel_figures(c, e->from, e->kernel, &e->page_allocs, &m) ||
-		       kernel_figures(c, e->to, e->model, &second, &to) ? -1 : 0;
-	if (e->from[0] && kernel_figures(c, e->to, e->kernel, &e->page_allocs, &to))
+	bool first_here, second_here = false;
+	if (e->repeat)      /* kernel figures only: no zoneinfo counts in them */
+		return kernel_figures(c, e->from, e->kernel, &e->page_allocs, &m, &first_here) ||
+		       kernel_figures(c, e->to, e->model, &second, &to, &second_here) ? -1 : 0;
+	if (e->from[0] && kernel_figures(c, e->to, e->kernel, &e->page_allocs, &to, &second_here))
 		return -1;
 	struct replay_opts ro;
 	const char *trace = e->from[0] ? e->from : e->name;
 	if (mirror_of(c, trace, &ro, path, sizeof(path), zi, sc, &m))
 		return -1;
-	e->here = ro.zoneinfo_here;
+	e->here = ro.zoneinfo_here || second_here;
 	if (e->from[0])
 		override_keys(m.config, sizeof(m.config), to.config, e->keys);
 	za_mm_t *mm = za_mm_create(m.config);
@@ -370,8 +374,9 @@ static void print_entries(const struct corpus *c, bool repeats, FILE *out)
 	table_free(&t);
 	for (int i = 0; i < c->n; i++)
 		if (c->e[i].here && c->e[i].repeat == repeats) {
-			fprintf(out, "* replayed on this machine's /proc/zoneinfo: the trace has no zoneinfo, "
-				     "nor a NAME.zoneinfo beside it\n");
+			fprintf(out, "* replayed on this machine's /proc/zoneinfo: the trace (or a "
+				     "prediction's second, whose keys it lends) has no zoneinfo, nor a "
+				     "NAME.zoneinfo beside it\n");
 			break;
 		}
 }
