@@ -204,7 +204,7 @@ static unsigned long grow_zone_locked(struct za_zone *z, unsigned int order, lon
 	       (pfn - start < at_least || zone_needs_growth(z, order, want));
 	     pfn += 1UL << mm->max_order)
 		buddy_add_initial_block(z, pfn);
-	store_relaxed(&z->first_deferred_pfn, pfn);
+	atomic_store_explicit(&z->first_deferred_pfn, pfn, memory_order_release);
 	return pfn - start;
 }
 

@@ -270,12 +270,12 @@ struct za_zone {
 	uint32_t *frag_head;            /* [mm->nr_cpus], pcp_own_pageblocks (buddy.c) */
 	/* percpu=rseq: a push that sets a bit of this fails (pcp.h) */
 	uint64_t front_full[PCP_MAX_ORDER + 1];
-	/* percpu=rseq: where the fronts of list 0 are (pcp.h's
-	 * pcp_front_percpu), so that a hit path reads it, not mm's. */
-	struct rseq_percpu front_pc;
 	/* ZONE_BELOW_HIGH, ZONE_RECLAIM_ACTIVE (pcp_high_auto): read by the
 	 * free path with the line above, written only when they change. */
 	_Atomic unsigned int pcp_flags;
+	/* percpu=rseq: where the fronts of list 0 are (pcp.h's
+	 * pcp_front_percpu), so that a hit path reads it, not mm's. */
+	struct rseq_percpu front_pc;
 	unsigned long start_pfn;
 	unsigned long nr_pages;         /* spanned == present */
 	unsigned long wmark[NR_WMARK];
@@ -470,10 +470,13 @@ struct za_mm {
 };
 
 /* The end of what the buddy lists manage: the zone's end, or where its
- * deferred (not yet initialised) part begins. */
+ * deferred (not yet initialised) part begins.  Acquire, against the
+ * grower's release: a lockless walk up to it (vmstat's pageblock counts)
+ * then sees the pageblock types memmap_init_section wrote for a section
+ * another thread onlined. */
 static inline unsigned long zone_init_end_pfn(const struct za_zone *z)
 {
-	return load_relaxed(&z->first_deferred_pfn);
+	return atomic_load_explicit(&z->first_deferred_pfn, memory_order_acquire);
 }
 
 static inline unsigned long zone_deferred_pages(const struct za_zone *z)

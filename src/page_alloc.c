@@ -403,9 +403,7 @@ static __attribute__((noinline)) void *bad_request(const struct za_mm *mm, int n
 	return NULL;
 }
 
-/* The allocation at page, to its new owner: a block of the order, or a
- * run, whose fresh pages read as zero already (ZA_GFP_ZERO clears the
- * span of the others). */
+/* The block at page, of the order, to its new owner. */
 static inline __attribute__((always_inline)) void *
 block_handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp, unsigned int order)
 {
@@ -416,6 +414,9 @@ block_handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp, unsigned int o
 	return addr;
 }
 
+/* The allocation at page, to its new owner: a block of the order, or a
+ * run, whose fresh pages read as zero already (ZA_GFP_ZERO clears the
+ * span of the others). */
 static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp,
 			const struct alloc_context *ac)
 {
@@ -446,8 +447,8 @@ static inline __attribute__((always_inline)) struct za_page *
 alloc_hit(za_mm_t *mm, int node, int cpu, za_gfp_t gfp, unsigned int order)
 {
 	int highest = gfp_highest_zone(mm, gfp);
-	if (gfp & ZA_GFP_BUDDY)
-		return NULL;
+	if ((gfp & ZA_GFP_BUDDY) || !pcp_use_front(mm, order) || !pcp_allowed_order(mm, order))
+		return NULL;    /* no front to pop: percpu=lock (replays), other orders */
 	for (struct za_zone **zp = zonelist_of(mm, node, gfp); *zp && (*zp)->node == node; zp++) {
 		struct za_zone *z = *zp;
 		if (z->idx > highest || (mm->fair_zone && pcp_batch_exhausted(z, cpu)))

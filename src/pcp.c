@@ -1116,7 +1116,6 @@ bool pcp_front_refill(struct za_zone *z, int cpu, unsigned int order, int mt, bo
 	return true;
 }
 
-
 /* The CPU's lists, under their lock, or false when another thread holds
  * it (a front's block then spills to the lists of the front, if it has
  * one). */
@@ -1130,6 +1129,7 @@ bool pcp_free_list(struct za_zone *z, struct za_page *page, unsigned int order, 
 	pcp_free_locked(z, pcp, page, order, mt, front, false);
 	return true;
 }
+
 /*
  * front_spill: a free whose front was full takes the front off (on the CPU
  * it runs on, and only if it is not stopped: false otherwise), pushes its

@@ -183,13 +183,8 @@ static inline bool pcp_use_front(const struct za_mm *mm, unsigned int order)
 	return mm->pcp_front && order <= PCP_MAX_ORDER && percpu_unbound(mm);  /* pcp_front: rseq */
 }
 
-/*
- * Returns false, doing nothing, when the CPU's lists are busy (another
- * thread on the same CPU, or a drain): the caller then uses the buddy
- * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
- * the block, or NULL if the zone has none of this order, in *out
- * (nofragment: for a refill, see buddy_rmqueue_bulk).
- */
+/* The top of the calling CPU's front of list pindex, as an allocated
+ * block of mt, or NULL (empty, stopped, its tally due for a fold). */
 static inline __attribute__((always_inline)) struct za_page *
 pcp_front_pop(struct za_zone *z, unsigned int order, int mt, unsigned int pindex)
 {
@@ -205,6 +200,13 @@ pcp_front_pop(struct za_zone *z, unsigned int order, int mt, unsigned int pindex
 	return page;
 }
 
+/*
+ * Returns false, doing nothing, when the CPU's lists are busy (another
+ * thread on the same CPU, or a drain): the caller then uses the buddy
+ * lists, as the kernel does when pcp_spin_trylock fails.  Otherwise stores
+ * the block, or NULL if the zone has none of this order, in *out
+ * (nofragment: for a refill, see buddy_rmqueue_bulk).
+ */
 static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, int cpu, unsigned int order, int mt,
 			     bool nofragment, struct za_page **out)
 {
@@ -240,15 +242,15 @@ static inline __attribute__((always_inline)) bool pcp_alloc(struct za_zone *z, i
 	return true;
 }
 
-/* A block from the calling CPU's front of its list, or NULL (percpu=lock,
- * an order without fronts, a front empty or stopped): the hit path of
- * za_alloc_pages, which takes no lock and reads the CPU in the section. */
+/* A block from the calling CPU's front of its list, or NULL (a front empty
+ * or stopped): the hit path of za_alloc_pages, which takes no lock and
+ * reads the CPU in the section.  The order has fronts (pcp_use_front,
+ * pcp_allowed_order): the caller asked. */
 static inline __attribute__((always_inline)) struct za_page *
 pcp_alloc_front(struct za_zone *z, unsigned int order, int mt)
 {
 	unsigned int slot, pindex = pcp_list_index(z->mm, mt, order, &slot);
-	if (!pcp_use_front(z->mm, order) || !pcp_allowed_order(z->mm, order))
-		return NULL;
+	VM_BUG_ON(z->mm, !pcp_use_front(z->mm, order) || !pcp_allowed_order(z->mm, order));
 	return pcp_front_pop(z, order, mt, pindex);
 }
 

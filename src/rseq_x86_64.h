@@ -198,7 +198,8 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 	  uint64_t delta, uint64_t fail, uint64_t guard_mask, uint64_t guard)
 {
 	uintptr_t addr, head, t, nx, st;
-	if (rseq_link_plain(lk) && __builtin_constant_p(guard_mask) && !guard_mask) {
+	if (rseq_link_plain(lk) && __builtin_constant_p(guard_mask) && !guard_mask &&
+	    __builtin_constant_p(guard) && !guard) {
 		/* unguarded (the counted stacks): no guard operands, and the
 		 * successor's slot one register */
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
@@ -211,7 +212,6 @@ rseq_push(const struct rseq_percpu *pc, const struct rseq_link *lk, void *first,
 				   [fail] "rm"(fail)
 				 : RSEQ_ASM_CLOBBERS);
 		nx = 0;
-		(void)guard;
 	} else if (rseq_link_plain(lk))
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
 				 RSEQ_ASM_PUSH_CHECKS

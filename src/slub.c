@@ -1029,8 +1029,8 @@ static inline __attribute__((always_inline)) bool cpu_alloc_locked(struct za_kme
 	return true;
 }
 
-/* The CPU slab's allocation: the restartable pop, else under the CPU's
- * lock, else (busy) straight from the node's lists; NULL without memory. */
+/* The CPU slab's allocation under the CPU's lock, else (busy) straight
+ * from the node's lists; NULL without memory. */
 static void *cpu_slab_alloc_locked(struct za_kmem_cache *s, za_gfp_t gfp, int cpu, int node)
 {
 	void *obj;
@@ -1039,6 +1039,7 @@ static void *cpu_slab_alloc_locked(struct za_kmem_cache *s, za_gfp_t gfp, int cp
 	return obj;
 }
 
+/* The same, the restartable pop first. */
 static inline __attribute__((always_inline)) void *cpu_slab_alloc(struct za_kmem_cache *s,
 								  za_gfp_t gfp, int cpu, int node)
 {
@@ -1216,8 +1217,6 @@ static int cpu_free_locked(struct za_kmem_cache *s, struct za_page *slab, void *
 	return ret;
 }
 
-/* The CPU slab's free: the restartable push, else under the CPU's lock,
- * else (another slab, or busy) into its slab. */
 /* After the push: r as cpu_push returned it (-1 also without sections). */
 static __attribute__((noinline)) int cpu_slab_free_slow(struct za_kmem_cache *s,
 							struct za_page *slab, void *obj,
@@ -1228,6 +1227,8 @@ static __attribute__((noinline)) int cpu_slab_free_slow(struct za_kmem_cache *s,
 	return free_other(s, slab, obj, caller);
 }
 
+/* The CPU slab's free: the restartable push, else under the CPU's lock,
+ * else (another slab, or busy) into its slab. */
 static inline __attribute__((always_inline)) int cpu_slab_free(struct za_kmem_cache *s,
 							       struct za_page *slab, void *obj,
 							       void *caller)

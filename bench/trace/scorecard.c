@@ -42,7 +42,8 @@ struct entry {
 	uint64_t page_allocs;
 	bool repeat;
 	bool failed;
-	bool here;                      /* replayed on this machine's zoneinfo (it has none) */
+	bool here;                      /* this machine's zoneinfo stood in for a trace's (or, in a
+					 * prediction, its second trace's, which lends the keys) */
 };
 
 #define MAX_SPLITS 8
@@ -227,8 +228,8 @@ static void scored_figures(const struct fidelity *f, double *figures)
 
 /* The kernel's figures of trace NAME, from its events alone, and the
  * trace's mirror into *m. */
-/* here: whether the mirror took this machine's zoneinfo (a prediction's
- * second trace: the keys it lends come from it). */
+/* here (NULL: not asked): whether the mirror took this machine's zoneinfo
+ * (a prediction's second trace: the keys it lends come from it). */
 static int kernel_figures(const struct corpus *c, const char *name, double *figures,
 			  uint64_t *page_allocs, struct mirror *m, bool *here)
 {
@@ -238,7 +239,8 @@ static int kernel_figures(const struct corpus *c, const char *name, double *figu
 	char err[512];
 	if (mirror_of(c, name, &ro, path, sizeof(path), zi, sc, m))
 		return -1;
-	*here = ro.zoneinfo_here;
+	if (here)
+		*here = ro.zoneinfo_here;
 	int rc = fidelity_init(&r.kernel, m->nr_cpus);
 	if (rc || (rc = replay_trace(NULL, path, &ro, &r, err, sizeof(err))))
 		fprintf(stderr, "zabench scorecard: %s\n", rc && !r.kernel.count ? "out of memory" : err);
@@ -260,10 +262,10 @@ static int replay_entry(const struct corpus *c, struct entry *e)
 	static char path[1024], zi[1024], sc[1024];
 	static struct mirror m, to;
 	uint64_t second;
-	bool first_here, second_here = false;
+	bool second_here = false;
 	if (e->repeat)      /* kernel figures only: no zoneinfo counts in them */
-		return kernel_figures(c, e->from, e->kernel, &e->page_allocs, &m, &first_here) ||
-		       kernel_figures(c, e->to, e->model, &second, &to, &second_here) ? -1 : 0;
+		return kernel_figures(c, e->from, e->kernel, &e->page_allocs, &m, NULL) ||
+		       kernel_figures(c, e->to, e->model, &second, &to, NULL) ? -1 : 0;
 	if (e->from[0] && kernel_figures(c, e->to, e->kernel, &e->page_allocs, &to, &second_here))
 		return -1;
 	struct replay_opts ro;
