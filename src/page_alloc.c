@@ -422,8 +422,7 @@ static void *handed_out(za_mm_t *mm, struct za_page *page, za_gfp_t gfp,
 {
 	if (!ac->nr_pages)
 		return block_handed_out(mm, page, gfp, ac->order);
-	set_page_private(page, 0);
-	void *addr = page_to_virt(mm, page);
+	void *addr = block_handed_out(mm, page, 0, ac->order);
 	if ((gfp & ZA_GFP_ZERO) && ac->dirty_lo < ac->dirty_hi)
 		memset(pfn_to_virt(mm, ac->dirty_lo), 0, (ac->dirty_hi - ac->dirty_lo) << PAGE_SHIFT);
 	return addr;
@@ -446,9 +445,9 @@ static struct za_zone **zonelist_of(za_mm_t *mm, int node, za_gfp_t gfp)
 static inline __attribute__((always_inline)) struct za_page *
 alloc_hit(za_mm_t *mm, int node, int cpu, za_gfp_t gfp, unsigned int order)
 {
-	int highest = gfp_highest_zone(mm, gfp);
 	if ((gfp & ZA_GFP_BUDDY) || !pcp_use_front(mm, order) || !pcp_allowed_order(mm, order))
 		return NULL;    /* no front to pop: percpu=lock (replays), other orders */
+	int highest = gfp_highest_zone(mm, gfp);
 	for (struct za_zone **zp = zonelist_of(mm, node, gfp); *zp && (*zp)->node == node; zp++) {
 		struct za_zone *z = *zp;
 		if (z->idx > highest || (mm->fair_zone && pcp_batch_exhausted(z, cpu)))

@@ -153,16 +153,7 @@ rseq_pop(const struct rseq_percpu *pc, const struct rseq_link *lk, uint64_t delt
 	 void **out)
 {
 	uintptr_t addr, head, t, nx, st;
-	if (rseq_link_plain(lk) && __builtin_constant_p(lk->off))
-		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
-				 RSEQ_ASM_POP_CHECKS
-				 "movq %c[off](%[head]), %[nx]\n\t"
-				 RSEQ_ASM_COMMIT("nx", "t")
-				 : RSEQ_ASM_OUTPUTS
-				 : RSEQ_ASM_PERCPU_INPUTS(pc), [off] "i"(lk->off),
-				   [delta] "rme"(delta), [fail] "rm"(fail)
-				 : RSEQ_ASM_CLOBBERS);
-	else if (rseq_link_plain(lk))
+	if (rseq_link_plain(lk))
 		__asm__ volatile(RSEQ_ASM_ENTER RSEQ_ASM_LOCATE
 				 RSEQ_ASM_POP_CHECKS
 				 "movq (%[head],%[off]), %[nx]\n\t"

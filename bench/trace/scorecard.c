@@ -227,9 +227,8 @@ static void scored_figures(const struct fidelity *f, double *figures)
 }
 
 /* The kernel's figures of trace NAME, from its events alone, and the
- * trace's mirror into *m. */
-/* here (NULL: not asked): whether the mirror took this machine's zoneinfo
- * (a prediction's second trace: the keys it lends come from it). */
+ * trace's mirror into *m; *here (unless NULL): whether the mirror took this
+ * machine's zoneinfo (a prediction's second trace lends keys from it). */
 static int kernel_figures(const struct corpus *c, const char *name, double *figures,
 			  uint64_t *page_allocs, struct mirror *m, bool *here)
 {
